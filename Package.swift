@@ -1,0 +1,114 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Every dependency here is justified in the README's dependency table.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "OfflineVideo",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "mock-backend", targets: ["MockBackendCLI"]),
+        .executable(name: "offline", targets: ["OfflineCLI"]),
+        .library(name: "OfflineSDK", targets: ["OfflineSDK"]),
+        .library(name: "MockBackend", targets: ["MockBackend"]),
+        .library(name: "WireModels", targets: ["WireModels"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.1.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        // Shared
+        .target(
+            name: "WireModels",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            path: "Shared/WireModels",
+            swiftSettings: swiftSettings
+        ),
+
+        // Server
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            path: "Server/CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+        .target(
+            name: "MicroHTTP",
+            dependencies: ["CMicroHTTPD", .product(name: "Logging", package: "swift-log")],
+            path: "Server/MicroHTTP",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "MockBackend",
+            dependencies: [
+                "MicroHTTP", "WireModels",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Server/MockBackend",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "MockBackendCLI",
+            dependencies: [
+                "MockBackend", "MicroHTTP",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Server/MockBackendCLI",
+            swiftSettings: swiftSettings
+        ),
+
+        // Client
+        .systemLibrary(
+            name: "CCurl",
+            path: "Client/CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .target(
+            name: "CurlTransfer",
+            dependencies: ["CCurl"],
+            path: "Client/CurlTransfer",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "OfflineSDK",
+            dependencies: [
+                "WireModels", "CurlTransfer",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Client/OfflineSDK",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "OfflineCLI",
+            dependencies: [
+                "OfflineSDK", "WireModels",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Client/OfflineCLI",
+            swiftSettings: swiftSettings
+        ),
+
+        // Tests
+        .testTarget(name: "WireModelsTests", dependencies: ["WireModels"], path: "Tests/WireModelsTests",
+                    resources: [.copy("Resources")], swiftSettings: swiftSettings),
+        .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "CurlTransfer", .product(name: "Logging", package: "swift-log")], path: "Tests/MicroHTTPTests",
+                    swiftSettings: swiftSettings),
+        .testTarget(name: "MockBackendTests", dependencies: ["MockBackend", "MicroHTTP", "WireModels", "CurlTransfer",
+                                   .product(name: "Logging", package: "swift-log"),
+                                   .product(name: "GRDB", package: "GRDB.swift")],
+                    path: "Tests/MockBackendTests", swiftSettings: swiftSettings),
+        .testTarget(name: "CurlTransferTests", dependencies: ["CurlTransfer", "MicroHTTP", .product(name: "Logging", package: "swift-log")], path: "Tests/CurlTransferTests",
+                    swiftSettings: swiftSettings),
+    ]
+)

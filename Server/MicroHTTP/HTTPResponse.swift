@@ -1,0 +1,89 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What a handler answers. Files are sent zero-copy by the server; byte ranges and
+/// conditional requests are applied by the server to any 200 answer (see `HTTPResponse+Conditional`).
+public struct HTTPResponse: Sendable {
+    /// The body of a response.
+    public enum Body: Sendable, Equatable {
+        /// No body.
+        case empty
+        /// Bytes held in memory.
+        case bytes([UInt8])
+        /// A region of a file on disk, sent with sendfile.
+        case file(path: String, offset: UInt64, length: UInt64)
+
+        /// The number of bytes the body holds.
+        public var count: UInt64 {
+            switch self {
+            case .empty: 0
+            case .bytes(let bytes): UInt64(bytes.count)
+            case .file(_, _, let length): length
+            }
+        }
+    }
+
+    /// The status code.
+    public var status: Int
+    /// The response headers (Content-Length is added by the server).
+    public var headers: HTTPHeaders
+    /// The body.
+    public var body: Body
+
+    /// Creates a response.
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Body = .empty) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A response with a UTF-8 text body and its content type.
+    public static func text(_ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {
+        HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", contentType)]), body: .bytes(Array(text.utf8)))
+    }
+
+    /// A response with a byte body and its content type.
+    public static func bytes(_ bytes: [UInt8], status: Int = 200, contentType: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", contentType)]), body: .bytes(bytes))
+    }
+
+    /// A 200 response for a whole file, with an ETag from its size and modification time
+    /// (as nginx makes them); nil when the path is not a readable regular file.
+    public static func file(at path: String, contentType: String) -> HTTPResponse? {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, access(path, R_OK) == 0 else { return nil }
+        let size = UInt64(info.st_size)
+        let mtime = Int(info.st_mtim.tv_sec)
+        var headers = HTTPHeaders([("Content-Type", contentType)])
+        headers.add("ETag", "\"\(String(mtime, radix: 16))-\(String(size, radix: 16))\"")
+        return HTTPResponse(status: 200, headers: headers, body: .file(path: path, offset: 0, length: size))
+    }
+}
+
+/// Common status codes' reason phrases, for logs and error bodies.
+public enum HTTPStatus {
+    /// The standard reason phrase for `code`.
+    public static func reason(_ code: Int) -> String {
+        switch code {
+        case 200: "OK"
+        case 204: "No Content"
+        case 206: "Partial Content"
+        case 304: "Not Modified"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 413: "Content Too Large"
+        case 416: "Range Not Satisfiable"
+        case 422: "Unprocessable Content"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        case 503: "Service Unavailable"
+        default: "Status \(code)"
+        }
+    }
+}

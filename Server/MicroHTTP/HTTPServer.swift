@@ -1,0 +1,124 @@
+import CMicroHTTPD
+import Logging
+import Synchronization
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An HTTP/1.1 server on libmicrohttpd: epoll, a thread pool, keep-alive, zero-copy files.
+///
+/// Handlers run synchronously on MHD's pool threads, so they must not block for long;
+/// added latency suspends the connection instead of sleeping on a thread.
+///
+/// ```swift
+/// let server = HTTPServer(configuration: config, logger: logger) { request in
+///     .text("hello")
+/// }
+/// try server.start()
+/// print("listening on http://127.0.0.1:\(server.port)")
+/// ```
+public final class HTTPServer: Sendable {
+    /// Answers one request. Runs on an MHD thread.
+    public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
+    /// Builds the answer for failures found before a handler runs (bad target, 413, 500).
+    public typealias ErrorResponder = @Sendable (_ status: Int, _ message: String) -> HTTPResponse
+
+    let core: ServerCore
+    private let daemon = Mutex<DaemonHandle?>(nil)
+    private let boundPort = Atomic<Int>(0)
+
+    /// Creates a server; nothing is bound until `start()`.
+    public init(configuration: HTTPServerConfiguration, logger: Logger,
+                errorResponder: @escaping ErrorResponder = HTTPServer.plainErrorResponder,
+                handler: @escaping Handler) {
+        core = ServerCore(configuration: configuration, logger: logger, handler: handler, errorResponder: errorResponder)
+    }
+
+    deinit {
+        daemon.withLock { handle in
+            if let handle { MHD_stop_daemon(handle.pointer) }
+        }
+    }
+
+    /// The bound port once started (the real one when the configuration asked for 0).
+    public var port: Int { boundPort.load(ordering: .acquiring) }
+
+    /// Requests being handled right now (headers received, response not yet completed).
+    public var activeRequests: Int { core.activeRequests.load(ordering: .relaxed) }
+
+    /// Milliseconds added to every response from now on.
+    public var addedLatencyMilliseconds: Int {
+        get { core.addedLatency.load(ordering: .relaxed) }
+        set { core.addedLatency.store(max(0, newValue), ordering: .relaxed) }
+    }
+
+    /// Binds and starts serving. Throws if the address is invalid or the port is taken.
+    public func start() throws(HTTPServerError) {
+        let config = core.configuration
+        let address = try SocketAddress(host: config.host, port: config.port)
+        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
+            | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_TURBO.rawValue
+        if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
+        let context = Unmanaged.passUnretained(core).toOpaque()
+        let started: OpaquePointer? = address.withSockaddr { sockaddr in
+            mhd_shim_start(
+                flags, sockaddr, UInt32(max(1, config.threadCount)), config.connectionMemoryLimit,
+                UInt32(max(1, config.idleTimeoutSeconds)), UInt32(max(16, config.listenBacklog)),
+                MHDCallbacks.access, context, MHDCallbacks.completed, context)
+        }
+        guard let started else {
+            throw HTTPServerError(message: "cannot listen on \(config.host):\(config.port) (address in use or not available)")
+        }
+        boundPort.store(Int(mhd_shim_bound_port(started)), ordering: .releasing)
+        daemon.withLock { $0 = DaemonHandle(pointer: started) }
+    }
+
+    /// Stops accepting connections, lets requests in flight finish (up to `gracePeriod`),
+    /// then closes every connection and joins MHD's threads. Safe to call twice.
+    public func shutdown(gracePeriod: Duration = .seconds(10)) {
+        guard let handle = daemon.withLock({ handle -> DaemonHandle? in
+            defer { handle = nil }
+            return handle
+        }) else { return }
+        let listenSocket = MHD_quiesce_daemon(handle.pointer)
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: gracePeriod)
+        while core.activeRequests.load(ordering: .acquiring) > 0 && clock.now < deadline {
+            usleep(5_000)
+        }
+        MHD_stop_daemon(handle.pointer)
+        if listenSocket >= 0 { close(listenSocket) }
+    }
+
+    /// A plain-text error body, for servers that have no error format of their own.
+    public static let plainErrorResponder: ErrorResponder = { status, message in
+        .text("\(status) \(HTTPStatus.reason(status)): \(message)\n", status: status)
+    }
+}
+
+/// The daemon pointer. MHD's daemon is thread-safe for the calls made on it here
+/// (quiesce, stop, info), and this wrapper is only moved under the server's Mutex.
+struct DaemonHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// What the C callbacks need: immutable configuration, the handler and atomic counters.
+final class ServerCore: Sendable {
+    let configuration: HTTPServerConfiguration
+    let logger: Logger
+    let handler: HTTPServer.Handler
+    let errorResponder: HTTPServer.ErrorResponder
+    let activeRequests = Atomic<Int>(0)
+    let addedLatency: Atomic<Int>
+    let timerQueue = DispatchQueue(label: "MicroHTTP.latency")
+
+    init(configuration: HTTPServerConfiguration, logger: Logger,
+         handler: @escaping HTTPServer.Handler, errorResponder: @escaping HTTPServer.ErrorResponder) {
+        self.configuration = configuration
+        self.logger = logger
+        self.handler = handler
+        self.errorResponder = errorResponder
+        self.addedLatency = Atomic(max(0, configuration.addedLatencyMilliseconds))
+    }
+}

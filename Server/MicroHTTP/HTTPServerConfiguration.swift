@@ -1,0 +1,29 @@
+/// How an `HTTPServer` binds and what it accepts.
+public struct HTTPServerConfiguration: Sendable {
+    /// The address to bind: an IPv4 or IPv6 literal, or "localhost".
+    public var host: String = "127.0.0.1"
+    /// The port to bind; 0 picks a free one (read it back from `HTTPServer.port`).
+    public var port: Int = 8080
+    /// Threads in MHD's epoll thread pool.
+    public var threadCount: Int = 2
+    /// The largest request body accepted; larger ones get 413 and are not read into memory.
+    public var maxBodySize: Int = 64 * 1024
+    /// Memory MHD may use per connection; it bounds the request line plus headers.
+    public var connectionMemoryLimit: Int = 64 * 1024
+    /// Seconds an idle keep-alive connection is kept open.
+    public var idleTimeoutSeconds: Int = 30
+    /// The listen backlog.
+    public var listenBacklog: Int = 512
+    /// Milliseconds added to every response (benchmarks and client tests). No thread is held while waiting.
+    public var addedLatencyMilliseconds: Int = 0
+
+    /// Creates a configuration with the defaults above.
+    public init() {}
+}
+
+/// Why a server could not start.
+public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, for a person.
+    public var message: String
+    public var description: String { message }
+}

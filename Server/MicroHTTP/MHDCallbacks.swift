@@ -1,0 +1,186 @@
+import CMicroHTTPD
+import Logging
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One request's state, owned by MHD's `con_cls` slot from the first access-handler call
+/// until the completion callback releases it. Only the thread serving that connection
+/// touches it, except `resume`, which hands the connection back to that thread.
+final class RequestState {
+    let started = ContinuousClock.now
+    var method = ""
+    var target = ""
+    var body: [UInt8] = []
+    var bodyTooLarge = false
+    /// Set while the connection is suspended for added latency; queued when MHD calls back.
+    var pending: HTTPResponse?
+    var status = 0
+    var bytesSent: UInt64 = 0
+}
+
+/// The C callbacks handed to MHD. Context travels as `Unmanaged` pointers: `cls` is the
+/// `ServerCore` (kept alive by the server until MHD's threads are joined) and `con_cls`
+/// is a retained `RequestState`.
+nonisolated enum MHDCallbacks {
+    static let access: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, conCls in
+        guard let cls, let connection, let conCls, let uploadSize else { return .NO }
+        let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+
+        guard let existing = conCls.pointee else {
+            // First call: headers are in. Keep-alive needs the answer queued on a later call.
+            let state = RequestState()
+            state.method = method.map { String(cString: $0) } ?? ""
+            state.target = rebuildTarget(connection: connection, path: url)
+            conCls.pointee = Unmanaged.passRetained(state).toOpaque()
+            core.activeRequests.add(1, ordering: .relaxed)
+            if let length = header(connection, "Content-Length").flatMap({ UInt64($0) }),
+               length > UInt64(core.configuration.maxBodySize) {
+                state.bodyTooLarge = true
+                return queue(core.errorResponder(413, "request body of \(length) bytes is over the limit of \(core.configuration.maxBodySize)"),
+                             for: nil, state: state, connection: connection)
+            }
+            return .YES
+        }
+        let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
+
+        if let pending = state.pending {
+            state.pending = nil
+            return queue(pending, for: nil, state: state, connection: connection)
+        }
+        if state.status != 0 { return .YES }  // answered early (413); MHD is draining
+
+        if uploadSize.pointee > 0 {
+            if !state.bodyTooLarge, let uploadData {
+                if state.body.count + uploadSize.pointee > core.configuration.maxBodySize {
+                    state.bodyTooLarge = true
+                    state.body = []
+                } else {
+                    uploadData.withMemoryRebound(to: UInt8.self, capacity: uploadSize.pointee) {
+                        state.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: uploadSize.pointee))
+                    }
+                }
+            }
+            uploadSize.pointee = 0
+            return .YES
+        }
+
+        // The whole request is in.
+        let (response, request) = respond(core: core, state: state, connection: connection)
+        let latency = core.addedLatency.load(ordering: .relaxed)
+        if latency > 0 {
+            state.pending = response.flatMap { r in request.map { r.applyingConditionals(for: $0) } ?? r }
+            let handle = ConnectionHandle(pointer: connection)
+            MHD_suspend_connection(connection)
+            core.timerQueue.asyncAfter(deadline: .now() + .milliseconds(latency)) {
+                MHD_resume_connection(handle.pointer)
+            }
+            return .YES
+        }
+        return queue(response ?? core.errorResponder(500, "no response"), for: request, state: state, connection: connection)
+    }
+
+    static let completed: MHD_RequestCompletedCallback = { cls, _, conCls, termination in
+        guard let cls, let conCls, let pointer = conCls.pointee else { return }
+        conCls.pointee = nil
+        let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+        let state = Unmanaged<RequestState>.fromOpaque(pointer).takeRetainedValue()
+        core.activeRequests.subtract(1, ordering: .releasing)
+        let elapsed = ContinuousClock.now - state.started
+        let milliseconds = Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000
+        core.logger.info("\(state.method) \(state.target) \(state.status) \(state.bytesSent)", metadata: [
+            "ms": "\((milliseconds * 10).rounded() / 10)",
+            "completed": "\(termination == .REQUEST_TERMINATED_COMPLETED_OK)",
+        ])
+    }
+
+    /// Runs the handler (or builds the pre-handler error) for a fully received request.
+    private static func respond(core: ServerCore, state: RequestState, connection: OpaquePointer)
+        -> (HTTPResponse?, HTTPRequest?) {
+        if state.bodyTooLarge {
+            return (core.errorResponder(413, "request body is over the limit of \(core.configuration.maxBodySize) bytes"), nil)
+        }
+        do {
+            let request = try HTTPRequest(method: state.method, target: state.target,
+                                          headers: headers(connection), body: state.body,
+                                          remoteAddress: SocketAddress.describe(mhd_shim_client_address(connection)))
+            return (core.handler(request), request)
+        } catch {
+            return (core.errorResponder(400, error.description), nil)
+        }
+    }
+
+    /// Hands a response to MHD, applying ranges and conditionals first when `request` is given.
+    private static func queue(_ response: HTTPResponse, for request: HTTPRequest?, state: RequestState,
+                              connection: OpaquePointer) -> MHD_Result {
+        var response = request.map { response.applyingConditionals(for: $0) } ?? response
+        let mhdResponse: OpaquePointer?
+        switch response.body {
+        case .empty:
+            mhdResponse = MHD_create_response_from_buffer(0, nil, .RESPMEM_PERSISTENT)
+        case .bytes(let bytes):
+            mhdResponse = bytes.withUnsafeBytes { raw in
+                MHD_create_response_from_buffer(raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress), .RESPMEM_MUST_COPY)
+            }
+        case .file(let path, let offset, let length):
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            if fd < 0 {
+                response = HTTPResponse(status: 404, body: .empty)
+                mhdResponse = MHD_create_response_from_buffer(0, nil, .RESPMEM_PERSISTENT)
+            } else {
+                // MHD owns the descriptor from here and closes it with the response.
+                mhdResponse = MHD_create_response_from_fd_at_offset64(length, fd, offset)
+            }
+        }
+        guard let mhdResponse else { return .NO }
+        defer { MHD_destroy_response(mhdResponse) }
+        for field in response.headers {
+            _ = MHD_add_response_header(mhdResponse, field.name, field.value)
+        }
+        state.status = response.status
+        state.bytesSent = state.method == "HEAD" ? 0 : response.body.count
+        return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+    }
+
+    /// The target as it arrived: MHD hands over the path and query arguments undecoded
+    /// (the shim's unescape callback is a no-op); rejoin them for `RequestTarget`.
+    private static func rebuildTarget(connection: OpaquePointer, path: UnsafePointer<CChar>?) -> String {
+        var target = path.map { String(cString: $0) } ?? "/"
+        var pairs: [String] = []
+        withUnsafeMutablePointer(to: &pairs) { pointer in
+            _ = MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, { cls, _, key, value in
+                guard let cls, let key else { return .YES }
+                let list = cls.assumingMemoryBound(to: [String].self)
+                let name = String(cString: key)
+                list.pointee.append(value.map { name + "=" + String(cString: $0) } ?? name)
+                return .YES
+            }, pointer)
+        }
+        if !pairs.isEmpty { target += "?" + pairs.joined(separator: "&") }
+        return target
+    }
+
+    private static func headers(_ connection: OpaquePointer) -> HTTPHeaders {
+        var fields: [(String, String)] = []
+        withUnsafeMutablePointer(to: &fields) { pointer in
+            _ = MHD_get_connection_values(connection, .HEADER_KIND, { cls, _, key, value in
+                guard let cls, let key else { return .YES }
+                let list = cls.assumingMemoryBound(to: [(String, String)].self)
+                list.pointee.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+                return .YES
+            }, pointer)
+        }
+        return HTTPHeaders(fields)
+    }
+
+    private static func header(_ connection: OpaquePointer, _ name: String) -> String? {
+        MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
+    }
+}
+
+/// A suspended connection handed to the latency timer. MHD allows `MHD_resume_connection`
+/// from any thread when the daemon runs with `MHD_ALLOW_SUSPEND_RESUME`.
+struct ConnectionHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}

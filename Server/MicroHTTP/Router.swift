@@ -1,0 +1,89 @@
+/// Values captured from a matched route pattern (`:name` segments and a trailing `*name`).
+public struct RouteParameters: Sendable {
+    private var values: [String: String] = [:]
+
+    /// Creates parameters from captured values.
+    public init(_ values: [String: String] = [:]) { self.values = values }
+
+    /// The captured value for `name`, or "" when the pattern has no such parameter.
+    public subscript(name: String) -> String { values[name] ?? "" }
+
+    fileprivate mutating func set(_ name: String, _ value: String) { values[name] = value }
+}
+
+/// Maps a method and decoded path segments to a handler. Patterns are "/"-separated:
+/// literal segments, `:name` for one segment, and a final `*name` for the rest (joined by "/").
+public struct Router: Sendable {
+    /// A route's handler.
+    public typealias Handler = @Sendable (HTTPRequest, RouteParameters) -> HTTPResponse
+
+    /// The result of looking a request up.
+    public enum Match: Sendable {
+        /// A route matched.
+        case found(Handler, RouteParameters)
+        /// The path matched routes, none of them for this method; the methods that would work.
+        case methodNotAllowed(allowed: [String])
+        /// Nothing matched the path.
+        case notFound
+    }
+
+    private enum Segment: Sendable, Equatable {
+        case literal(String)
+        case parameter(String)
+        case rest(String)
+    }
+
+    private struct Route: Sendable {
+        var methods: Set<String>
+        var segments: [Segment]
+        var handler: Handler
+    }
+
+    private var routes: [Route] = []
+
+    /// Creates an empty router.
+    public init() {}
+
+    /// Adds a route. A route for GET also answers HEAD.
+    public mutating func add(_ methods: [String], _ pattern: String, _ handler: @escaping Handler) {
+        var methodSet = Set(methods)
+        if methodSet.contains("GET") { methodSet.insert("HEAD") }
+        let segments: [Segment] = pattern.split(separator: "/").map { part in
+            if part.hasPrefix(":") { return .parameter(String(part.dropFirst())) }
+            if part.hasPrefix("*") { return .rest(String(part.dropFirst())) }
+            return .literal(String(part))
+        }
+        routes.append(Route(methods: methodSet, segments: segments, handler: handler))
+    }
+
+    /// Finds the route for `method` and `segments`; the first route added wins.
+    public func match(method: String, segments: [String]) -> Match {
+        var allowed: Set<String> = []
+        for route in routes {
+            guard let parameters = Router.match(route.segments, segments) else { continue }
+            if route.methods.contains(method) { return .found(route.handler, parameters) }
+            allowed.formUnion(route.methods)
+        }
+        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed.sorted())
+    }
+
+    private static func match(_ pattern: [Segment], _ path: [String]) -> RouteParameters? {
+        var parameters = RouteParameters()
+        var index = 0
+        for segment in pattern {
+            switch segment {
+            case .literal(let literal):
+                guard index < path.count, path[index] == literal else { return nil }
+            case .parameter(let name):
+                guard index < path.count else { return nil }
+                parameters.set(name, path[index])
+            case .rest(let name):
+                guard index < path.count else { return nil }
+                parameters.set(name, path[index...].joined(separator: "/"))
+                return parameters
+            }
+            index += 1
+        }
+        return index == path.count ? parameters : nil
+    }
+}
