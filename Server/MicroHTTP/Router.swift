@@ -13,9 +13,11 @@ public struct RouteParameters: Sendable {
 
 /// Maps a method and decoded path segments to a handler. Patterns are "/"-separated:
 /// literal segments, `:name` for one segment, and a final `*name` for the rest (joined by "/").
-public struct Router: Sendable {
+/// Handlers receive a `Context` (typically the application object) at dispatch time, so
+/// a router can be built before the object that owns it exists.
+public struct Router<Context>: Sendable {
     /// A route's handler.
-    public typealias Handler = @Sendable (HTTPRequest, RouteParameters) -> HTTPResponse
+    public typealias Handler = @Sendable (Context, HTTPRequest, RouteParameters) -> HTTPResponse
 
     /// The result of looking a request up.
     public enum Match: Sendable {

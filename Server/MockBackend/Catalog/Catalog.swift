@@ -1,0 +1,239 @@
+import Foundation
+import WireModels
+
+/// An account: its policy keys, whether FairPlay is set up, its manifest-token lifetime.
+public struct Account: Sendable {
+    /// The account id.
+    public var id: String
+    /// A display name.
+    public var name: String
+    /// Whether FairPlay (certificate and licenses) is set up for the account.
+    public var fairPlay: Bool
+    /// Lifetime of manifest URLs' tokens, in seconds (60 s to 6 h).
+    public var manifestTokenTTL: TimeInterval
+    /// Policy key → whether it may search.
+    public var policyKeys: [String: Bool]
+}
+
+/// Which rendition of a video a URL names.
+enum RenditionKind: String, Sendable {
+    case video, audio, subtitles
+}
+
+/// A rendition of a catalog video as it appears in URLs: its stable uuid and which
+/// fixture rendition it serves.
+struct RenditionRef: Sendable {
+    var uuid: String
+    var kind: RenditionKind
+    /// Index into the asset's `video`, `audio` or `subtitles` array.
+    var index: Int
+}
+
+/// A video as the catalog defines it, with its media asset resolved.
+public struct CatalogVideo: Sendable {
+    /// The video id.
+    public var id: String
+    /// The owning account id.
+    public var accountID: String
+    /// The stable uuid used in manifest and media URLs.
+    public var uuid: String
+    /// The reference id, if any.
+    public var referenceID: String?
+    /// Metadata as the Playback API shows it.
+    public var name: String
+    var description: String?
+    var longDescription: String?
+    /// How the media is protected.
+    public var protection: Protection
+    /// Whether the video may be downloaded for offline playback.
+    public var offlineEnabled: Bool
+    var asset: MediaAsset
+    /// How many times the asset is played back to back (1 = once).
+    public var repeatCount: Int
+    var videoRenditions: [RenditionRef]
+    var audioRenditions: [RenditionRef]
+    var subtitleRenditions: [RenditionRef]
+    var sidebandTextTracks: Bool
+    var tags: [String]
+    var customFields: [String: String]
+    var economics: String
+    var createdAt: Date
+    var updatedAt: Date
+    var publishedAt: Date
+
+    /// Total segments per rendition.
+    var segmentCount: Int { asset.video[0].segments.count * repeatCount }
+    /// The duration in milliseconds.
+    public var durationMilliseconds: Int { Int((asset.duration * Double(repeatCount) * 1000).rounded()) }
+    /// All renditions (video, audio, subtitles).
+    var allRenditions: [RenditionRef] { videoRenditions + audioRenditions + subtitleRenditions }
+}
+
+/// A playlist as the catalog defines it.
+public struct CatalogPlaylist: Sendable {
+    var id: String
+    var accountID: String
+    var referenceID: String?
+    var name: String
+    var description: String?
+    var type: String
+    var videoIDs: [String]
+    var createdAt: Date
+    var updatedAt: Date
+}
+
+/// The whole catalog, validated and indexed for the lookups the routes make.
+public struct Catalog: Sendable {
+    /// Accounts by id.
+    public private(set) var accounts: [String: Account] = [:]
+    /// Videos by id.
+    public private(set) var videos: [String: CatalogVideo] = [:]
+    /// Video ids in catalog order.
+    public private(set) var videoOrder: [String] = []
+    private(set) var playlists: [String: CatalogPlaylist] = [:]
+    private var policyKeyOwners: [String: String] = [:]      // key → account id
+    private var videoByReference: [String: String] = [:]     // "acct/ref" → id
+    private var playlistByReference: [String: String] = [:]  // "acct/ref" → id
+    private var videoByUUID: [String: String] = [:]
+    private var renditionByUUID: [String: (videoID: String, rendition: RenditionRef)] = [:]
+
+    /// Loads and validates a catalog file; media assets are read from `media/` beside it.
+    public static func load(from file: URL, defaultManifestTokenTTL: TimeInterval = 6 * 3600) throws(CatalogError) -> Catalog {
+        let raw: CatalogFile
+        do {
+            raw = try JSONDecoder().decode(CatalogFile.self, from: Data(contentsOf: file))
+        } catch {
+            throw CatalogError("cannot read catalog \(file.path): \(error)")
+        }
+        let mediaRoot = file.deletingLastPathComponent().appendingPathComponent("media")
+        var catalog = Catalog()
+        var assets: [String: MediaAsset] = [:]
+
+        for account in raw.accounts {
+            guard catalog.accounts[account.id] == nil else { throw CatalogError("duplicate account id \(account.id)") }
+            let ttl = TimeInterval(account.manifestTokenTTLSeconds ?? Int(defaultManifestTokenTTL))
+            guard (60...21600).contains(ttl) else {
+                throw CatalogError("account \(account.id): manifest_token_ttl_seconds must be between 60 and 21600")
+            }
+            var keys: [String: Bool] = [:]
+            for key in account.policyKeys {
+                if let owner = catalog.policyKeyOwners[key.key] { throw CatalogError("policy key \(key.key) is used by accounts \(owner) and \(account.id)") }
+                catalog.policyKeyOwners[key.key] = account.id
+                keys[key.key] = key.searchEnabled
+            }
+            catalog.accounts[account.id] = Account(id: account.id, name: account.name, fairPlay: account.fairplay,
+                                                   manifestTokenTTL: ttl, policyKeys: keys)
+        }
+
+        for entry in raw.videos {
+            guard catalog.videos[entry.id] == nil else { throw CatalogError("duplicate video id \(entry.id)") }
+            guard let account = catalog.accounts[entry.accountID] else {
+                throw CatalogError("video \(entry.id) names unknown account \(entry.accountID)")
+            }
+            if entry.protection == .fairplay && !account.fairPlay {
+                throw CatalogError("video \(entry.id) is FairPlay but account \(account.id) has no FairPlay")
+            }
+            let asset: MediaAsset
+            if let loaded = assets[entry.asset] { asset = loaded } else {
+                asset = try MediaAsset.load(directory: mediaRoot.appendingPathComponent(entry.asset))
+                assets[entry.asset] = asset
+            }
+            let video = try makeVideo(entry, asset: asset)
+            catalog.videos[video.id] = video
+            catalog.videoOrder.append(video.id)
+            catalog.videoByUUID[video.uuid] = video.id
+            for rendition in video.allRenditions { catalog.renditionByUUID[rendition.uuid] = (video.id, rendition) }
+            if let ref = video.referenceID {
+                guard catalog.videoByReference.updateValue(video.id, forKey: "\(video.accountID)/\(ref)") == nil else {
+                    throw CatalogError("duplicate reference id \(ref) in account \(video.accountID)")
+                }
+            }
+        }
+
+        for entry in raw.playlists {
+            guard catalog.accounts[entry.accountID] != nil else {
+                throw CatalogError("playlist \(entry.id) names unknown account \(entry.accountID)")
+            }
+            for id in entry.videoIDs where catalog.videos[id]?.accountID != entry.accountID {
+                throw CatalogError("playlist \(entry.id) names video \(id), which is not in account \(entry.accountID)")
+            }
+            let playlist = CatalogPlaylist(
+                id: entry.id, accountID: entry.accountID, referenceID: entry.referenceID, name: entry.name,
+                description: entry.description, type: entry.type ?? "EXPLICIT", videoIDs: entry.videoIDs,
+                createdAt: try date(entry.createdAt, "playlist \(entry.id) created_at"),
+                updatedAt: try date(entry.updatedAt, "playlist \(entry.id) updated_at"))
+            guard catalog.playlists.updateValue(playlist, forKey: playlist.id) == nil else {
+                throw CatalogError("duplicate playlist id \(entry.id)")
+            }
+            if let ref = entry.referenceID { catalog.playlistByReference["\(entry.accountID)/\(ref)"] = entry.id }
+        }
+        return catalog
+    }
+
+    private static func makeVideo(_ entry: CatalogFile.Video, asset: MediaAsset) throws(CatalogError) -> CatalogVideo {
+        let repeatCount = entry.repeatCount ?? 1
+        guard repeatCount >= 1 else { throw CatalogError("video \(entry.id): repeat must be at least 1") }
+        let languages = entry.audioLanguages ?? asset.audio.map(\.language)
+        var audio: [RenditionRef] = []
+        for language in languages {
+            guard let index = asset.audio.firstIndex(where: { $0.language == language }) else {
+                throw CatalogError("video \(entry.id): asset \(asset.name) has no audio in '\(language)'")
+            }
+            audio.append(RenditionRef(uuid: StableID.uuid("rendition:\(entry.id):audio:\(language)"), kind: .audio, index: index))
+        }
+        let video = asset.video.indices.map {
+            RenditionRef(uuid: StableID.uuid("rendition:\(entry.id):video:\(asset.video[$0].name)"), kind: .video, index: $0)
+        }
+        let subtitles = (entry.subtitlesInManifest ?? false) ? asset.subtitles.indices.map {
+            RenditionRef(uuid: StableID.uuid("rendition:\(entry.id):subtitles:\(asset.subtitles[$0].language)"), kind: .subtitles, index: $0)
+        } : []
+        return CatalogVideo(
+            id: entry.id, accountID: entry.accountID, uuid: StableID.uuid("video:\(entry.accountID):\(entry.id)"),
+            referenceID: entry.referenceID, name: entry.name, description: entry.description,
+            longDescription: entry.longDescription, protection: entry.protection, offlineEnabled: entry.offlineEnabled,
+            asset: asset, repeatCount: repeatCount, videoRenditions: video, audioRenditions: audio,
+            subtitleRenditions: subtitles, sidebandTextTracks: entry.sidebandTextTracks ?? false,
+            tags: entry.tags ?? [], customFields: entry.customFields ?? [:], economics: entry.economics ?? "AD_SUPPORTED",
+            createdAt: try date(entry.createdAt, "video \(entry.id) created_at"),
+            updatedAt: try date(entry.updatedAt, "video \(entry.id) updated_at"),
+            publishedAt: try date(entry.publishedAt, "video \(entry.id) published_at"))
+    }
+
+    private static func date(_ text: String, _ what: String) throws(CatalogError) -> Date {
+        guard let date = WireDate.date(from: text) else { throw CatalogError("\(what): '\(text)' is not an ISO-8601 date") }
+        return date
+    }
+
+    // MARK: Lookups
+
+    /// The account a policy key belongs to, with whether the key may search.
+    public func account(forPolicyKey key: String) -> (account: Account, searchEnabled: Bool)? {
+        guard let owner = policyKeyOwners[key], let account = accounts[owner], let search = account.policyKeys[key] else { return nil }
+        return (account, search)
+    }
+
+    /// A video by id or by `ref:{reference_id}` within an account.
+    public func video(account: String, idOrReference: String) -> CatalogVideo? {
+        if idOrReference.hasPrefix("ref:") {
+            return videoByReference["\(account)/\(idOrReference.dropFirst(4))"].flatMap { videos[$0] }
+        }
+        return videos[idOrReference].flatMap { $0.accountID == account ? $0 : nil }
+    }
+
+    /// A playlist by id or by `ref:{reference_id}` within an account.
+    func playlist(account: String, idOrReference: String) -> CatalogPlaylist? {
+        if idOrReference.hasPrefix("ref:") {
+            return playlistByReference["\(account)/\(idOrReference.dropFirst(4))"].flatMap { playlists[$0] }
+        }
+        return playlists[idOrReference].flatMap { $0.accountID == account ? $0 : nil }
+    }
+
+    /// A video by the uuid in its manifest URLs.
+    func video(uuid: String) -> CatalogVideo? { videoByUUID[uuid].flatMap { videos[$0] } }
+
+    /// A rendition by uuid, checked to belong to `video`.
+    func rendition(uuid: String, of video: CatalogVideo) -> RenditionRef? {
+        guard let found = renditionByUUID[uuid], found.videoID == video.id else { return nil }
+        return found.rendition
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+
+/// The catalog as written in `catalog.json`: accounts with their policy keys, videos
+/// (which media asset, which protection, metadata) and playlists.
+struct CatalogFile: Decodable, Sendable {
+    struct Account: Decodable, Sendable {
+        var id: String
+        var name: String
+        var fairplay: Bool
+        var manifestTokenTTLSeconds: Int?
+        var policyKeys: [PolicyKey]
+
+        enum CodingKeys: String, CodingKey {
+            case id, name, fairplay
+            case manifestTokenTTLSeconds = "manifest_token_ttl_seconds"
+            case policyKeys = "policy_keys"
+        }
+    }
+
+    struct PolicyKey: Decodable, Sendable {
+        var key: String
+        var searchEnabled: Bool
+
+        enum CodingKeys: String, CodingKey {
+            case key
+            case searchEnabled = "search_enabled"
+        }
+    }
+
+    struct Video: Decodable, Sendable {
+        var id: String
+        var accountID: String
+        var referenceID: String?
+        var name: String
+        var description: String?
+        var longDescription: String?
+        var protection: Protection
+        var offlineEnabled: Bool
+        var asset: String
+        var repeatCount: Int?
+        var audioLanguages: [String]?
+        var subtitlesInManifest: Bool?
+        var sidebandTextTracks: Bool?
+        var tags: [String]?
+        var customFields: [String: String]?
+        var economics: String?
+        var createdAt: String
+        var updatedAt: String
+        var publishedAt: String
+
+        enum CodingKeys: String, CodingKey {
+            case id, name, description, protection, asset, tags, economics
+            case accountID = "account_id"
+            case referenceID = "reference_id"
+            case longDescription = "long_description"
+            case offlineEnabled = "offline_enabled"
+            case repeatCount = "repeat"
+            case audioLanguages = "audio_languages"
+            case subtitlesInManifest = "subtitles_in_manifest"
+            case sidebandTextTracks = "sideband_text_tracks"
+            case customFields = "custom_fields"
+            case createdAt = "created_at"
+            case updatedAt = "updated_at"
+            case publishedAt = "published_at"
+        }
+    }
+
+    struct Playlist: Decodable, Sendable {
+        var id: String
+        var accountID: String
+        var referenceID: String?
+        var name: String
+        var description: String?
+        var type: String?
+        var videoIDs: [String]
+        var createdAt: String
+        var updatedAt: String
+
+        enum CodingKeys: String, CodingKey {
+            case id, name, description, type
+            case accountID = "account_id"
+            case referenceID = "reference_id"
+            case videoIDs = "video_ids"
+            case createdAt = "created_at"
+            case updatedAt = "updated_at"
+        }
+    }
+
+    var accounts: [Account]
+    var videos: [Video]
+    var playlists: [Playlist]
+}
+
+/// How a video's media is protected. Raw values appear in manifest URLs.
+public enum Protection: String, Decodable, Sendable, CaseIterable {
+    /// No encryption.
+    case clear
+    /// HLSe: whole segments encrypted with AES-128-CBC, key fetched over HTTP.
+    case aes128
+    /// SAMPLE-AES with an `skd://` key delivered by the license server.
+    case fairplay
+}

@@ -1,0 +1,42 @@
+import Foundation
+import WireModels
+
+/// Turns a catalog video into the Playback API's video object, with freshly signed URLs.
+struct VideoRenderer: Sendable {
+    var links: Links
+    var contentKeys: [String: ContentKey]
+    var mediaTokenTTL: TimeInterval
+
+    /// The video object as the Playback API returns it at `now` for `account`.
+    func render(_ video: CatalogVideo, account: Account, now: Date) -> Video {
+        let manifestExpiry = Links.expiry(now: now, ttl: account.manifestTokenTTL)
+        var keySystems: [String: KeySystem]?
+        if video.protection == .fairplay, let key = contentKeys[video.id] {
+            keySystems = [KeySystem.fairPlay: KeySystem(
+                keyRequestURL: links.signed(Links.fairPlayLicensePath(video, keyID: key.keyID),
+                                            expiresAt: Links.expiry(now: now, ttl: mediaTokenTTL)),
+                certificateURL: links.url(Links.certificatePath(accountID: video.accountID)))]
+        }
+        let source = VideoSource(src: links.signed(Links.masterPath(video), expiresAt: manifestExpiry),
+                                 extXVersion: "5", codecs: "avc1,mp4a", keySystems: keySystems)
+        let poster = links.url(Links.imagePath(video, width: 1280, height: 720))
+        let thumbnail = links.url(Links.imagePath(video, width: 160, height: 90))
+        let textTracks: [TextTrack] = video.sidebandTextTracks ? video.asset.subtitles.enumerated().map { index, subtitle in
+            let src = links.url(Links.textTrackPath(video, language: subtitle.language))
+            let id = StableID.uuid("texttrack:\(video.id):\(subtitle.language)")
+            return TextTrack(id: id, accountID: video.accountID, src: src, sources: [SourceURL(src: src)],
+                             srclang: subtitle.language, label: subtitle.name, kind: TextTrack.subtitles,
+                             mimeType: TextTrack.webVTT, isDefault: index == 0, assetID: id)
+        } : []
+        return Video(
+            id: video.id, accountID: video.accountID, name: video.name, description: video.description,
+            longDescription: video.longDescription, referenceID: video.referenceID,
+            duration: video.durationMilliseconds, economics: video.economics,
+            createdAt: video.createdAt, updatedAt: video.updatedAt, publishedAt: video.publishedAt,
+            customFields: video.customFields, tags: video.tags, cuePoints: [],
+            poster: poster, posterSources: [ImageSource(src: poster)],
+            thumbnail: thumbnail, thumbnailSources: [ImageSource(src: thumbnail)],
+            link: nil, offlineEnabled: video.offlineEnabled, adKeys: nil,
+            textTracks: textTracks, sources: [source])
+    }
+}

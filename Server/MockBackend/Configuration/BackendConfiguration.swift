@@ -1,0 +1,52 @@
+import Foundation
+
+/// Everything the backend needs to know at start-up. Flags and environment variables of
+/// `mock-backend` fill it in; tests build one directly.
+public struct BackendConfiguration: Sendable {
+    /// The address to bind.
+    public var host = "127.0.0.1"
+    /// The port to bind; 0 picks a free one.
+    public var port = 8080
+    /// The scheme, host and port clients use to reach the server, e.g. "http://127.0.0.1:8080".
+    /// Nil means "http://{host}:{bound port}".
+    public var publicBaseURL: String?
+    /// Where the SQLite database and the encrypted-segment cache live.
+    public var dataDirectory: URL
+    /// The catalog file; media assets are looked up in `media/` beside it.
+    public var catalogFile: URL
+    /// Threads in the HTTP server's pool.
+    public var threadCount = 2
+    /// Manifest-URL token lifetime for accounts that do not set their own (seconds, at least 60).
+    public var defaultManifestTokenTTL: TimeInterval = 6 * 3600
+    /// Media-URL (segments, keys) token lifetime in seconds.
+    public var mediaTokenTTL: TimeInterval = 6 * 3600
+    /// Milliseconds added to every response.
+    public var addedLatencyMilliseconds = 0
+    /// The largest request body accepted.
+    public var maxBodySize = 64 * 1024
+
+    /// Creates a configuration with the given data directory and catalog and defaults elsewhere.
+    public init(dataDirectory: URL = BackendConfiguration.defaultDataDirectory,
+                catalogFile: URL = BackendConfiguration.defaultCatalogFile) {
+        self.dataDirectory = dataDirectory
+        self.catalogFile = catalogFile
+    }
+
+    /// `$XDG_DATA_HOME/mock-backend`, else `~/.local/share/mock-backend`.
+    public static var defaultDataDirectory: URL {
+        if let xdg = ProcessInfo.processInfo.environment["XDG_DATA_HOME"], !xdg.isEmpty {
+            return URL(fileURLWithPath: xdg).appendingPathComponent("mock-backend")
+        }
+        return FileManager.default.homeDirectoryForCurrentUser
+            .appendingPathComponent(".local/share/mock-backend")
+    }
+
+    /// The catalog shipped in the repository's `fixtures/` folder (found from this source
+    /// file's location, so it works from any working directory of a source checkout).
+    public static var defaultCatalogFile: URL {
+        URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("fixtures/catalog.json")
+    }
+}

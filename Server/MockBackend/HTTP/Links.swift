@@ -1,0 +1,104 @@
+import Crypto
+import Foundation
+import MicroHTTP
+import WireModels
+
+/// Builds every absolute URL the backend hands out, in the real services' shapes, and
+/// signs and checks the `fastly_token` on the ones that carry it.
+struct Links: Sendable {
+    /// Scheme, host and port, without a trailing slash.
+    var base: String
+    var secret: SymmetricKey
+
+    // MARK: Shapes (paths only; `url(_:)` and `signed(_:expiresAt:)` add the base)
+
+    static func masterPath(_ video: CatalogVideo) -> String {
+        "/manifest/v1/hls/v5/\(video.protection.rawValue)/\(video.accountID)/\(video.uuid)/\(segmentLabel(video))/master.m3u8"
+    }
+
+    static func renditionPath(_ video: CatalogVideo, _ rendition: RenditionRef) -> String {
+        "/manifest/v1/hls/v5/\(video.protection.rawValue)/\(video.accountID)/\(video.uuid)/\(rendition.uuid)/\(segmentLabel(video))/rendition.m3u8"
+    }
+
+    static func segmentPath(_ video: CatalogVideo, _ rendition: RenditionRef, _ sequence: Int) -> String {
+        let ext = rendition.kind == .subtitles ? "vtt" : "ts"
+        return "/media/v1/hls/v5/\(video.protection.rawValue)/\(video.accountID)/\(video.uuid)/\(rendition.uuid)/\(sequence).\(ext)"
+    }
+
+    static func aes128KeyPath(_ video: CatalogVideo, keyID: String) -> String {
+        "/license/v1/aes128/\(video.accountID)/\(video.uuid)/\(keyID)"
+    }
+
+    static func fairPlayLicensePath(_ video: CatalogVideo, keyID: String) -> String {
+        "/license/v1/fairplay/\(video.accountID)/\(video.uuid)/\(keyID)"
+    }
+
+    static func certificatePath(accountID: String) -> String { "/license/v1/fairplay_app_cert/\(accountID)" }
+
+    static func imagePath(_ video: CatalogVideo, width: Int, height: Int) -> String {
+        "/image/v1/\(video.accountID)/\(video.uuid)/\(width)x\(height)/image.jpg"
+    }
+
+    static func textTrackPath(_ video: CatalogVideo, language: String) -> String {
+        "/text/v1/\(video.accountID)/\(video.uuid)/\(language)/subtitles.vtt"
+    }
+
+    /// "2s": the segment duration label in manifest paths.
+    static func segmentLabel(_ video: CatalogVideo) -> String { "\(Int(video.asset.segmentDuration.rounded()))s" }
+
+    // MARK: URLs
+
+    /// An absolute URL for `path`, unsigned.
+    func url(_ path: String) -> String { base + path }
+
+    /// An absolute URL for `path` with a `fastly_token` valid until `expiresAt`.
+    func signed(_ path: String, expiresAt: Date) -> String {
+        base + path + "?fastly_token=" + Links.percentEncode(URLToken.make(path: path, expiresAt: expiresAt, secret: secret))
+    }
+
+    /// Checks the request's `fastly_token` against its path; nil when it is valid.
+    func verify(_ request: HTTPRequest, now: Date) -> ErrorResponse? {
+        guard let token = request.queryValue("fastly_token"), !token.isEmpty else {
+            return ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenRequired,
+                                 "URL has no fastly_token; fetch the video from the Playback API for signed URLs")
+        }
+        do {
+            try URLToken.verify(token, path: request.path, secret: secret, now: now)
+            return nil
+        } catch .expired(let at) {
+            return ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, "TOKEN_EXPIRED",
+                                 "URL token expired at \(WireDate.string(from: at)); fetch the video again for fresh URLs")
+        } catch .forged {
+            return ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenValidation,
+                                 "URL token does not match this URL")
+        } catch {
+            return ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenValidation,
+                                 "URL token is malformed")
+        }
+    }
+
+    /// When tokens issued now expire: `ttl` from the start of the current time bucket, so
+    /// responses built within one bucket are identical and can be cached.
+    static func expiry(now: Date, ttl: TimeInterval) -> Date {
+        let bucket = cacheBucket(ttl: ttl)
+        return Date(timeIntervalSince1970: (now.timeIntervalSince1970 / bucket).rounded(.down) * bucket + ttl)
+    }
+
+    /// The bucket length for `ttl`: a tenth of it, between 1 s and 60 s.
+    static func cacheBucket(ttl: TimeInterval) -> TimeInterval { max(1, min(60, (ttl / 10).rounded(.down))) }
+
+    /// Percent-encodes everything but unreserved characters (so base64's "+", "/", "=" are escaped).
+    static func percentEncode(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+            }
+        }
+        return out
+    }
+}

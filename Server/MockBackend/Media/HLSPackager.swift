@@ -1,0 +1,111 @@
+import Foundation
+import WireModels
+
+/// Writes the master and media playlists of a catalog video: absolute, signed URLs,
+/// alternate audio and subtitle groups, real bandwidths, keys for protected content,
+/// and the asset repeated `repeatCount` times with discontinuities between passes.
+struct HLSPackager: Sendable {
+    static let audioGroup = "audio"
+    static let subtitleGroup = "subs"
+
+    var links: Links
+
+    /// The master playlist. `key` is the video's content key (needed for FairPlay's session key).
+    func master(_ video: CatalogVideo, key: ContentKey?, expiresAt: Date) -> MasterPlaylist {
+        let asset = video.asset
+        let audio = video.audioRenditions.map { asset.audio[$0.index] }
+        let audioPeak = audio.map { HLSPackager.peakRate($0.segments) }.max() ?? 0
+        let audioAverage = audio.map { HLSPackager.averageRate($0.segments) }.max() ?? 0
+        let audioCodecs = audio.first?.codecs
+
+        var renditions: [Rendition] = []
+        for (position, ref) in video.audioRenditions.enumerated() {
+            let track = asset.audio[ref.index]
+            renditions.append(Rendition(
+                type: .audio, groupID: HLSPackager.audioGroup, language: track.language, name: track.name,
+                isDefault: position == 0, autoselect: true, channels: track.channels,
+                uri: links.signed(Links.renditionPath(video, ref), expiresAt: expiresAt)))
+        }
+        for (position, ref) in video.subtitleRenditions.enumerated() {
+            let track = asset.subtitles[ref.index]
+            renditions.append(Rendition(
+                type: .subtitles, groupID: HLSPackager.subtitleGroup, language: track.language, name: track.name,
+                isDefault: position == 0, autoselect: true,
+                uri: links.signed(Links.renditionPath(video, ref), expiresAt: expiresAt)))
+        }
+        let variants = video.videoRenditions.map { ref in
+            let track = asset.video[ref.index]
+            return VariantStream(
+                bandwidth: HLSPackager.peakRate(track.segments) + audioPeak,
+                averageBandwidth: HLSPackager.averageRate(track.segments) + audioAverage,
+                codecs: [track.codecs, audioCodecs].compactMap { $0 }.joined(separator: ","),
+                resolution: Resolution(width: track.width, height: track.height),
+                frameRate: track.frameRate,
+                audio: audio.isEmpty ? nil : HLSPackager.audioGroup,
+                subtitles: video.subtitleRenditions.isEmpty ? nil : HLSPackager.subtitleGroup,
+                closedCaptions: AttributeList.none,
+                uri: links.signed(Links.renditionPath(video, ref), expiresAt: expiresAt))
+        }
+        var sessionKeys: [EncryptionKey] = []
+        if video.protection == .fairplay, let key {
+            sessionKeys.append(EncryptionKey(method: .sampleAES, uri: "skd://\(key.keyID)",
+                                             keyFormat: EncryptionKey.fairPlayKeyFormat, keyFormatVersions: "1"))
+        }
+        return MasterPlaylist(version: 5, independentSegments: true, sessionKeys: sessionKeys,
+                              renditions: renditions, variants: variants)
+    }
+
+    /// A rendition's media playlist, every segment URL signed until `expiresAt`.
+    func media(_ video: CatalogVideo, _ ref: RenditionRef, key: ContentKey?, keyExpiresAt: Date, expiresAt: Date) -> MediaPlaylist {
+        let files = HLSPackager.files(video, ref)
+        var encryption: EncryptionKey?
+        if ref.kind != .subtitles, let key {
+            switch video.protection {
+            case .clear: break
+            case .aes128:
+                encryption = EncryptionKey(method: .aes128,
+                                           uri: links.signed(Links.aes128KeyPath(video, keyID: key.keyID), expiresAt: keyExpiresAt),
+                                           iv: EncryptionKey.ivString(key.iv))
+            case .fairplay:
+                encryption = EncryptionKey(method: .sampleAES, uri: "skd://\(key.keyID)", iv: EncryptionKey.ivString(key.iv),
+                                           keyFormat: EncryptionKey.fairPlayKeyFormat, keyFormatVersions: "1")
+            }
+        }
+        var segments: [Segment] = []
+        segments.reserveCapacity(files.count * video.repeatCount)
+        for pass in 0..<video.repeatCount {
+            for (index, file) in files.enumerated() {
+                let sequence = pass * files.count + index
+                segments.append(Segment(
+                    duration: file.duration,
+                    uri: links.signed(Links.segmentPath(video, ref, sequence), expiresAt: expiresAt),
+                    discontinuity: pass > 0 && index == 0,
+                    key: sequence == 0 ? encryption : nil))
+            }
+        }
+        let target = files.map { Int($0.duration.rounded()) }.max() ?? 1
+        return MediaPlaylist(version: 5, targetDuration: max(1, target), mediaSequence: 0, playlistType: .vod,
+                             independentSegments: ref.kind == .video, segments: segments, endList: true)
+    }
+
+    /// The fixture files behind a rendition, one pass.
+    static func files(_ video: CatalogVideo, _ ref: RenditionRef) -> [SegmentFile] {
+        switch ref.kind {
+        case .video: video.asset.video[ref.index].segments
+        case .audio: video.asset.audio[ref.index].segments
+        case .subtitles: video.asset.subtitles[ref.index].segments
+        }
+    }
+
+    /// The highest bit rate of any one segment.
+    static func peakRate(_ segments: [SegmentFile]) -> Int {
+        segments.map { Int((Double($0.size * 8) / max($0.duration, 0.001)).rounded(.up)) }.max() ?? 0
+    }
+
+    /// Total bits over total seconds.
+    static func averageRate(_ segments: [SegmentFile]) -> Int {
+        let bits = segments.reduce(0) { $0 + Double($1.size * 8) }
+        let seconds = segments.reduce(0) { $0 + $1.duration }
+        return seconds > 0 ? Int((bits / seconds).rounded(.up)) : 0
+    }
+}

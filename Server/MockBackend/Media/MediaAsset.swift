@@ -1,0 +1,135 @@
+import Foundation
+import WireModels
+
+/// One segment file of a fixture rendition, stat'ed once at start-up.
+struct SegmentFile: Sendable {
+    var path: String
+    var size: UInt64
+    var duration: Double
+    /// nginx-style validator from modification time and size.
+    var etag: String
+}
+
+/// A fixture media set (`fixtures/media/NAME/asset.json` and the files it names): the raw
+/// material the packager turns into playlists. Loaded once; never changes while serving.
+struct MediaAsset: Sendable {
+    struct VideoRendition: Sendable {
+        var name: String
+        var width: Int
+        var height: Int
+        var frameRate: Double
+        var codecs: String
+        var segments: [SegmentFile]
+    }
+
+    struct AudioRendition: Sendable {
+        var language: String
+        var name: String
+        var codecs: String
+        var channels: String
+        var segments: [SegmentFile]
+    }
+
+    struct SubtitleRendition: Sendable {
+        var language: String
+        var name: String
+        var segments: [SegmentFile]
+        var sidebandPath: String
+    }
+
+    var name: String
+    var segmentDuration: Double
+    var mpegtsStart: Int
+    var video: [VideoRendition]
+    var audio: [AudioRendition]
+    var subtitles: [SubtitleRendition]
+    var posterPath: String
+    var thumbnailPath: String
+
+    /// The length of one pass over the asset, in seconds (from the video's EXTINF durations).
+    var duration: Double { video.first?.segments.reduce(0) { $0 + $1.duration } ?? 0 }
+
+    /// Reads `asset.json` in `directory` and every rendition playlist it names.
+    static func load(directory: URL) throws(CatalogError) -> MediaAsset {
+        let manifestURL = directory.appendingPathComponent("asset.json")
+        let manifest: AssetManifest
+        do {
+            manifest = try JSONDecoder().decode(AssetManifest.self, from: Data(contentsOf: manifestURL))
+        } catch {
+            throw CatalogError("cannot read \(manifestURL.path): \(error)")
+        }
+        func segments(_ dir: String) throws(CatalogError) -> [SegmentFile] {
+            try loadSegments(directory.appendingPathComponent(dir))
+        }
+        let asset = MediaAsset(
+            name: manifest.name,
+            segmentDuration: manifest.segment_duration,
+            mpegtsStart: manifest.mpegts_start,
+            video: try manifest.video.map { v throws(CatalogError) in
+                VideoRendition(name: v.name, width: v.width, height: v.height, frameRate: v.frame_rate,
+                               codecs: v.codecs, segments: try segments(v.dir))
+            },
+            audio: try manifest.audio.map { a throws(CatalogError) in
+                AudioRendition(language: a.language, name: a.name, codecs: a.codecs, channels: a.channels,
+                               segments: try segments(a.dir))
+            },
+            subtitles: try manifest.subtitles.map { s throws(CatalogError) in
+                SubtitleRendition(language: s.language, name: s.name, segments: try segments(s.dir),
+                                  sidebandPath: try existingFile(directory.appendingPathComponent(s.sideband)).path)
+            },
+            posterPath: try existingFile(directory.appendingPathComponent(manifest.poster)).path,
+            thumbnailPath: try existingFile(directory.appendingPathComponent(manifest.thumbnail)).path)
+        guard !asset.video.isEmpty else { throw CatalogError("asset \(manifest.name) has no video rendition") }
+        let counts = Set((asset.video.map(\.segments.count)) + asset.audio.map(\.segments.count) + asset.subtitles.map(\.segments.count))
+        guard counts.count == 1 else {
+            throw CatalogError("asset \(manifest.name): renditions have different segment counts \(counts.sorted())")
+        }
+        return asset
+    }
+
+    /// Parses a rendition's `index.m3u8` (as ffmpeg wrote it) and stats every segment it lists.
+    private static func loadSegments(_ directory: URL) throws(CatalogError) -> [SegmentFile] {
+        let playlistURL = directory.appendingPathComponent("index.m3u8")
+        let playlist: MediaPlaylist
+        do {
+            playlist = try MediaPlaylist(parsing: String(contentsOf: playlistURL, encoding: .utf8))
+        } catch {
+            throw CatalogError("cannot read \(playlistURL.path): \(error)")
+        }
+        return try playlist.segments.map { segment throws(CatalogError) in
+            let file = try existingFile(directory.appendingPathComponent(segment.uri))
+            let attributes = (try? FileManager.default.attributesOfItem(atPath: file.path)) ?? [:]
+            let size = (attributes[.size] as? UInt64) ?? 0
+            let mtime = Int((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)
+            return SegmentFile(path: file.path, size: size, duration: segment.duration,
+                               etag: "\"\(String(mtime, radix: 16))-\(String(size, radix: 16))\"")
+        }
+    }
+
+    private static func existingFile(_ url: URL) throws(CatalogError) -> URL {
+        guard FileManager.default.isReadableFile(atPath: url.path) else { throw CatalogError("missing media file \(url.path)") }
+        return url
+    }
+}
+
+/// `asset.json` as the fixture script writes it (snake_case, decoded as is).
+private struct AssetManifest: Decodable {
+    struct Video: Decodable { var name, dir, codecs: String; var width, height: Int; var frame_rate: Double }
+    struct Audio: Decodable { var language, name, dir, codecs, channels: String }
+    struct Subtitle: Decodable { var language, name, dir, sideband: String }
+    var name: String
+    var segment_duration: Double
+    var mpegts_start: Int
+    var video: [Video]
+    var audio: [Audio]
+    var subtitles: [Subtitle]
+    var poster: String
+    var thumbnail: String
+}
+
+/// A catalog or media asset that cannot be served, with what is wrong in words.
+public struct CatalogError: Error, Sendable, CustomStringConvertible {
+    /// What is wrong.
+    public var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,81 @@
+import Crypto
+import Foundation
+import Logging
+import MicroHTTP
+import WireModels
+
+/// The backend's request handling, independent of any socket: catalog, database, URL
+/// signing and the router. `MockBackendServer` puts it behind libmicrohttpd; route tests
+/// call `handle(_:)` directly.
+public final class MockBackendApp: Sendable {
+    /// The validated catalog.
+    public let catalog: Catalog
+    /// The clock every token check reads.
+    public let clock: BackendClock
+    let configuration: BackendConfiguration
+    let database: BackendDatabase
+    let links: Links
+    let contentKeys: [String: ContentKey]
+    let renderer: VideoRenderer
+    let packager: HLSPackager
+    let encryptor: SegmentEncryptor
+    let cache = ResponseCache()
+    let logger: Logger
+    private let router: Router<MockBackendApp>
+
+    /// Loads the catalog, opens (or creates) the data directory and database, and makes the
+    /// content keys of protected videos. `baseURL` is what clients use to reach the server.
+    public init(configuration: BackendConfiguration, baseURL: String, clock: BackendClock = BackendClock(),
+                logger: Logger = Logger(label: "mock-backend")) throws {
+        self.configuration = configuration
+        self.clock = clock
+        self.logger = logger
+        catalog = try Catalog.load(from: configuration.catalogFile, defaultManifestTokenTTL: configuration.defaultManifestTokenTTL)
+        database = try BackendDatabase(directory: configuration.dataDirectory)
+        let secret = try database.setting("url_token_secret") { SecureBytes.random(32) }
+        links = Links(base: baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL, secret: SymmetricKey(data: secret))
+        var keys: [String: ContentKey] = [:]
+        for video in catalog.videos.values where video.protection != .clear {
+            keys[video.id] = try database.contentKey(videoID: video.id, now: clock.now())
+        }
+        contentKeys = keys
+        renderer = VideoRenderer(links: links, contentKeys: keys, mediaTokenTTL: configuration.mediaTokenTTL)
+        packager = HLSPackager(links: links)
+        encryptor = SegmentEncryptor(cacheDirectory: configuration.dataDirectory.appendingPathComponent("cache"))
+        var router = Router<MockBackendApp>()
+        MockBackendApp.addPlaybackAPIRoutes(to: &router)
+        MockBackendApp.addManifestRoutes(to: &router)
+        MockBackendApp.addLicenseRoutes(to: &router)
+        MockBackendApp.addAssetRoutes(to: &router)
+        MockBackendApp.addAdminRoutes(to: &router)
+        self.router = router
+    }
+
+    /// The base URL in every link the backend hands out.
+    public var baseURL: String { links.base }
+
+    /// Answers one request. Never throws: every failure is an error-array response.
+    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+        var response: HTTPResponse
+        if request.method == "OPTIONS" {
+            switch router.match(method: "GET", segments: request.pathSegments) {
+            case .notFound: response = APIResponse.error(404, PlaybackAPIErrorCode.notFound, nil, "No such resource: \(request.path)")
+            case .found, .methodNotAllowed: response = HTTPResponse(status: 204)
+            }
+        } else {
+            switch router.match(method: request.method, segments: request.pathSegments) {
+            case .found(let handler, let parameters):
+                response = handler(self, request, parameters)
+            case .methodNotAllowed(let allowed):
+                response = APIResponse.error(405, PlaybackAPIErrorCode.methodNotAllowed, nil,
+                                             "\(request.method) is not allowed here; use \(allowed.joined(separator: ", "))")
+                response.headers.set("Allow", (allowed + ["OPTIONS"]).joined(separator: ", "))
+            case .notFound:
+                response = APIResponse.error(404, PlaybackAPIErrorCode.notFound, nil, "No such resource: \(request.path)")
+            }
+        }
+        APIResponse.addCORS(to: &response)
+        return response
+    }
+}
+

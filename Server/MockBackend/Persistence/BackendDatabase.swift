@@ -1,0 +1,78 @@
+import Foundation
+import GRDB
+
+/// The backend's SQLite database (WAL, via GRDB): the URL-signing secret and the content
+/// keys of protected videos now; licenses, devices and nonces join in later migrations.
+/// Persisted values and table layouts only change through new migrations.
+final class BackendDatabase: Sendable {
+    let pool: DatabasePool
+
+    /// Opens (creating if needed) `backend.sqlite` in `directory` and migrates it.
+    init(directory: URL) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")  // durable across process crashes in WAL mode
+        }
+        pool = try DatabasePool(path: directory.appendingPathComponent("backend.sqlite").path, configuration: configuration)
+        try BackendDatabase.migrator.migrate(pool)
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: settings and content keys") { db in
+            try db.create(table: "setting") { t in
+                t.primaryKey("name", .text)
+                t.column("value", .blob).notNull()
+            }
+            try db.create(table: "content_key") { t in
+                t.primaryKey("video_id", .text)
+                t.column("key_id", .text).notNull().unique()
+                t.column("key", .blob).notNull()
+                t.column("iv", .blob).notNull()
+                t.column("created_at", .double).notNull()
+            }
+        }
+        return migrator
+    }
+
+    /// The value of setting `name`, created with `make()` and stored on first use.
+    func setting(_ name: String, orCreate make: () -> [UInt8]) throws -> [UInt8] {
+        try pool.write { db in
+            if let existing = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = ?", arguments: [name]) {
+                return Array(existing)
+            }
+            let value = make()
+            try db.execute(sql: "INSERT INTO setting (name, value) VALUES (?, ?)", arguments: [name, Data(value)])
+            return value
+        }
+    }
+
+    /// The content key of `videoID`, created (random key, key id and IV) on first use.
+    func contentKey(videoID: String, now: Date) throws -> ContentKey {
+        try pool.write { db in
+            if let row = try Row.fetchOne(db, sql: "SELECT key_id, key, iv FROM content_key WHERE video_id = ?", arguments: [videoID]) {
+                return ContentKey(keyID: row["key_id"], key: Array(row["key"] as Data), iv: Array(row["iv"] as Data))
+            }
+            let key = ContentKey(keyID: UUID().uuidString.lowercased(), key: SecureBytes.random(16), iv: SecureBytes.random(16))
+            try db.execute(sql: "INSERT INTO content_key (video_id, key_id, key, iv, created_at) VALUES (?, ?, ?, ?, ?)",
+                           arguments: [videoID, key.keyID, Data(key.key), Data(key.iv), now.timeIntervalSince1970])
+            return key
+        }
+    }
+}
+
+/// A protected video's AES-128 key, its public key id (used in key URLs) and its IV.
+struct ContentKey: Sendable, Equatable {
+    var keyID: String
+    var key: [UInt8]
+    var iv: [UInt8]
+}
+
+/// Random bytes from the system's CSPRNG.
+enum SecureBytes {
+    static func random(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+}

@@ -1,0 +1,27 @@
+import Foundation
+import MicroHTTP
+import WireModels
+
+/// Poster and thumbnail images, and sideband WebVTT text tracks. Public, like a CDN's.
+extension MockBackendApp {
+    static func addAssetRoutes(to router: inout Router<MockBackendApp>) {
+        router.add(["GET"], "/image/v1/:account/:video/:size/image.jpg") { app, request, p in
+            guard let video = app.catalog.video(uuid: p["video"]), video.accountID == p["account"] else {
+                return app.notFound(request).response
+            }
+            let path: String
+            switch p["size"] {
+            case "1280x720": path = video.asset.posterPath
+            case "160x90": path = video.asset.thumbnailPath
+            default: return app.notFound(request).response
+            }
+            return HTTPResponse.file(at: path, contentType: "image/jpeg") ?? app.notFound(request).response
+        }
+        router.add(["GET"], "/text/v1/:account/:video/:language/subtitles.vtt") { app, request, p in
+            guard let video = app.catalog.video(uuid: p["video"]), video.accountID == p["account"], video.sidebandTextTracks,
+                  let track = video.asset.subtitles.first(where: { $0.language == p["language"] })
+            else { return app.notFound(request).response }
+            return HTTPResponse.file(at: track.sidebandPath, contentType: "text/vtt; charset=utf-8") ?? app.notFound(request).response
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import MicroHTTP
+import WireModels
+
+/// HLS: master and media playlists generated from the catalog, and the segments behind
+/// them. Every URL carries a `fastly_token` for its own path.
+extension MockBackendApp {
+    static let playlistContentType = "application/vnd.apple.mpegurl"
+
+    static func addManifestRoutes(to router: inout Router<MockBackendApp>) {
+        router.add(["GET"], "/manifest/v1/hls/v5/:protection/:account/:video/:label/master.m3u8") { app, request, p in
+            app.mediaRequest(request, p) { video throws(ErrorResponse) in
+                guard p["label"] == Links.segmentLabel(video) else { throw app.notFound(request) }
+                let expiry = Links.expiry(now: app.clock.now(), ttl: app.catalog.accounts[video.accountID]?.manifestTokenTTL ?? 21600)
+                let body = app.cache.body(for: "master|\(video.id)|\(expiry.timeIntervalSince1970)") {
+                    Array(app.packager.master(video, key: app.contentKeys[video.id], expiresAt: expiry).render().utf8)
+                }
+                return .bytes(body, contentType: playlistContentType)
+            }
+        }
+        router.add(["GET"], "/manifest/v1/hls/v5/:protection/:account/:video/:rendition/:label/rendition.m3u8") { app, request, p in
+            app.mediaRequest(request, p) { video throws(ErrorResponse) in
+                guard p["label"] == Links.segmentLabel(video), let rendition = app.catalog.rendition(uuid: p["rendition"], of: video) else {
+                    throw app.notFound(request)
+                }
+                let now = app.clock.now()
+                let expiry = Links.expiry(now: now, ttl: app.configuration.mediaTokenTTL)
+                let body = app.cache.body(for: "media|\(rendition.uuid)|\(expiry.timeIntervalSince1970)") {
+                    Array(app.packager.media(video, rendition, key: app.contentKeys[video.id], keyExpiresAt: expiry,
+                                             expiresAt: expiry).render().utf8)
+                }
+                return .bytes(body, contentType: playlistContentType)
+            }
+        }
+        router.add(["GET"], "/media/v1/hls/v5/:protection/:account/:video/:rendition/:segment") { app, request, p in
+            app.mediaRequest(request, p) { video throws(ErrorResponse) in
+                guard let rendition = app.catalog.rendition(uuid: p["rendition"], of: video),
+                      let sequence = MockBackendApp.segmentNumber(p["segment"], kind: rendition.kind),
+                      sequence < video.segmentCount
+                else { throw app.notFound(request) }
+                return try app.segmentResponse(video, rendition, sequence: sequence)
+            }
+        }
+    }
+
+    /// Shared checks for manifest and media URLs: a valid token for this path, a video with
+    /// this uuid in this account and protection. FairPlay waits for its packager.
+    func mediaRequest(_ request: HTTPRequest, _ p: RouteParameters,
+                      _ body: (CatalogVideo) throws(ErrorResponse) -> HTTPResponse) -> HTTPResponse {
+        if let refused = links.verify(request, now: clock.now()) { return refused.response }
+        guard let video = catalog.video(uuid: p["video"]), video.accountID == p["account"],
+              video.protection.rawValue == p["protection"]
+        else { return notFound(request).response }
+        if video.protection == .fairplay {
+            return APIResponse.error(501, "NOT_IMPLEMENTED", "FAIRPLAY_PACKAGING",
+                                     "FairPlay (SAMPLE-AES) packaging is not available in this version of the mock backend")
+        }
+        do { return try body(video) } catch { return error.response }
+    }
+
+    func notFound(_ request: HTTPRequest) -> ErrorResponse {
+        ErrorResponse(404, PlaybackAPIErrorCode.notFound, nil, "No such resource: \(request.path)")
+    }
+
+    /// "12.ts" → 12 for audio/video, "12.vtt" for subtitles; anything else is nil.
+    static func segmentNumber(_ name: String, kind: RenditionKind) -> Int? {
+        let suffix = kind == .subtitles ? ".vtt" : ".ts"
+        guard name.hasSuffix(suffix) else { return nil }
+        let digits = name.dropLast(suffix.count)
+        guard !digits.isEmpty, digits.count <= 9, digits.allSatisfy(\.isASCII), let value = Int(digits), value >= 0 else { return nil }
+        return value
+    }
+
+    private func segmentResponse(_ video: CatalogVideo, _ rendition: RenditionRef, sequence: Int) throws(ErrorResponse) -> HTTPResponse {
+        let files = HLSPackager.files(video, rendition)
+        let fixtureIndex = sequence % files.count
+        let file = files[fixtureIndex]
+        let contentType = rendition.kind == .subtitles ? "text/vtt; charset=utf-8" : "video/mp2t"
+        if video.protection == .aes128, rendition.kind != .subtitles, let key = contentKeys[video.id] {
+            let cacheName = "\(rendition.kind.rawValue)-\(rendition.index)-\(fixtureIndex).ts"
+            do {
+                let path = try encryptor.aes128Segment(source: file.path, cacheName: cacheName, key: key)
+                if let response = HTTPResponse.file(at: path, contentType: contentType) { return response }
+            } catch {
+                logger.error("cannot encrypt \(file.path): \(error)")
+            }
+            throw ErrorResponse(500, PlaybackAPIErrorCode.serverError, nil, "cannot prepare the encrypted segment")
+        }
+        var headers = HTTPHeaders([("Content-Type", contentType)])
+        headers.add("ETag", file.etag)
+        return HTTPResponse(status: 200, headers: headers, body: .file(path: file.path, offset: 0, length: file.size))
+    }
+}

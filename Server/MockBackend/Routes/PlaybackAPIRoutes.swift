@@ -1,0 +1,115 @@
+import Foundation
+import MicroHTTP
+import WireModels
+
+/// The Playback API: videos by id or `ref:`, playlists, search. GET and HEAD only (and
+/// OPTIONS for CORS); other methods get 405 from the router.
+extension MockBackendApp {
+    static func addPlaybackAPIRoutes(to router: inout Router<MockBackendApp>) {
+        router.add(["GET"], "/playback/v1/accounts/:account/videos/:video") { app, request, parameters in
+            app.playbackAPI(request, account: parameters["account"]) { caller throws(ErrorResponse) in
+                try app.videoResponse(caller, idOrReference: parameters["video"])
+            }
+        }
+        router.add(["GET"], "/playback/v1/accounts/:account/videos") { app, request, parameters in
+            app.playbackAPI(request, account: parameters["account"]) { caller throws(ErrorResponse) in
+                try app.searchResponse(caller, request)
+            }
+        }
+        router.add(["GET"], "/playback/v1/accounts/:account/playlists/:playlist") { app, request, parameters in
+            app.playbackAPI(request, account: parameters["account"]) { caller throws(ErrorResponse) in
+                try app.playlistResponse(caller, request, idOrReference: parameters["playlist"])
+            }
+        }
+    }
+
+    /// The checks every Playback API call shares: no repeated parameters, then credentials.
+    private func playbackAPI(_ request: HTTPRequest, account: String,
+                             _ body: (PlaybackCaller) throws(ErrorResponse) -> HTTPResponse) -> HTTPResponse {
+        let duplicates = request.duplicateQueryNames
+        guard duplicates.isEmpty else {
+            return APIResponse.error(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.duplicateParameters,
+                                     "Parameters may be given once: \(duplicates.joined(separator: ", "))")
+        }
+        switch PlaybackAuth.authenticate(request, accountID: account, catalog: catalog, now: clock.now()) {
+        case .failure(let error): return error.response
+        case .success(let caller):
+            do { return try body(caller) } catch { return error.response }
+        }
+    }
+
+    private func videoResponse(_ caller: PlaybackCaller, idOrReference: String) throws(ErrorResponse) -> HTTPResponse {
+        guard let video = catalog.video(account: caller.account.id, idOrReference: idOrReference) else {
+            throw ErrorResponse(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.videoNotFound,
+                                "No video \(idOrReference) in account \(caller.account.id)")
+        }
+        try checkTokenContent(caller, video)
+        return .bytes(videoJSON(video, account: caller.account), contentType: "application/json; charset=utf-8")
+    }
+
+    private func searchResponse(_ caller: PlaybackCaller, _ request: HTTPRequest) throws(ErrorResponse) -> HTTPResponse {
+        guard caller.searchEnabled else {
+            throw ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.api,
+                                "This policy key is not search-enabled")
+        }
+        let search = try CatalogSearch(query: request.queryValue("q") ?? "")
+        let (limit, offset) = try paging(request, defaultLimit: 20)
+        var matches = catalog.videoOrder.compactMap { catalog.videos[$0] }
+            .filter { $0.accountID == caller.account.id && search.matches($0) }
+        if let sort = request.queryValue("sort"), !sort.isEmpty { matches = try CatalogSearch.sort(matches, by: sort) }
+        let page = matches.dropFirst(offset).prefix(limit)
+        var body = Array(#"{"count":\#(matches.count),"videos":["#.utf8)
+        for (index, video) in page.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            body += videoJSON(video, account: caller.account)
+        }
+        body += Array("]}".utf8)
+        return .bytes(body, contentType: "application/json; charset=utf-8")
+    }
+
+    private func playlistResponse(_ caller: PlaybackCaller, _ request: HTTPRequest, idOrReference: String) throws(ErrorResponse) -> HTTPResponse {
+        guard let playlist = catalog.playlist(account: caller.account.id, idOrReference: idOrReference) else {
+            throw ErrorResponse(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.playlistNotFound,
+                                "No playlist \(idOrReference) in account \(caller.account.id)")
+        }
+        let (limit, offset) = try paging(request, defaultLimit: 20)
+        let now = clock.now()
+        let videos = playlist.videoIDs.dropFirst(offset).prefix(limit).compactMap { catalog.videos[$0] }
+            .map { renderer.render($0, account: caller.account, now: now) }
+        return APIResponse.json(Playlist(
+            id: playlist.id, accountID: playlist.accountID, name: playlist.name, description: playlist.description,
+            referenceID: playlist.referenceID, type: playlist.type, createdAt: playlist.createdAt,
+            updatedAt: playlist.updatedAt, videos: videos))
+    }
+
+    /// A token naming a content id (`conid`) only opens that video.
+    private func checkTokenContent(_ caller: PlaybackCaller, _ video: CatalogVideo) throws(ErrorResponse) {
+        if let content = caller.token?.contentID, !content.isEmpty, content != video.id, content != video.referenceID {
+            throw ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenValidation,
+                                "Token is for content \(content), not video \(video.id)")
+        }
+    }
+
+    /// `limit` (1…1000) and `offset` (≥ 0); anything else is `ILLEGAL_QUERY`.
+    private func paging(_ request: HTTPRequest, defaultLimit: Int) throws(ErrorResponse) -> (Int, Int) {
+        func number(_ name: String, _ fallback: Int, _ range: ClosedRange<Int>) throws(ErrorResponse) -> Int {
+            guard let text = request.queryValue(name) else { return fallback }
+            guard let value = Int(text), range.contains(value) else {
+                throw ErrorResponse(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.illegalQuery,
+                                    "\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
+            }
+            return value
+        }
+        return (try number("limit", defaultLimit, 1...1000), try number("offset", 0, 0...Int(Int32.max)))
+    }
+
+    /// The video's JSON, cached while its signed URLs would come out the same.
+    func videoJSON(_ video: CatalogVideo, account: Account) -> [UInt8] {
+        let now = clock.now()
+        let manifestBucket = Int(now.timeIntervalSince1970 / Links.cacheBucket(ttl: account.manifestTokenTTL))
+        let mediaBucket = Int(now.timeIntervalSince1970 / Links.cacheBucket(ttl: configuration.mediaTokenTTL))
+        return cache.body(for: "video|\(video.id)|\(manifestBucket)|\(mediaBucket)") {
+            (try? Array(WireJSON.encoder(sortedKeys: true).encode(renderer.render(video, account: account, now: now)))) ?? []
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import MockBackend
+
+/// `mock-backend`: the mock video cloud, on libmicrohttpd. Every option also reads an
+/// environment variable, so containers and scripts can configure it without flags.
+@main
+struct MockBackendCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mock-backend",
+        abstract: "A mock video cloud: Playback API, HLS packaging, keys and licenses, on your machine.",
+        discussion: """
+            Prints one line, "listening on http://HOST:PORT", on stdout once it accepts requests; logs go to stderr.
+            Stop it with Ctrl-C or SIGTERM: requests in flight are finished first.
+            Every option can also be set by the environment variable in brackets; a flag wins over the variable.
+            """)
+
+    @Option(help: "Address to bind. [MOCK_BACKEND_HOST]")
+    var host: String = env("MOCK_BACKEND_HOST") ?? "127.0.0.1"
+
+    @Option(help: "Port to bind; 0 picks a free one. [MOCK_BACKEND_PORT]")
+    var port: Int = env("MOCK_BACKEND_PORT").flatMap(Int.init) ?? 8080
+
+    @Option(name: .customLong("public-base-url"),
+            help: "Scheme, host and port clients use in URLs, if not http://HOST:PORT (e.g. behind a proxy). [MOCK_BACKEND_PUBLIC_BASE_URL]")
+    var publicBaseURLOption: String?
+
+    @Option(name: .customLong("data-dir"),
+            help: "Folder for the SQLite database and the encrypted-segment cache; created if missing. [MOCK_BACKEND_DATA_DIR] (default: $XDG_DATA_HOME/mock-backend or ~/.local/share/mock-backend)")
+    var dataDirectoryOption: String?
+
+    @Option(name: .customLong("catalog"), help: "Catalog file (accounts, policy keys, videos, playlists); media is read from media/ beside it. [MOCK_BACKEND_CATALOG] (default: the repository's fixtures/catalog.json)")
+    var catalogOption: String?
+
+    @Option(help: "Threads in the HTTP server's pool. [MOCK_BACKEND_THREADS]")
+    var threads: Int = env("MOCK_BACKEND_THREADS").flatMap(Int.init) ?? 2
+
+    @Option(name: .customLong("token-ttl"),
+            help: "Seconds manifest URLs stay valid, for accounts that set none (60-21600). [MOCK_BACKEND_TOKEN_TTL]")
+    var tokenTTL: Int = env("MOCK_BACKEND_TOKEN_TTL").flatMap(Int.init) ?? 21600
+
+    @Option(name: .customLong("media-token-ttl"),
+            help: "Seconds segment and key URLs stay valid (60-21600). [MOCK_BACKEND_MEDIA_TOKEN_TTL]")
+    var mediaTokenTTL: Int = env("MOCK_BACKEND_MEDIA_TOKEN_TTL").flatMap(Int.init) ?? 21600
+
+    @Option(name: .customLong("latency-ms"),
+            help: "Milliseconds added to every response, without holding a server thread. [MOCK_BACKEND_LATENCY_MS]")
+    var latencyMilliseconds: Int = env("MOCK_BACKEND_LATENCY_MS").flatMap(Int.init) ?? 0
+
+    @Option(name: .customLong("log-level"),
+            help: "trace, debug, info (one line per request), notice, warning, error or critical. [MOCK_BACKEND_LOG_LEVEL]")
+    var logLevel: String = env("MOCK_BACKEND_LOG_LEVEL") ?? "info"
+
+    @Option(name: .customLong("log-format"), help: "text or json (one JSON object per line). [MOCK_BACKEND_LOG_FORMAT]")
+    var logFormat: String = env("MOCK_BACKEND_LOG_FORMAT") ?? "text"
+
+    var publicBaseURL: String? { publicBaseURLOption ?? env("MOCK_BACKEND_PUBLIC_BASE_URL") }
+    var dataDirectory: String? { dataDirectoryOption ?? env("MOCK_BACKEND_DATA_DIR") }
+    var catalog: String? { catalogOption ?? env("MOCK_BACKEND_CATALOG") }
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535") }
+        guard (1...64).contains(threads) else { throw ValidationError("--threads must be 1-64") }
+        guard (60...21600).contains(tokenTTL) else { throw ValidationError("--token-ttl must be 60-21600 seconds") }
+        guard (60...21600).contains(mediaTokenTTL) else { throw ValidationError("--media-token-ttl must be 60-21600 seconds") }
+        guard latencyMilliseconds >= 0 else { throw ValidationError("--latency-ms must not be negative") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
+        guard ["text", "json"].contains(logFormat) else { throw ValidationError("--log-format must be text or json") }
+        if let publicBaseURL, !(publicBaseURL.hasPrefix("http://") || publicBaseURL.hasPrefix("https://")) {
+            throw ValidationError("--public-base-url must start with http:// or https://")
+        }
+    }
+
+    func run() throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        let json = logFormat == "json"
+        LoggingSystem.bootstrap { label in
+            var handler: any LogHandler = json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "mock-backend")
+
+        var configuration = BackendConfiguration()
+        if let dataDirectory { configuration.dataDirectory = URL(fileURLWithPath: dataDirectory) }
+        if let catalog { configuration.catalogFile = URL(fileURLWithPath: catalog) }
+        configuration.host = host
+        configuration.port = port
+        configuration.publicBaseURL = publicBaseURL
+        configuration.threadCount = threads
+        configuration.defaultManifestTokenTTL = TimeInterval(tokenTTL)
+        configuration.mediaTokenTTL = TimeInterval(mediaTokenTTL)
+        configuration.addedLatencyMilliseconds = latencyMilliseconds
+
+        let server: MockBackendServer
+        do {
+            server = try MockBackendServer.start(configuration: configuration, logger: logger)
+        } catch {
+            FileHandle.standardError.write(Data("mock-backend: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
+        print("listening on http://\(host.contains(":") ? "[\(host)]" : host):\(server.port)")
+        fflush(nil)
+        logger.notice("serving", metadata: [
+            "base_url": "\(server.baseURL)", "data_dir": "\(configuration.dataDirectory.path)",
+            "catalog": "\(configuration.catalogFile.path)", "videos": "\(server.app.catalog.videos.count)",
+        ])
+        Signals.stopOnTermination(server: server, logger: logger)
+        dispatchMain()
+    }
+}
+
+private func env(_ name: String) -> String? {
+    guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else { return nil }
+    return value
+}
