@@ -1,0 +1,112 @@
+import Crypto
+import Foundation
+
+/// Why a `fastly_token` was refused.
+public enum URLTokenError: Error, Sendable, Equatable {
+    /// Not base64 of `{8 hex}_{64 hex}`.
+    case malformed
+    /// Well-formed and authentic, but its expiry has passed; carries that expiry.
+    case expired(Date)
+    /// The HMAC does not match this path and secret.
+    case forged
+}
+
+/// Fastly-style signed URL tokens, the `fastly_token` query parameter of manifest, media and key URLs.
+///
+/// The token is standard base64 of the ASCII text `{expiry}_{hmac}`: `expiry` is the Unix time in
+/// seconds as 8 lowercase hex digits, `hmac` is HMAC-SHA256 over `"{expiry}:{path}"` as 64
+/// lowercase hex digits, where `path` is the URL's path exactly as written (no host, no query).
+/// In a URL the token is percent-encoded (`+`, `/`, `=`).
+public enum URLToken {
+    /// The query parameter name.
+    public static let queryName = "fastly_token"
+
+    /// Makes the token (base64, not yet percent-encoded) for `path`, valid until `expiresAt`.
+    public static func make(path: String, expiresAt: Date, secret: SymmetricKey) -> String {
+        let expiryHex = hex(expirySeconds(expiresAt), width: 8)
+        let mac = HMAC<SHA256>.authenticationCode(for: Data("\(expiryHex):\(path)".utf8), using: secret)
+        let text = expiryHex + "_" + mac.map { hex(UInt64($0), width: 2) }.joined()
+        return Data(text.utf8).base64EncodedString()
+    }
+
+    /// Makes a token with a secret given as raw bytes.
+    public static func make(path: String, expiresAt: Date, secret: some ContiguousBytes) -> String {
+        make(path: path, expiresAt: expiresAt, secret: SymmetricKey(data: secret))
+    }
+
+    /// Checks that `token` was made for `path` with `secret` and has not expired at `now`; returns its expiry.
+    ///
+    /// The HMAC is compared in constant time, and before the expiry, so `.expired` is only ever
+    /// reported for authentic tokens. A token is valid up to and including its expiry instant.
+    @discardableResult
+    public static func verify(
+        _ token: String, path: String, secret: SymmetricKey, now: Date
+    ) throws(URLTokenError) -> Date {
+        guard let parts = ParsedToken(token) else { throw .malformed }
+        let message = Data("\(parts.expiryHex):\(path)".utf8)
+        guard HMAC<SHA256>.isValidAuthenticationCode(parts.mac, authenticating: message, using: secret) else {
+            throw .forged
+        }
+        guard now <= parts.expiry else { throw .expired(parts.expiry) }
+        return parts.expiry
+    }
+
+    /// Verifies a token with a secret given as raw bytes.
+    @discardableResult
+    public static func verify(
+        _ token: String, path: String, secret: some ContiguousBytes, now: Date
+    ) throws(URLTokenError) -> Date {
+        try verify(token, path: path, secret: SymmetricKey(data: secret), now: now)
+    }
+
+    /// The expiry written in a token (base64 or percent-encoded), without checking its HMAC; nil if malformed.
+    public static func expiry(of token: String) -> Date? {
+        ParsedToken(token)?.expiry
+    }
+
+    /// The expiry of the `fastly_token` in a URL; nil if the URL has none or it is malformed.
+    public static func expiry(ofURL url: String) -> Date? {
+        token(inURL: url).flatMap(expiry(of:))
+    }
+
+    private static func expirySeconds(_ date: Date) -> UInt64 {
+        let seconds = date.timeIntervalSince1970.rounded(.down)
+        guard seconds > 0 else { return 0 }
+        return seconds >= Double(UInt32.max) ? UInt64(UInt32.max) : UInt64(seconds)
+    }
+
+    static func hex(_ value: UInt64, width: Int) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: max(0, width - digits.count)) + digits
+    }
+}
+
+/// The parts of a well-formed token.
+private struct ParsedToken {
+    let expiryHex: String
+    let expiry: Date
+    let mac: [UInt8]
+
+    init?(_ token: String) {
+        // Tolerate a still percent-encoded token, and a query parser that turned '+' into ' '.
+        var base64 = token.contains("%") ? (token.removingPercentEncoding ?? token) : token
+        base64 = base64.replacingOccurrences(of: " ", with: "+")
+        guard let data = Data(base64Encoded: base64) else { return nil }
+        let bytes = Array(data)
+        guard bytes.count == 8 + 1 + 64, bytes[8] == UInt8(ascii: "_"),
+              bytes[..<8].allSatisfy(Self.isLowercaseHex), bytes[9...].allSatisfy(Self.isLowercaseHex)
+        else { return nil }
+        expiryHex = String(decoding: bytes[..<8], as: UTF8.self)
+        guard let seconds = UInt32(expiryHex, radix: 16) else { return nil }
+        expiry = Date(timeIntervalSince1970: TimeInterval(seconds))
+        mac = stride(from: 9, to: bytes.count, by: 2).map { Self.nibble(bytes[$0]) << 4 | Self.nibble(bytes[$0 + 1]) }
+    }
+
+    private static func isLowercaseHex(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+    }
+
+    private static func nibble(_ byte: UInt8) -> UInt8 {
+        byte <= UInt8(ascii: "9") ? byte - UInt8(ascii: "0") : byte - UInt8(ascii: "a") + 10
+    }
+}
