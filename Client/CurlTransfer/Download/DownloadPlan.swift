@@ -1,0 +1,47 @@
+/// What a file download does with the final response, decided from the status and the
+/// headers alone. The rules for resuming live here and nowhere else; pure, tested without I/O.
+enum DownloadPlan: Equatable, Sendable {
+    /// 206 for the range we asked: append to the `.part` file. `expectedTotal` is the full size.
+    case append(expectedTotal: Int64?)
+    /// 200: the whole file follows; truncate the `.part` file and write from byte 0.
+    case replace(expectedTotal: Int64?)
+    /// 416 to a resume request: the `.part` file is complete or corrupt; fetch again from 0.
+    case restartFromZero
+    /// Anything else: fail, keeping the `.part` file as it was.
+    case fail(TransferError)
+
+    /// The plan for a response to a request that asked for bytes from `resumeOffset` on
+    /// (0: no Range header was sent).
+    static func decide(resumeOffset: Int64, head: ResponseHead) -> DownloadPlan {
+        switch head.status {
+        case 200:
+            return .replace(expectedTotal: head.contentLength)
+        case 206:
+            guard let contentRange = head.contentRange, let range = contentRange.range else {
+                return .fail(TransferError(.lengthMismatch, "206 response without a usable Content-Range"))
+            }
+            guard range.lowerBound == resumeOffset else {
+                return .fail(TransferError(.lengthMismatch,
+                                           "asked for bytes from \(resumeOffset), server sent \(range.lowerBound)-\(range.upperBound)"))
+            }
+            let rangeLength = range.upperBound - range.lowerBound + 1
+            if let contentLength = head.contentLength, contentLength != rangeLength {
+                return .fail(TransferError(.lengthMismatch,
+                                           "Content-Length \(contentLength) does not match Content-Range \(range.lowerBound)-\(range.upperBound)"))
+            }
+            // With a known full size, expect it even if this range stops short: a server may
+            // send less than the open-ended range asked for, and the final check reports it.
+            return .append(expectedTotal: contentRange.completeLength ?? range.upperBound + 1)
+        case 416 where resumeOffset > 0:
+            return .restartFromZero
+        default:
+            return .fail(TransferError(.http(head.status), "the server answered \(head.status)"))
+        }
+    }
+
+    /// Checks the finished file's size against what the server announced; nil when it fits.
+    static func verify(bytesOnDisk: Int64, expectedTotal: Int64?) -> TransferError? {
+        guard let expectedTotal, expectedTotal != bytesOnDisk else { return nil }
+        return TransferError(.lengthMismatch, "received \(bytesOnDisk) bytes, the server announced \(expectedTotal)")
+    }
+}

@@ -1,0 +1,69 @@
+internal import Synchronization
+
+/// One file to fetch with `TransferEngine.download(_:progress:)`.
+///
+/// The bytes go to `destination + ".part"` first; the destination only appears, complete
+/// and synced, when the whole body has arrived and its length checked out.
+public struct FileDownload: Sendable {
+    /// Identifies the job for `TransferEngine.cancel(_:)`. Unique per value made with `init`.
+    public var id: TransferID
+    /// The absolute http or https URL.
+    public var url: String
+    /// Extra request header fields, sent in this order.
+    public var headers: [(String, String)]
+    /// The path of the finished file. Missing parent folders are created.
+    public var destination: String
+
+    /// Creates a job with a fresh id.
+    public init(url: String, destination: String, headers: [(String, String)] = [], id: TransferID = TransferID()) {
+        self.id = id
+        self.url = url
+        self.headers = headers
+        self.destination = destination
+    }
+
+    /// Where the bytes are written until the download completes; kept for a later resume.
+    public var partialPath: String { destination + ".part" }
+}
+
+/// What a finished download did.
+public struct FileDownloadResult: Sendable, Equatable {
+    /// Bytes this download wrote (not counting what a resumed `.part` file already held).
+    public var bytesWritten: Int64
+    /// Bytes that were already in the `.part` file and were kept (0 when it started afresh).
+    public var resumedFrom: Int64
+    /// The size of the finished file.
+    public var totalSize: Int64
+    /// The final HTTP status: 200 for a whole file, 206 for a resumed one.
+    public var status: Int
+
+    /// Creates a result.
+    public init(bytesWritten: Int64, resumedFrom: Int64, totalSize: Int64, status: Int) {
+        self.bytesWritten = bytesWritten
+        self.resumedFrom = resumedFrom
+        self.totalSize = totalSize
+        self.status = status
+    }
+}
+
+/// Reports a download's progress from the engine thread: the bytes in the file so far
+/// (a resumed prefix included) and the full size when the server announced it. Called at
+/// most every ~100 ms per job and once more on success with the final size; keep it quick.
+/// The count only goes down when a server ignores a resume range and the file restarts at 0.
+public typealias DownloadProgress = @Sendable (_ bytesNow: Int64, _ totalExpected: Int64?) -> Void
+
+/// A job's identity, for cancelling it. Fresh values never repeat within a process.
+public struct TransferID: Hashable, Sendable, CustomStringConvertible {
+    private static let counter = Atomic<UInt64>(0)
+
+    /// The number behind the id.
+    public let rawValue: UInt64
+
+    /// A new id, different from every other made in this process.
+    public init() {
+        rawValue = TransferID.counter.wrappingAdd(1, ordering: .relaxed).newValue
+    }
+
+    /// "transfer-N".
+    public var description: String { "transfer-\(rawValue)" }
+}

@@ -1,0 +1,120 @@
+#if canImport(Glibc)
+internal import Glibc
+#elseif canImport(Darwin)
+internal import Darwin
+#endif
+
+/// `write(2)`, reachable under a name that `PartFile.write` does not shadow.
+private func writeToDescriptor(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    write(descriptor, bytes, count)
+}
+
+/// The `.part` file a download writes into, and the steps that turn it into the finished
+/// file: write everything, `fsync`, `rename` over the destination, `fsync` the folder.
+///
+/// Used only on the engine thread. Owns its descriptor and closes it in `deinit`.
+final class PartFile {
+    let path: String
+    private var descriptor: Int32
+    /// Bytes in the file: what was there when opened plus what was written since.
+    private(set) var size: Int64
+
+    /// The size of an existing `.part` file at `path`, 0 when there is none.
+    static func existingSize(at path: String) -> Int64 {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return 0 }
+        return Int64(info.st_size)
+    }
+
+    /// Opens (creating folders and the file as needed) for appending; `truncate` empties it first.
+    init(path: String, truncate: Bool) throws(TransferError) {
+        try PartFile.createParentDirectories(of: path)
+        var flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC
+        if truncate { flags |= O_TRUNC }
+        let fd = open(path, flags, 0o644)
+        guard fd >= 0 else { throw PartFile.error("cannot open \(path)") }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let error = PartFile.error("cannot stat \(path)")
+            close(fd)
+            throw error
+        }
+        self.path = path
+        descriptor = fd
+        size = Int64(info.st_size)
+    }
+
+    deinit {
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// Writes all of `bytes` at the end of the file.
+    func write(_ bytes: UnsafeRawBufferPointer) throws(TransferError) {
+        guard var base = bytes.baseAddress else { return }
+        var remaining = bytes.count
+        while remaining > 0 {
+            let written = writeToDescriptor(descriptor, base, remaining)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw PartFile.error("cannot write \(path)")
+            }
+            remaining -= written
+            base += written
+            size += Int64(written)
+        }
+    }
+
+    /// Syncs the data, closes the file, renames it to `destination` and syncs the folder,
+    /// so a crash leaves either the old state or the complete file under its final name.
+    func commit(to destination: String) throws(TransferError) {
+        guard fsync(descriptor) == 0 else { throw PartFile.error("cannot sync \(path)") }
+        let closed = close(descriptor)
+        descriptor = -1
+        guard closed == 0 else { throw PartFile.error("cannot close \(path)") }
+        guard rename(path, destination) == 0 else { throw PartFile.error("cannot rename \(path) to \(destination)") }
+        PartFile.syncDirectory(of: destination)
+    }
+
+    /// Removes a `.part` file that is known to be useless (the server refused to resume it).
+    static func remove(at path: String) {
+        unlink(path)
+    }
+
+    /// The byte count the file really has on disk (`fstat`), or `size` if that fails.
+    var sizeOnDisk: Int64 {
+        var info = stat()
+        guard descriptor >= 0, fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return size }
+        return Int64(info.st_size)
+    }
+
+    // MARK: Helpers
+
+    /// `mkdir -p` of the folder holding `path`.
+    static func createParentDirectories(of path: String) throws(TransferError) {
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
+        let folder = String(path[..<slash])
+        var info = stat()
+        if stat(folder, &info) == 0 { return }
+        try createParentDirectories(of: folder)
+        if mkdir(folder, 0o755) != 0 && errno != EEXIST {
+            throw error("cannot create folder \(folder)")
+        }
+    }
+
+    /// Best effort: a failed folder sync does not undo a rename that already happened.
+    private static func syncDirectory(of path: String) {
+        let folder = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
+    }
+
+    /// An error for the current `errno`: `.diskFull` for ENOSPC and EDQUOT, else `.writeFailed`.
+    static func error(_ what: String) -> TransferError {
+        let number = errno
+        let reason = String(cString: strerror(number))
+        let code: TransferError.Code = (number == ENOSPC || number == EDQUOT) ? .diskFull : .writeFailed
+        return TransferError(code, "\(what): \(reason)", systemError: number)
+    }
+}

@@ -1,0 +1,123 @@
+internal import Foundation
+
+/// Downloads files over HTTP(S) in parallel on one libcurl multi handle, driven by a
+/// thread of its own: connections are reused, `.part` files resume with a Range request,
+/// and a finished file appears under its name only when complete, length-checked and synced.
+///
+/// ```swift
+/// let engine = TransferEngine()
+/// let job = FileDownload(url: "http://127.0.0.1:8080/seg/1.ts", destination: "/videos/v1/1.ts")
+/// let result = try await engine.download(job) { bytes, total in
+///     print("\(bytes) of \(total.map(String.init) ?? "?")")
+/// }
+/// print("wrote \(result.bytesWritten) bytes, file is \(result.totalSize)")
+/// ```
+///
+/// Hundreds of jobs may be submitted at once: `maxConcurrentTransfers` run, the rest wait
+/// in FIFO order. Cancelling the calling task, `cancel(_:)` or `cancelAll()` stops a job with
+/// `.cancelled` and keeps its `.part` file, so the next `download` of it resumes.
+public final class TransferEngine: Sendable {
+    /// Limits and timeouts of an engine, fixed when it is made.
+    public struct Configuration: Sendable {
+        /// File downloads running at once; more wait in FIFO order. Requests don't count.
+        public var maxConcurrentTransfers = 8
+        /// Open connections in total (CURLMOPT_MAX_TOTAL_CONNECTIONS); more transfers wait in curl.
+        public var maxTotalConnections = 8
+        /// Open connections to one host (CURLMOPT_MAX_HOST_CONNECTIONS).
+        public var maxHostConnections = 8
+        /// The longest a connection attempt may take.
+        public var connectTimeout: Duration = .seconds(10)
+        /// A download that receives nothing for this long fails with `.timedOut`.
+        public var stallTimeout: Duration = .seconds(30)
+        /// Redirects followed before `.tooManyRedirects`.
+        public var maxRedirects = 10
+        /// The User-Agent header.
+        public var userAgent = "CurlTransfer/1.0"
+
+        /// The defaults above.
+        public init() {}
+    }
+
+    /// Counters for tests and diagnostics.
+    public struct Statistics: Sendable, Equatable {
+        /// Connections opened so far (reused ones are not counted again).
+        public var connectionsOpened: Int
+        /// Transfers that ended so far, whatever the outcome.
+        public var transfersFinished: Int
+        /// Jobs waiting for a slot now.
+        public var queued: Int
+        /// Jobs running now.
+        public var running: Int
+    }
+
+    /// The configuration the engine runs with.
+    public var configuration: Configuration { core.configuration }
+
+    private let core: EngineCore
+
+    /// Starts an engine and its thread.
+    public init(configuration: Configuration = Configuration()) {
+        core = EngineCore(configuration: configuration)
+        let core = self.core
+        let thread = Thread { EngineLoop.run(core: core) }
+        thread.name = "CurlTransfer.engine"
+        thread.start()
+    }
+
+    /// Stops the thread; jobs still queued or running end with `.cancelled`.
+    deinit {
+        core.shutDown()
+    }
+
+    /// Downloads `job.url` to `job.destination`, resuming from `job.partialPath` when it exists.
+    ///
+    /// Throws `.http(status)` for any answer but 200/206 (no file is written then),
+    /// `.lengthMismatch` when the body does not match the announced length, `.diskFull` or
+    /// `.writeFailed` when the file cannot be written, `.cancelled` when cancelled; in every
+    /// failure the `.part` file keeps what arrived, for a later resume. Run at most one
+    /// download per destination at a time: two would append to the same `.part` file.
+    public func download(_ job: FileDownload, progress: DownloadProgress? = nil) async throws(TransferError) -> FileDownloadResult {
+        let ticket = JobTicket(id: job.id)
+        let core = self.core
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                core.submit(Job(ticket: ticket, work: .download(job, progress, continuation)))
+            }
+        } onCancel: {
+            core.cancel(ticket)
+        }
+        return try result.get()
+    }
+
+    /// Sends one request and reads the answer into memory. See `HTTPClient.send(_:)`.
+    func send(_ request: HTTPClientRequest) async throws(TransferError) -> HTTPClientResponse {
+        let ticket = JobTicket(id: nil)
+        let core = self.core
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                core.submit(Job(ticket: ticket, work: .request(request, continuation)))
+            }
+        } onCancel: {
+            core.cancel(ticket)
+        }
+        return try result.get()
+    }
+
+    /// Cancels the downloads with this id, queued or running; unknown ids are ignored.
+    public func cancel(_ id: TransferID) {
+        core.cancelDownloads(matching: id)
+    }
+
+    /// Cancels every queued and running download (`HTTPClient` requests are left alone).
+    public func cancelAll() {
+        core.cancelDownloads(matching: nil)
+    }
+
+    /// A snapshot of the counters.
+    public var statistics: Statistics {
+        let counts = core.counts
+        return Statistics(connectionsOpened: core.connectionsOpened.load(ordering: .relaxed),
+                          transfersFinished: core.transfersFinished.load(ordering: .relaxed),
+                          queued: counts.queued, running: counts.running)
+    }
+}

@@ -1,0 +1,102 @@
+/// Why a transfer failed: a stable `code` to decide on, a message for people, and the
+/// libcurl or system error number underneath when there is one.
+///
+/// ```swift
+/// do {
+///     _ = try await engine.download(job)
+/// } catch let error where error.code == .cancelled {
+///     // the `.part` file is kept; download again later to resume
+/// } catch {
+///     if let status = error.code.httpStatus { print("server said \(status)") }
+/// }
+/// ```
+public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The kind of failure. New kinds may be added, so switch with a `default`.
+    public let code: Code
+    /// What happened, for logs and people.
+    public let message: String
+    /// libcurl's `CURLcode` when curl reported the failure.
+    public let curlCode: Int?
+    /// The `errno` when a system call (open, write, fsync, rename) failed.
+    public let systemError: Int32?
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, curlCode: Int? = nil, systemError: Int32? = nil) {
+        self.code = code
+        self.message = message
+        self.curlCode = curlCode
+        self.systemError = systemError
+    }
+
+    /// The code and the message on one line.
+    public var description: String { "\(code): \(message)" }
+
+    /// A stable failure kind. A struct over a private enum, so kinds can be added later
+    /// without breaking anyone's exhaustive switch.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: Hashable, Sendable {
+            case invalidURL, couldNotResolveHost, couldNotConnect, timedOut, cancelled
+            case connectionLost, tooManyRedirects, lengthMismatch, writeFailed, diskFull
+            case http(Int)
+            case other(Int)
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The URL is malformed or its scheme is not http or https.
+        public static let invalidURL = Code(.invalidURL)
+        /// The host name did not resolve.
+        public static let couldNotResolveHost = Code(.couldNotResolveHost)
+        /// Nobody accepted the connection (refused, unreachable).
+        public static let couldNotConnect = Code(.couldNotConnect)
+        /// The request timeout passed, or a download stalled for longer than allowed.
+        public static let timedOut = Code(.timedOut)
+        /// The caller cancelled (task cancellation, `cancel(_:)`, `cancelAll()`, engine shut down).
+        public static let cancelled = Code(.cancelled)
+        /// The connection broke or the server sent nothing; retrying may help.
+        public static let connectionLost = Code(.connectionLost)
+        /// The redirect limit was reached.
+        public static let tooManyRedirects = Code(.tooManyRedirects)
+        /// The body was shorter or longer than announced (Content-Length, Content-Range), or
+        /// the server answered a different range than asked for.
+        public static let lengthMismatch = Code(.lengthMismatch)
+        /// Writing the file failed for a reason other than a full disk.
+        public static let writeFailed = Code(.writeFailed)
+        /// The disk or the quota is full (ENOSPC, EDQUOT).
+        public static let diskFull = Code(.diskFull)
+        /// A file download got this HTTP status instead of 200/206. `HTTPClient` never uses it.
+        public static func http(_ status: Int) -> Code { Code(.http(status)) }
+        /// Any other libcurl failure, by its `CURLcode`.
+        public static func other(_ curlCode: Int) -> Code { Code(.other(curlCode)) }
+
+        /// The HTTP status when this is `.http(status)`.
+        public var httpStatus: Int? {
+            if case .http(let status) = base { status } else { nil }
+        }
+
+        /// The name of the kind, e.g. "timedOut" or "http(404)".
+        public var description: String {
+            switch base {
+            case .invalidURL: "invalidURL"
+            case .couldNotResolveHost: "couldNotResolveHost"
+            case .couldNotConnect: "couldNotConnect"
+            case .timedOut: "timedOut"
+            case .cancelled: "cancelled"
+            case .connectionLost: "connectionLost"
+            case .tooManyRedirects: "tooManyRedirects"
+            case .lengthMismatch: "lengthMismatch"
+            case .writeFailed: "writeFailed"
+            case .diskFull: "diskFull"
+            case .http(let status): "http(\(status))"
+            case .other(let code): "other(\(code))"
+            }
+        }
+    }
+}
+
+extension TransferError {
+    static func cancelled(_ message: String = "the transfer was cancelled") -> TransferError {
+        TransferError(.cancelled, message)
+    }
+}

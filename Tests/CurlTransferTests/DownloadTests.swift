@@ -1,0 +1,140 @@
+import MicroHTTP
+import Testing
+import CurlTransfer
+
+/// Serves the files of `folder` under /files/NAME, 404 for anything else.
+func fileServer(_ folder: String, latencyMilliseconds: Int = 0,
+                also: (@Sendable (HTTPRequest) -> Void)? = nil) throws -> TestServer {
+    try TestServer(latencyMilliseconds: latencyMilliseconds) { request in
+        also?(request)
+        guard request.pathSegments.count == 2, request.pathSegments[0] == "files",
+              let response = HTTPResponse.file(at: folder + "/" + request.pathSegments[1], contentType: "video/mp2t")
+        else { return .text("not found", status: 404) }
+        return response
+    }
+}
+
+@Suite("File downloads")
+struct DownloadTests {
+    @Test func fiftyFilesDownloadInParallelByteForByte() async throws {
+        let served = try TemporaryDirectory(), saved = try TemporaryDirectory()
+        defer { served.remove(); saved.remove() }
+        var expected: [String: [UInt8]] = [:]
+        for index in 0..<50 {
+            let bytes = testBytes(count: 1 + (index * 7_919) % 300_000, seed: UInt64(index))
+            try write(bytes, to: served.file("seg\(index).ts"))
+            expected["seg\(index).ts"] = bytes
+        }
+        let server = try fileServer(served.path)
+        defer { server.shutdown() }
+        let engine = TransferEngine()
+
+        let results = try await withThrowingTaskGroup(of: (String, FileDownloadResult).self) { group in
+            for name in expected.keys {
+                let job = FileDownload(url: server.url("/files/\(name)"), destination: saved.file("video/\(name)"))
+                group.addTask { (name, try await engine.download(job)) }
+            }
+            return try await group.reduce(into: [String: FileDownloadResult]()) { $0[$1.0] = $1.1 }
+        }
+
+        #expect(results.count == 50)
+        for (name, bytes) in expected {
+            #expect(contents(of: saved.file("video/\(name)")) == bytes, "\(name)")
+            #expect(results[name] == FileDownloadResult(bytesWritten: Int64(bytes.count), resumedFrom: 0,
+                                                        totalSize: Int64(bytes.count), status: 200))
+            #expect(!fileExists(saved.file("video/\(name).part")))
+        }
+        let statistics = engine.statistics
+        #expect(statistics.connectionsOpened <= engine.configuration.maxTotalConnections)
+        #expect(statistics.transfersFinished == 50)
+        #expect(statistics.queued == 0 && statistics.running == 0)
+    }
+
+    @Test func progressIsMonotonicAndEndsAtTheTotal() async throws {
+        let served = try TemporaryDirectory()
+        defer { served.remove() }
+        let bytes = testBytes(count: 3_000_000, seed: 99)
+        try write(bytes, to: served.file("big.ts"))
+        let server = try fileServer(served.path)
+        defer { server.shutdown() }
+        let reports = Locked<[(Int64, Int64?)]>([])
+
+        let job = FileDownload(url: server.url("/files/big.ts"), destination: served.file("out/big.ts"))
+        let result = try await TransferEngine().download(job) { now, total in
+            reports.update { $0.append((now, total)) }
+        }
+
+        let seen = reports.value
+        #expect(result.totalSize == 3_000_000)
+        #expect(!seen.isEmpty)
+        #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.0 <= $1.0 })
+        #expect(seen.allSatisfy { $0.1 == nil || $0.1 == 3_000_000 })
+        #expect(seen.last?.0 == 3_000_000)
+        #expect(seen.last?.1 == 3_000_000)
+        #expect(contents(of: served.file("out/big.ts")) == bytes)
+    }
+
+    @Test func redirectsAreFollowedAndTheirBodiesNeverReachTheFile() async throws {
+        let served = try TemporaryDirectory()
+        defer { served.remove() }
+        let bytes = testBytes(count: 30_000, seed: 5)
+        try write(bytes, to: served.file("real.ts"))
+        let server = try TestServer { request in
+            if request.path == "/moved" {
+                return HTTPResponse(status: 302, headers: HTTPHeaders([("Location", "/files/real.ts")]),
+                                    body: .bytes(Array("see elsewhere".utf8)))
+            }
+            return HTTPResponse.file(at: served.file("real.ts"), contentType: "video/mp2t") ?? .text("no", status: 404)
+        }
+        defer { server.shutdown() }
+        let result = try await TransferEngine().download(
+            FileDownload(url: server.url("/moved"), destination: served.file("out/real.ts")))
+        #expect(result.totalSize == 30_000)
+        #expect(contents(of: served.file("out/real.ts")) == bytes)
+        #expect(server.requests.map(\.path) == ["/moved", "/files/real.ts"])
+    }
+
+    @Test func emptyFileIsCreated() async throws {
+        let served = try TemporaryDirectory()
+        defer { served.remove() }
+        try write([], to: served.file("empty.ts"))
+        let server = try fileServer(served.path)
+        defer { server.shutdown() }
+        let result = try await TransferEngine().download(
+            FileDownload(url: server.url("/files/empty.ts"), destination: served.file("out/empty.ts")))
+        #expect(result.totalSize == 0)
+        #expect(contents(of: served.file("out/empty.ts")) == [])
+    }
+
+    @Test func concurrencyCapIsRespected() async throws {
+        let served = try TemporaryDirectory()
+        defer { served.remove() }
+        try write(testBytes(count: 10_000, seed: 3), to: served.file("a.ts"))
+        let highest = Locked(0)
+        let serverBox = Locked<TestServer?>(nil)
+        let server = try fileServer(served.path, latencyMilliseconds: 60) { _ in
+            // Requests in flight at the server, this one included (they wait out the latency).
+            let active = serverBox.value?.server.activeRequests ?? 0
+            highest.update { $0 = max($0, active) }
+        }
+        serverBox.update { $0 = server }
+        defer { server.shutdown() }
+        var configuration = TransferEngine.Configuration()
+        configuration.maxConcurrentTransfers = 3
+        configuration.maxTotalConnections = 16
+        configuration.maxHostConnections = 16
+        let engine = TransferEngine(configuration: configuration)
+
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<20 {
+                let job = FileDownload(url: server.url("/files/a.ts"), destination: served.file("out/\(index).ts"))
+                group.addTask { _ = try await engine.download(job) }
+            }
+            try await group.waitForAll()
+        }
+
+        #expect(server.requests.count == 20)
+        #expect(highest.value <= 3)
+        #expect(highest.value >= 2)
+    }
+}

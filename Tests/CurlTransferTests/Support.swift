@@ -1,0 +1,117 @@
+import Foundation
+import Logging
+import MicroHTTP
+import Synchronization
+import Testing
+import CurlTransfer
+
+/// A live MicroHTTP server on an ephemeral port, recording every request it answers.
+final class TestServer: Sendable {
+    let server: HTTPServer
+    private let log = Locked<[HTTPRequest]>([])
+
+    /// Starts a server whose handler is `handler`; requests are recorded before it runs.
+    init(latencyMilliseconds: Int = 0, idleTimeoutSeconds: Int = 30, threads: Int = 2,
+         handler: @escaping HTTPServer.Handler) throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.port = 0
+        configuration.idleTimeoutSeconds = idleTimeoutSeconds
+        configuration.threadCount = threads
+        configuration.addedLatencyMilliseconds = latencyMilliseconds
+        var logger = Logger(label: "CurlTransferTests")
+        logger.logLevel = .warning
+        let log = self.log
+        server = HTTPServer(configuration: configuration, logger: logger) { request in
+            log.update { $0.append(request) }
+            return handler(request)
+        }
+        try server.start()
+    }
+
+    var base: String { "http://127.0.0.1:\(server.port)" }
+
+    func url(_ path: String) -> String { base + path }
+
+    var requests: [HTTPRequest] { log.value }
+
+    func shutdown() { server.shutdown() }
+}
+
+/// A folder under /tmp for one test, removed by `remove()`.
+struct TemporaryDirectory {
+    let path: String
+
+    init() throws {
+        path = "/tmp/curltransfer-test-" + UUID().uuidString
+        try #require(mkdir(path, 0o700) == 0)
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// Deterministic pseudo-random bytes (xorshift), so failures reproduce.
+func testBytes(count: Int, seed: UInt64) -> [UInt8] {
+    var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
+    return (0..<count).map { _ in
+        state ^= state << 13
+        state ^= state >> 7
+        state ^= state << 17
+        return UInt8(truncatingIfNeeded: state)
+    }
+}
+
+func write(_ bytes: [UInt8], to path: String) throws {
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+}
+
+func contents(of path: String) -> [UInt8]? {
+    FileManager.default.contents(atPath: path).map { [UInt8]($0) }
+}
+
+func fileExists(_ path: String) -> Bool {
+    var info = stat()
+    return lstat(path, &info) == 0
+}
+
+/// Signals from a server handler to the test that a request arrived.
+final class Arrivals: Sendable {
+    let stream: AsyncStream<String>
+    private let continuation: AsyncStream<String>.Continuation
+
+    init() {
+        (stream, continuation) = AsyncStream.makeStream(of: String.self)
+    }
+
+    func arrived(_ target: String) { continuation.yield(target) }
+
+    /// Waits for the next arrival.
+    func next() async -> String? {
+        for await target in stream { return target }
+        return nil
+    }
+}
+
+/// The code of the `TransferError` a task ended with; nil when it succeeded or threw something else.
+func transferErrorCode<T>(_ result: Result<T, any Error>) -> TransferError.Code? {
+    guard case .failure(let error) = result else { return nil }
+    return (error as? TransferError)?.code
+}
+
+func makeFolder(_ path: String) throws {
+    try #require(mkdir(path, 0o755) == 0 || errno == EEXIST)
+}
+
+/// A value behind a lock that escaping closures can share.
+final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+
+    init(_ value: Value) { mutex = Mutex(value) }
+
+    var value: Value { mutex.withLock { $0 } }
+
+    func update(_ change: (inout Value) -> Void) {
+        mutex.withLock { change(&$0) }
+    }
+}
