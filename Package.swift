@@ -110,5 +110,8 @@ let package = Package(
                     path: "Tests/MockBackendTests", swiftSettings: swiftSettings),
         .testTarget(name: "CurlTransferTests", dependencies: ["CurlTransfer", "MicroHTTP", .product(name: "Logging", package: "swift-log")], path: "Tests/CurlTransferTests",
                     swiftSettings: swiftSettings),
+        .testTarget(name: "OfflineSDKTests", dependencies: ["OfflineSDK", "MockBackend", "WireModels", "CurlTransfer",
+                                                            .product(name: "Logging", package: "swift-log")],
+                    path: "Tests/OfflineSDKTests", swiftSettings: swiftSettings),
     ]
 )

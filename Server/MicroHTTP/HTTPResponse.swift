@@ -80,6 +80,7 @@ public enum HTTPStatus {
         case 413: "Content Too Large"
         case 416: "Range Not Satisfiable"
         case 422: "Unprocessable Content"
+        case 431: "Request Header Fields Too Large"
         case 500: "Internal Server Error"
         case 501: "Not Implemented"
         case 503: "Service Unavailable"

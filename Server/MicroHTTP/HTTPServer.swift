@@ -87,6 +87,13 @@ public final class HTTPServer: Sendable {
         while core.activeRequests.load(ordering: .acquiring) > 0 && clock.now < deadline {
             usleep(5_000)
         }
+        // Connections still waiting out added latency are answered now; MHD must not be
+        // stopped with suspended connections, and their timers must not touch it afterwards.
+        core.resumeAllAndStop()
+        let drainDeadline = clock.now.advanced(by: .seconds(1))
+        while core.activeRequests.load(ordering: .acquiring) > 0 && clock.now < drainDeadline {
+            usleep(5_000)
+        }
         MHD_stop_daemon(handle.pointer)
         if listenSocket >= 0 { close(listenSocket) }
     }
@@ -112,6 +119,8 @@ final class ServerCore: Sendable {
     let activeRequests = Atomic<Int>(0)
     let addedLatency: Atomic<Int>
     let timerQueue = DispatchQueue(label: "MicroHTTP.latency")
+    /// Connections suspended for added latency; `nil` once the server is stopping.
+    let suspended = Mutex<Set<ConnectionHandle>?>([])
 
     init(configuration: HTTPServerConfiguration, logger: Logger,
          handler: @escaping HTTPServer.Handler, errorResponder: @escaping HTTPServer.ErrorResponder) {
@@ -120,5 +129,20 @@ final class ServerCore: Sendable {
         self.handler = handler
         self.errorResponder = errorResponder
         self.addedLatency = Atomic(max(0, configuration.addedLatencyMilliseconds))
+    }
+
+    /// Resumes a connection whose latency is over, unless shutdown already resumed it.
+    func resume(_ handle: ConnectionHandle) {
+        suspended.withLock { set in
+            if set?.remove(handle) != nil { MHD_resume_connection(handle.pointer) }
+        }
+    }
+
+    /// Resumes every suspended connection and refuses to track new ones.
+    func resumeAllAndStop() {
+        suspended.withLock { set in
+            for handle in set ?? [] { MHD_resume_connection(handle.pointer) }
+            set = nil
+        }
     }
 }

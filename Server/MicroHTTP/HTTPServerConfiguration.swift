@@ -8,8 +8,11 @@ public struct HTTPServerConfiguration: Sendable {
     public var threadCount: Int = 2
     /// The largest request body accepted; larger ones get 413 and are not read into memory.
     public var maxBodySize: Int = 64 * 1024
-    /// Memory MHD may use per connection; it bounds the request line plus headers.
-    public var connectionMemoryLimit: Int = 64 * 1024
+    /// The largest request line plus headers answered through the error responder (431).
+    public var maxHeaderSize: Int = 32 * 1024
+    /// Memory MHD may use per connection. Requests whose headers do not even fit here are
+    /// refused by MHD itself (431 with its own body), so keep it well above `maxHeaderSize`.
+    public var connectionMemoryLimit: Int = 128 * 1024
     /// Seconds an idle keep-alive connection is kept open.
     public var idleTimeoutSeconds: Int = 30
     /// The listen backlog.

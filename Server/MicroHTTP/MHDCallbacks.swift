@@ -35,6 +35,12 @@ nonisolated enum MHDCallbacks {
             state.target = rebuildTarget(connection: connection, path: url)
             conCls.pointee = Unmanaged.passRetained(state).toOpaque()
             core.activeRequests.add(1, ordering: .relaxed)
+            let headerSize = headerBytes(connection) + state.target.utf8.count + state.method.utf8.count
+            if headerSize > core.configuration.maxHeaderSize {
+                state.bodyTooLarge = true
+                return queue(core.errorResponder(431, "request headers of \(headerSize) bytes are over the limit of \(core.configuration.maxHeaderSize)"),
+                             for: nil, state: state, connection: connection)
+            }
             if let length = header(connection, "Content-Length").flatMap({ UInt64($0) }),
                length > UInt64(core.configuration.maxBodySize) {
                 state.bodyTooLarge = true
@@ -70,13 +76,22 @@ nonisolated enum MHDCallbacks {
         let (response, request) = respond(core: core, state: state, connection: connection)
         let latency = core.addedLatency.load(ordering: .relaxed)
         if latency > 0 {
-            state.pending = response.flatMap { r in request.map { r.applyingConditionals(for: $0) } ?? r }
             let handle = ConnectionHandle(pointer: connection)
-            MHD_suspend_connection(connection)
-            core.timerQueue.asyncAfter(deadline: .now() + .milliseconds(latency)) {
-                MHD_resume_connection(handle.pointer)
+            // Set before suspending: once suspended, a resume may come from another thread.
+            state.pending = response.flatMap { r in request.map { r.applyingConditionals(for: $0) } ?? r }
+            let suspended = core.suspended.withLock { set -> Bool in
+                guard set != nil else { return false }  // shutting down: answer at once
+                MHD_suspend_connection(connection)
+                set?.insert(handle)
+                return true
             }
-            return .YES
+            if suspended {
+                core.timerQueue.asyncAfter(deadline: .now() + .milliseconds(latency)) {
+                    core.resume(handle)
+                }
+                return .YES
+            }
+            state.pending = nil
         }
         return queue(response ?? core.errorResponder(500, "no response"), for: request, state: state, connection: connection)
     }
@@ -174,6 +189,19 @@ nonisolated enum MHDCallbacks {
         return HTTPHeaders(fields)
     }
 
+    /// The bytes of every header name and value, as received.
+    private static func headerBytes(_ connection: OpaquePointer) -> Int {
+        var total = 0
+        withUnsafeMutablePointer(to: &total) { pointer in
+            _ = MHD_get_connection_values(connection, .HEADER_KIND, { cls, _, key, value in
+                guard let cls else { return .YES }
+                cls.assumingMemoryBound(to: Int.self).pointee += (key.map { strlen($0) } ?? 0) + (value.map { strlen($0) } ?? 0) + 4
+                return .YES
+            }, pointer)
+        }
+        return total
+    }
+
     private static func header(_ connection: OpaquePointer, _ name: String) -> String? {
         MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
     }
@@ -181,6 +209,6 @@ nonisolated enum MHDCallbacks {
 
 /// A suspended connection handed to the latency timer. MHD allows `MHD_resume_connection`
 /// from any thread when the daemon runs with `MHD_ALLOW_SUSPEND_RESUME`.
-struct ConnectionHandle: @unchecked Sendable {
+struct ConnectionHandle: @unchecked Sendable, Hashable {
     let pointer: OpaquePointer
 }

@@ -6,7 +6,7 @@ import WireModels
 enum APIResponse {
     /// The error array `[{"error_code":…,"error_subcode":…,"message":…}]` with `status`.
     static func error(_ status: Int, _ code: String, _ subcode: String? = nil, _ message: String) -> HTTPResponse {
-        let body = (try? WireJSON.encoder().encode([APIError(errorCode: code, errorSubcode: subcode, message: message)])) ?? Data("[]".utf8)
+        let body = (try? WireJSON.encoder(sortedKeys: true).encode([APIError(errorCode: code, errorSubcode: subcode, message: message)])) ?? Data("[]".utf8)
         return .bytes(Array(body), status: status, contentType: "application/json; charset=utf-8")
     }
 
@@ -17,6 +17,7 @@ enum APIResponse {
         case 404: error(404, PlaybackAPIErrorCode.notFound, nil, message)
         case 405: error(405, PlaybackAPIErrorCode.methodNotAllowed, nil, message)
         case 413: error(413, "REQUEST_TOO_LARGE", nil, message)
+        case 431: error(431, "REQUEST_HEADERS_TOO_LARGE", nil, message)
         case 500...599: error(status, PlaybackAPIErrorCode.serverError, nil, message)
         default: error(status, "ERROR", nil, message)
         }

@@ -1,0 +1,143 @@
+import CurlTransfer
+import Foundation
+import WireModels
+
+/// Finds videos and playlists through the Playback API, with a policy key or a
+/// playback-restriction JWT.
+///
+/// ```swift
+/// let service = PlaybackService(baseURL: "http://127.0.0.1:8080", accountID: "6415818918001",
+///                               policyKey: "BCpk…")
+/// let video = try await service.findVideo(referenceID: "nw-clear-bars")
+/// print(video.name, video.canBeDownloaded)
+/// ```
+public struct PlaybackService: Sendable {
+    /// Scheme, host and port of the Playback API.
+    public var baseURL: String
+    /// The account whose videos this service finds.
+    public var accountID: String
+    /// The policy key, sent as `BCOV-Policy`.
+    public var policyKey: String?
+    /// A playback-restriction JWT, sent as `Authorization: Bearer`.
+    public var authToken: String?
+    private let client: HTTPClient
+
+    /// Creates a service. Give a policy key, a JWT, or both.
+    public init(baseURL: String, accountID: String, policyKey: String? = nil, authToken: String? = nil,
+                client: HTTPClient = PlaybackService.sharedClient) {
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.accountID = accountID
+        self.policyKey = policyKey
+        self.authToken = authToken
+        self.client = client
+    }
+
+    /// The client shared by services that are not given one (its connections are reused).
+    public static let sharedClient = HTTPClient()
+
+    /// The video with this id.
+    public func findVideo(id: String) async throws(PlaybackServiceError) -> PlaybackVideo {
+        try PlaybackVideo.decoding(await get(path: "videos/\(try PlaybackService.segment(id))"))
+    }
+
+    /// The video with this reference id.
+    public func findVideo(referenceID: String) async throws(PlaybackServiceError) -> PlaybackVideo {
+        try PlaybackVideo.decoding(await get(path: "videos/ref:\(try PlaybackService.segment(referenceID))"))
+    }
+
+    /// A playlist and a page of its videos.
+    public func findPlaylist(id: String, limit: Int? = nil, offset: Int? = nil) async throws(PlaybackServiceError) -> PlaybackPlaylist {
+        try PlaybackPlaylist.decoding(await get(path: "playlists/\(try PlaybackService.segment(id))",
+                                                query: [("limit", limit.map(String.init)), ("offset", offset.map(String.init))]))
+    }
+
+    /// A playlist by reference id.
+    public func findPlaylist(referenceID: String, limit: Int? = nil, offset: Int? = nil) async throws(PlaybackServiceError) -> PlaybackPlaylist {
+        try await findPlaylist(id: "ref:\(referenceID)", limit: limit, offset: offset)
+    }
+
+    /// Searches the account (needs a search-enabled policy key). `sort` is a field, `-field` for descending.
+    public func search(query: String, sort: String? = nil, limit: Int? = nil, offset: Int? = nil)
+        async throws(PlaybackServiceError) -> (count: Int, videos: [PlaybackVideo]) {
+        let body = try await get(path: "videos", query: [("q", query), ("sort", sort), ("limit", limit.map(String.init)),
+                                                          ("offset", offset.map(String.init))])
+        do {
+            let result = try WireJSON.decoder().decode(SearchResult.self, from: Data(body))
+            let raw = try WireJSON.decoder().decode(RawList.self, from: Data(body))
+            return (result.count, zip(result.videos, raw.videos).map { PlaybackVideo(video: $0, properties: $1) })
+        } catch {
+            throw PlaybackServiceError(code: .decoding, status: 200, errors: [], message: "search answer is not a search result: \(error)", underlying: error)
+        }
+    }
+
+    // MARK: Requests
+
+    private func get(path: String, query: [(String, String?)] = []) async throws(PlaybackServiceError) -> [UInt8] {
+        var url = "\(baseURL)/playback/v1/accounts/\(try PlaybackService.segment(accountID))/\(path)"
+        let items = query.compactMap { name, value in value.map { "\(name)=\(PlaybackService.encode($0))" } }
+        if !items.isEmpty { url += "?" + items.joined(separator: "&") }
+        var headers: [(String, String)] = [("Accept", "application/json")]
+        if let policyKey { headers.append(("BCOV-Policy", policyKey)) }
+        if let authToken { headers.append(("Authorization", "Bearer \(authToken)")) }
+        let response: HTTPClientResponse
+        do {
+            response = try await client.send(HTTPClientRequest(url: url, headers: headers))
+        } catch {
+            throw PlaybackServiceError(code: .transport, status: nil, errors: [], message: error.message, underlying: error)
+        }
+        guard response.isSuccess else {
+            let errors = (try? WireJSON.decoder().decode([APIError].self, from: Data(response.body))) ?? []
+            throw PlaybackServiceError(code: .http, status: response.status, errors: errors,
+                                       message: errors.first?.message ?? "HTTP \(response.status)", underlying: nil)
+        }
+        return response.body
+    }
+
+    /// A path segment: refused if empty or holding "/", so ids cannot walk the URL.
+    private static func segment(_ value: String) throws(PlaybackServiceError) -> String {
+        guard !value.isEmpty, !value.contains("/") else {
+            throw PlaybackServiceError(code: .invalidArgument, status: nil, errors: [], message: "'\(value)' is not a valid id", underlying: nil)
+        }
+        return encode(value)
+    }
+
+    private static func encode(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .urlUnreserved) ?? text
+    }
+}
+
+/// A playlist from the Playback API with its videos.
+public struct PlaybackPlaylist: Sendable {
+    /// The typed playlist (its `videos` as wire models).
+    public let playlist: Playlist
+    /// The page of videos, each with its whole JSON.
+    public let videos: [PlaybackVideo]
+
+    static func decoding(_ body: [UInt8]) throws(PlaybackServiceError) -> PlaybackPlaylist {
+        do {
+            let playlist = try WireJSON.decoder().decode(Playlist.self, from: Data(body))
+            let raw = try WireJSON.decoder().decode(RawList.self, from: Data(body))
+            return PlaybackPlaylist(playlist: playlist, videos: zip(playlist.videos, raw.videos).map { PlaybackVideo(video: $0, properties: $1) })
+        } catch {
+            throw PlaybackServiceError(code: .decoding, status: 200, errors: [], message: "answer is not a playlist: \(error)", underlying: error)
+        }
+    }
+}
+
+extension PlaybackVideo {
+    static func decoding(_ body: [UInt8]) throws(PlaybackServiceError) -> PlaybackVideo {
+        do { return try PlaybackVideo(json: body) } catch {
+            throw PlaybackServiceError(code: .decoding, status: 200, errors: [], message: "answer is not a video: \(error)", underlying: error)
+        }
+    }
+}
+
+/// The `videos` array of a playlist or search answer, kept raw.
+private struct RawList: Decodable {
+    var videos: [[String: JSONValue]]
+}
+
+extension CharacterSet {
+    /// RFC 3986 unreserved characters.
+    static let urlUnreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+}

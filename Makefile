@@ -1,0 +1,31 @@
+# The two commands: `make demo` and `make test`. Everything installs what it needs first.
+SWIFT ?= swift
+APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev pkg-config ffmpeg curl openssl python3
+
+.PHONY: deps build test serve demo fixtures bench-server clean
+
+deps:
+	@scripts/install-deps.sh $(APT_PACKAGES)
+
+build: deps
+	$(SWIFT) build
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+serve: deps
+	$(SWIFT) build --product mock-backend
+	.build/debug/mock-backend
+
+demo: deps
+	scripts/demo.sh
+
+fixtures:
+	fixtures/make-fixtures.sh
+
+bench-server: deps
+	benchmarks/server.sh
+
+clean:
+	rm -rf .build

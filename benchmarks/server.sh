@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Segment serving and Playback API throughput of mock-backend beside nginx, in one run.
+#   benchmarks/server.sh [duration-seconds]   (default 10)
+# Builds release, starts mock-backend (2 threads, warnings-only log) and nginx (2 workers,
+# sendfile, no access log) on loopback ports serving the same fixture segment, and runs
+# `wrk -t2 -c32` against each. Prints requests/s, p99 latency and the ratio to nginx.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+duration=${1:-10}
+scripts/install-deps.sh nginx wrk curl python3 libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev pkg-config
+
+swift build -c release --product mock-backend >/dev/null
+work=$(mktemp -d)
+cleanup() {
+    [ -n "${backend:-}" ] && kill "$backend" 2>/dev/null && wait "$backend" 2>/dev/null
+    [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+.build/release/mock-backend --port 0 --data-dir "$work/data" --threads 2 --log-level warning >"$work/out" 2>"$work/err" &
+backend=$!
+for _ in $(seq 200); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.05; done
+base=$(awk '/listening on/ {print $3}' "$work/out")
+[ -n "$base" ] || { cat "$work/err"; exit 1; }
+
+nginx_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mkdir -p "$work/nginx"
+cat >"$work/nginx.conf" <<CONF
+worker_processes 2;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 100000;
+    client_body_temp_path $work/nginx;
+    proxy_temp_path $work/nginx;
+    fastcgi_temp_path $work/nginx;
+    uwsgi_temp_path $work/nginx;
+    scgi_temp_path $work/nginx;
+    server {
+        listen 127.0.0.1:$nginx_port;
+        root $PWD/fixtures/media;
+    }
+}
+CONF
+nginx -c "$work/nginx.conf"
+
+key=BCpkADawqM1northwindSEARCHkey0001
+account=6415818918001
+master=$(curl -sf -H "BCOV-Policy: $key" "$base/playback/v1/accounts/$account/videos/6415818918101" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["sources"][0]["src"])')
+rendition=$(curl -sf "$master" | grep -A1 'RESOLUTION=960x540' | tail -1)
+segment=$(curl -sf "$rendition" | grep -v '^#' | head -1)
+size=$(curl -sf "$segment" | wc -c)
+nginx_segment="http://127.0.0.1:$nginx_port/bars/video/960x540/seg_000.ts"
+[ "$(curl -sf "$nginx_segment" | wc -c)" = "$size" ] || { echo "nginx does not serve the same file"; exit 1; }
+
+run_wrk() {  # url [header] -> "requests/s p99-ms"
+    local out
+    if [ -n "${2:-}" ]; then out=$(wrk -t2 -c32 -d"${duration}s" --latency -H "$2" "$1"); else out=$(wrk -t2 -c32 -d"${duration}s" --latency "$1"); fi
+    local errors; errors=$(echo "$out" | awk '/Non-2xx|Socket errors/ {print}')
+    [ -z "$errors" ] || { echo "wrk reported errors: $errors" >&2; exit 1; }
+    local rps; rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+    local p99; p99=$(echo "$out" | awk '$1 == "99%" {print $2}')
+    echo "$rps $p99"
+}
+
+echo "segment: $size bytes (960x540 seg_000.ts), wrk -t2 -c32 -d${duration}s, $(nproc) cores"
+read -r nginx_rps nginx_p99 < <(run_wrk "$nginx_segment")
+read -r mb_rps mb_p99 < <(run_wrk "$segment")
+read -r api_rps api_p99 < <(run_wrk "$base/playback/v1/accounts/$account/videos/6415818918101" "BCOV-Policy: $key")
+printf '%-34s %12s %10s %8s\n' "target" "requests/s" "p99" "vs nginx"
+printf '%-34s %12.0f %10s %8s\n' "nginx: segment" "$nginx_rps" "$nginx_p99" "1.00x"
+printf '%-34s %12.0f %10s %7.2fx\n' "mock-backend: segment (clear)" "$mb_rps" "$mb_p99" "$(python3 -c "print($mb_rps/$nginx_rps)")"
+printf '%-34s %12.0f %10s %8s\n' "mock-backend: Playback API video" "$api_rps" "$api_p99" "-"
