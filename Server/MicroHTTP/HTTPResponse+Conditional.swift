@@ -14,6 +14,7 @@ extension HTTPResponse {
             for name in ["ETag", "Cache-Control", "Last-Modified", "Vary"] {
                 if let value = headers[name] { notModified.headers.set(name, value) }
             }
+            notModified.copyCORSHeaders(from: self)
             return notModified
         }
 
@@ -27,6 +28,7 @@ extension HTTPResponse {
         case .unsatisfiable:
             var refused = HTTPResponse(status: 416, body: .empty)
             refused.headers.set("Content-Range", "bytes */\(size)")
+            refused.copyCORSHeaders(from: self)
             return refused
         case .range(let lower, let upper):
             response.status = 206
@@ -38,6 +40,13 @@ extension HTTPResponse {
                 response.body = .file(path: path, offset: offset + lower, length: upper - lower + 1)
             }
             return response
+        }
+    }
+
+    /// A browser drops any cross-origin answer without these, 304 and 416 included.
+    private mutating func copyCORSHeaders(from original: HTTPResponse) {
+        for field in original.headers where field.name.lowercased().hasPrefix("access-control-") {
+            headers.add(field.name, field.value)
         }
     }
 

@@ -36,8 +36,10 @@ public final class HTTPServer: Sendable {
     }
 
     deinit {
-        daemon.withLock { handle in
-            if let handle { MHD_stop_daemon(handle.pointer) }
+        // A server dropped without `shutdown()` still answers suspended connections
+        // before stopping: MHD aborts when stopped with any of them suspended.
+        if let handle = daemon.withLock({ $0 }) {
+            Self.stop(handle, core: core, gracePeriod: .zero)
         }
     }
 
@@ -81,7 +83,14 @@ public final class HTTPServer: Sendable {
             defer { handle = nil }
             return handle
         }) else { return }
+        Self.stop(handle, core: core, gracePeriod: gracePeriod)
+    }
+
+    private static func stop(_ handle: DaemonHandle, core: ServerCore, gracePeriod: Duration) {
         let listenSocket = MHD_quiesce_daemon(handle.pointer)
+        // MHD no longer polls the socket, but the kernel would still complete handshakes
+        // into its backlog; shutting it down makes new clients see a refusal at once.
+        if listenSocket >= 0 { _ = Glibc.shutdown(listenSocket, Int32(SHUT_RDWR)) }
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: gracePeriod)
         while core.activeRequests.load(ordering: .acquiring) > 0 && clock.now < deadline {

@@ -71,13 +71,18 @@ struct HLSPackager: Sendable {
                                            keyFormat: EncryptionKey.fairPlayKeyFormat, keyFormatVersions: "1")
             }
         }
+        // Audio and subtitle passes can be a few milliseconds shorter than the video pass
+        // (AAC frames do not end on the video's boundary). Players place each pass by summing
+        // EXTINFs, so over hundreds of passes the gap would add up to seconds of drift: the
+        // last segment of each pass is stretched to end where the video pass ends.
+        let passPadding = video.repeatCount > 1 && ref.kind != .video ? HLSPackager.passPadding(video, files) : 0
         var segments: [Segment] = []
         segments.reserveCapacity(files.count * video.repeatCount)
         for pass in 0..<video.repeatCount {
             for (index, file) in files.enumerated() {
                 let sequence = pass * files.count + index
                 segments.append(Segment(
-                    duration: file.duration,
+                    duration: index == files.count - 1 ? (file.duration * 1000).rounded() / 1000 + passPadding : file.duration,
                     uri: links.signed(Links.segmentPath(video, ref, sequence), expiresAt: expiresAt),
                     discontinuity: pass > 0 && index == 0,
                     key: sequence == 0 ? encryption : nil))
@@ -95,6 +100,14 @@ struct HLSPackager: Sendable {
         case .audio: video.asset.audio[ref.index].segments
         case .subtitles: video.asset.subtitles[ref.index].segments
         }
+    }
+
+    /// How much shorter than the video (its first rendition) one pass of `files` is; zero when longer.
+    static func passPadding(_ video: CatalogVideo, _ files: [SegmentFile]) -> Double {
+        guard let reference = video.asset.video.first?.segments else { return 0 }
+        // In whole milliseconds, as the playlist writes each EXTINF.
+        let milliseconds = { (segments: [SegmentFile]) in segments.reduce(0) { $0 + Int(($1.duration * 1000).rounded()) } }
+        return Double(max(0, milliseconds(reference) - milliseconds(files))) / 1000
     }
 
     /// The highest bit rate of any one segment.
