@@ -100,11 +100,12 @@ let package = Package(
         ),
 
         // Tests
+        .target(name: "TestKit", path: "Tests/TestKit", swiftSettings: swiftSettings),
         .testTarget(name: "WireModelsTests", dependencies: ["WireModels"], path: "Tests/WireModelsTests",
                     resources: [.copy("Resources")], swiftSettings: swiftSettings),
-        .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "CurlTransfer", .product(name: "Logging", package: "swift-log")], path: "Tests/MicroHTTPTests",
+        .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "CurlTransfer", "TestKit", .product(name: "Logging", package: "swift-log")], path: "Tests/MicroHTTPTests",
                     swiftSettings: swiftSettings),
-        .testTarget(name: "MockBackendTests", dependencies: ["MockBackend", "MicroHTTP", "WireModels", "CurlTransfer",
+        .testTarget(name: "MockBackendTests", dependencies: ["MockBackend", "MicroHTTP", "WireModels", "CurlTransfer", "TestKit",
                                    .product(name: "Logging", package: "swift-log"),
                                    .product(name: "GRDB", package: "GRDB.swift")],
                     path: "Tests/MockBackendTests", swiftSettings: swiftSettings),

@@ -1,4 +1,5 @@
 import Foundation
+import TestKit
 import MicroHTTP
 import MockBackend
 import Testing

@@ -4,6 +4,7 @@ import Logging
 import MicroHTTP
 import MockBackend
 import Testing
+import TestKit
 import WireModels
 
 // MARK: - Catalog constants (fixtures/catalog.json)
@@ -49,19 +50,6 @@ enum Fixture {
 }
 
 // MARK: - Temporary directories and apps
-
-/// A fresh directory under the system's temporary directory.
-struct TemporaryDirectory: Sendable {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("mock-backend-tests-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func remove() { try? FileManager.default.removeItem(at: url) }
-}
 
 /// Runs `body` with a fresh temporary directory, removed afterwards.
 func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
@@ -217,104 +205,10 @@ func pathSegments(ofURL url: String) -> [String] {
 
 // MARK: - Child processes: curl, ffprobe, ffmpeg, openssl
 
-/// What a child process printed and how it ended.
-struct ProcessOutput: Sendable {
-    var exitCode: Int32
-    var stdout: [UInt8]
-    var stderr: [UInt8]
-    var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
-    var stderrText: String { String(decoding: stderr, as: UTF8.self) }
-}
-
-enum Run {
-    /// Runs `executable` with `arguments` without blocking a cooperative thread; stdout and
-    /// stderr go to temporary files so a chatty child never blocks on a full pipe.
-    static func process(_ executable: String, _ arguments: [String]) async throws -> ProcessOutput {
-        let scratch = try TemporaryDirectory()
-        defer { scratch.remove() }
-        let outURL = scratch.url.appendingPathComponent("stdout")
-        let errURL = scratch.url.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let outHandle = try FileHandle(forWritingTo: outURL)
-        let errHandle = try FileHandle(forWritingTo: errURL)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = outHandle
-        process.standardError = errHandle
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            process.terminationHandler = { _ in continuation.resume() }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
-        try outHandle.close()
-        try errHandle.close()
-        return ProcessOutput(exitCode: process.terminationStatus,
-                             stdout: Array(try Data(contentsOf: outURL)),
-                             stderr: Array(try Data(contentsOf: errURL)))
-    }
-}
-
-/// One answer as the real `curl` binary saw it.
-struct CurlResponse: Sendable {
-    var exitCode: Int32
-    /// `%{http_code}`: 0 when there was no answer.
-    var status: Int
-    /// The headers of the last response, in order.
-    var headers: [(name: String, value: String)]
-    var body: [UInt8]
-    var stderr: String
-
-    var text: String { String(decoding: body, as: UTF8.self) }
-
-    func header(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
-    }
-
+extension CurlResponse {
     /// The body as the Playback API's error array.
     func apiErrors() throws -> [APIError] {
         try WireJSON.decoder().decode([APIError].self, from: Data(body))
-    }
-}
-
-enum Curl {
-    /// Fetches `url` with the real curl: status via `-w '%{http_code}'`, headers via `-D`, body via `-o`.
-    static func fetch(_ url: String, _ options: [String] = []) async throws -> CurlResponse {
-        let scratch = try TemporaryDirectory()
-        defer { scratch.remove() }
-        let headerFile = scratch.url.appendingPathComponent("headers").path
-        let bodyFile = scratch.url.appendingPathComponent("body").path
-        let output = try await Run.process("/usr/bin/curl", [
-            "-sS", "-g", "--max-time", "30", "-D", headerFile, "-o", bodyFile, "-w", "%{http_code}",
-        ] + options + [url])
-        let rawHeaders = (try? String(contentsOfFile: headerFile, encoding: .utf8)) ?? ""
-        return CurlResponse(
-            exitCode: output.exitCode,
-            status: Int(output.stdoutText) ?? 0,
-            headers: parseHeaders(rawHeaders),
-            body: (try? Array(Data(contentsOf: URL(fileURLWithPath: bodyFile)))) ?? [],
-            stderr: output.stderrText)
-    }
-
-    /// The fields of the last header block in a `-D` dump.
-    static func parseHeaders(_ dump: String) -> [(name: String, value: String)] {
-        var blocks: [[(name: String, value: String)]] = []
-        for line in dump.components(separatedBy: "\r\n") {
-            if line.hasPrefix("HTTP/") {
-                blocks.append([])
-            } else if let colon = line.firstIndex(of: ":"), !blocks.isEmpty {
-                let name = String(line[..<colon])
-                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-                blocks[blocks.count - 1].append((name: name, value: value))
-            }
-        }
-        return blocks.last ?? []
     }
 }
 
