@@ -111,7 +111,7 @@ let package = Package(
                     path: "Tests/MockBackendTests", swiftSettings: swiftSettings),
         .testTarget(name: "CurlTransferTests", dependencies: ["CurlTransfer", "MicroHTTP", .product(name: "Logging", package: "swift-log")], path: "Tests/CurlTransferTests",
                     swiftSettings: swiftSettings),
-        .testTarget(name: "OfflineSDKTests", dependencies: ["OfflineSDK", "MockBackend", "WireModels", "CurlTransfer",
+        .testTarget(name: "OfflineSDKTests", dependencies: ["OfflineSDK", "MockBackend", "WireModels", "CurlTransfer", "TestKit",
                                                             .product(name: "Logging", package: "swift-log")],
                     path: "Tests/OfflineSDKTests", swiftSettings: swiftSettings),
     ]

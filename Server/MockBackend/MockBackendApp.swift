@@ -57,10 +57,18 @@ public final class MockBackendApp: Sendable {
     /// Answers one request. Never throws: every failure is an error-array response.
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
         var response: HTTPResponse
+        var methods = "GET, HEAD, POST, OPTIONS"
         if request.method == "OPTIONS" {
-            switch router.match(method: "GET", segments: request.pathSegments) {
-            case .notFound: response = APIResponse.error(404, PlaybackAPIErrorCode.notFound, nil, "No such resource: \(request.path)")
-            case .found, .methodNotAllowed: response = HTTPResponse(status: 204)
+            switch router.match(method: "OPTIONS", segments: request.pathSegments) {
+            case .notFound:
+                response = APIResponse.error(404, PlaybackAPIErrorCode.notFound, nil, "No such resource: \(request.path)")
+            case .found(let handler, let parameters):
+                response = handler(self, request, parameters)
+            case .methodNotAllowed(let allowed):
+                // A preflight or a plain OPTIONS: say what this resource answers to.
+                methods = MockBackendApp.allowHeader(allowed)
+                response = HTTPResponse(status: 204)
+                response.headers.set("Allow", methods)
             }
         } else {
             switch router.match(method: request.method, segments: request.pathSegments) {
@@ -69,13 +77,21 @@ public final class MockBackendApp: Sendable {
             case .methodNotAllowed(let allowed):
                 response = APIResponse.error(405, PlaybackAPIErrorCode.methodNotAllowed, nil,
                                              "\(request.method) is not allowed here; use \(allowed.joined(separator: ", "))")
-                response.headers.set("Allow", (allowed + ["OPTIONS"]).joined(separator: ", "))
+                methods = MockBackendApp.allowHeader(allowed)
+                response.headers.set("Allow", methods)
             case .notFound:
                 response = APIResponse.error(404, PlaybackAPIErrorCode.notFound, nil, "No such resource: \(request.path)")
             }
         }
-        APIResponse.addCORS(to: &response)
+        APIResponse.addCORS(to: &response, allowedMethods: methods)
         return response
     }
-}
 
+    /// `GET, HEAD, …, OPTIONS` for a route's methods (HEAD goes wherever GET does).
+    static func allowHeader(_ methods: [String]) -> String {
+        var all = Set(methods)
+        if all.contains("GET") { all.insert("HEAD") }
+        all.insert("OPTIONS")
+        return ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"].filter(all.contains).joined(separator: ", ")
+    }
+}

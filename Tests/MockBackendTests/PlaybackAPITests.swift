@@ -125,13 +125,27 @@ struct PlaybackAPITests {
                 #expect(response.body == .empty)
                 #expect(response.headers["Access-Control-Allow-Origin"] == "*")
                 let methods = response.headers["Access-Control-Allow-Methods"] ?? ""
-                #expect(methods.contains("GET") && methods.contains("HEAD") && methods.contains("OPTIONS"))
+                #expect(methods == "GET, HEAD, OPTIONS", "the Playback API is read-only: \(methods)")
+                #expect(response.headers["Allow"] == "GET, HEAD, OPTIONS")
                 let allowedHeaders = (response.headers["Access-Control-Allow-Headers"] ?? "").lowercased()
                 for header in ["bcov-policy", "authorization", "accept", "bcov-auth", "range"] {
                     #expect(allowedHeaders.contains(header), "\(header) missing from Access-Control-Allow-Headers")
                 }
                 #expect(response.headers["Access-Control-Max-Age"] != nil)
             }
+        }
+    }
+
+    @Test("OPTIONS on the license URL allows POST; on an unknown path it is 404")
+    func optionsPerResource() async throws {
+        try await withApp { app, _ in
+            let license = try app.request("OPTIONS", "/license/v1/fairplay/\(Fixture.northwind)/a/b")
+            #expect(license.status == 204)
+            #expect(license.headers["Allow"] == "POST, OPTIONS")
+            #expect(license.headers["Access-Control-Allow-Methods"] == "POST, OPTIONS")
+            let unknown = try app.request("OPTIONS", "/no/such/place")
+            #expect(unknown.status == 404)
+            #expect(try unknown.apiErrors().first?.errorCode == PlaybackAPIErrorCode.notFound)
         }
     }
 

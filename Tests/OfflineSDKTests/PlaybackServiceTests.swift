@@ -8,22 +8,9 @@ import WireModels
 /// PlaybackService against the real mock backend on a free port.
 @Suite("PlaybackService, live")
 struct PlaybackServiceTests {
-    static let account = "6415818918001"
-    static let searchKey = "BCpkADawqM1northwindSEARCHkey0001"
-    static let playKey = "BCpkADawqM1northwindPLAYkey000002"
-
-    /// Runs `body` with a backend on port 0 and a fresh data directory, then stops it.
-    func withBackend(_ body: (MockBackendServer) async throws -> Void) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("offline-sdk-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        var configuration = BackendConfiguration(dataDirectory: directory)
-        configuration.port = 0
-        var logger = Logger(label: "test")
-        logger.logLevel = .warning
-        let server = try MockBackendServer.start(configuration: configuration, logger: logger)
-        defer { server.shutdown(gracePeriod: .seconds(1)) }
-        try await body(server)
-    }
+    static let account = Catalog.account
+    static let searchKey = Catalog.searchKey
+    static let playKey = Catalog.playKey
 
     @Test("finds a video by id and by reference id, keeping its whole JSON")
     func findVideo() async throws {

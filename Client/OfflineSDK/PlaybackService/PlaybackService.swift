@@ -32,23 +32,42 @@ public struct PlaybackService: Sendable {
         self.client = client
     }
 
+    /// Where a video came from, enough to build the same service again.
+    public struct Origin: Sendable, Equatable, Codable {
+        /// The Playback API's base URL.
+        public var baseURL: String
+        /// The account.
+        public var accountID: String
+        /// The policy key, if the service had one.
+        public var policyKey: String?
+    }
+
+    /// This service's origin, stamped on every video it finds.
+    public var origin: Origin { Origin(baseURL: baseURL, accountID: accountID, policyKey: policyKey) }
+
+    /// A service for `origin` (its policy key, no JWT).
+    public init(origin: Origin, client: HTTPClient = PlaybackService.sharedClient) {
+        self.init(baseURL: origin.baseURL, accountID: origin.accountID, policyKey: origin.policyKey, client: client)
+    }
+
     /// The client shared by services that are not given one (its connections are reused).
     public static let sharedClient = HTTPClient()
 
     /// The video with this id.
     public func findVideo(id: String) async throws(PlaybackServiceError) -> PlaybackVideo {
-        try PlaybackVideo.decoding(await get(path: "videos/\(try PlaybackService.segment(id))"))
+        try PlaybackVideo.decoding(await get(path: "videos/\(try PlaybackService.segment(id))"), origin: origin)
     }
 
     /// The video with this reference id.
     public func findVideo(referenceID: String) async throws(PlaybackServiceError) -> PlaybackVideo {
-        try PlaybackVideo.decoding(await get(path: "videos/ref:\(try PlaybackService.segment(referenceID))"))
+        try PlaybackVideo.decoding(await get(path: "videos/ref:\(try PlaybackService.segment(referenceID))"), origin: origin)
     }
 
     /// A playlist and a page of its videos.
     public func findPlaylist(id: String, limit: Int? = nil, offset: Int? = nil) async throws(PlaybackServiceError) -> PlaybackPlaylist {
         try PlaybackPlaylist.decoding(await get(path: "playlists/\(try PlaybackService.segment(id))",
-                                                query: [("limit", limit.map(String.init)), ("offset", offset.map(String.init))]))
+                                                query: [("limit", limit.map(String.init)), ("offset", offset.map(String.init))]),
+                                      origin: origin)
     }
 
     /// A playlist by reference id.
@@ -64,7 +83,7 @@ public struct PlaybackService: Sendable {
         do {
             let result = try WireJSON.decoder().decode(SearchResult.self, from: Data(body))
             let raw = try WireJSON.decoder().decode(RawList.self, from: Data(body))
-            return (result.count, zip(result.videos, raw.videos).map { PlaybackVideo(video: $0, properties: $1) })
+            return (result.count, zip(result.videos, raw.videos).map { PlaybackVideo(video: $0, properties: $1, origin: origin) })
         } catch {
             throw PlaybackServiceError(code: .decoding, status: 200, errors: [], message: "search answer is not a search result: \(error)", underlying: error)
         }
@@ -113,11 +132,11 @@ public struct PlaybackPlaylist: Sendable {
     /// The page of videos, each with its whole JSON.
     public let videos: [PlaybackVideo]
 
-    static func decoding(_ body: [UInt8]) throws(PlaybackServiceError) -> PlaybackPlaylist {
+    static func decoding(_ body: [UInt8], origin: PlaybackService.Origin?) throws(PlaybackServiceError) -> PlaybackPlaylist {
         do {
             let playlist = try WireJSON.decoder().decode(Playlist.self, from: Data(body))
             let raw = try WireJSON.decoder().decode(RawList.self, from: Data(body))
-            return PlaybackPlaylist(playlist: playlist, videos: zip(playlist.videos, raw.videos).map { PlaybackVideo(video: $0, properties: $1) })
+            return PlaybackPlaylist(playlist: playlist, videos: zip(playlist.videos, raw.videos).map { PlaybackVideo(video: $0, properties: $1, origin: origin) })
         } catch {
             throw PlaybackServiceError(code: .decoding, status: 200, errors: [], message: "answer is not a playlist: \(error)", underlying: error)
         }
@@ -125,8 +144,12 @@ public struct PlaybackPlaylist: Sendable {
 }
 
 extension PlaybackVideo {
-    static func decoding(_ body: [UInt8]) throws(PlaybackServiceError) -> PlaybackVideo {
-        do { return try PlaybackVideo(json: body) } catch {
+    static func decoding(_ body: [UInt8], origin: PlaybackService.Origin?) throws(PlaybackServiceError) -> PlaybackVideo {
+        do {
+            var video = try PlaybackVideo(json: body)
+            video.origin = origin
+            return video
+        } catch {
             throw PlaybackServiceError(code: .decoding, status: 200, errors: [], message: "answer is not a video: \(error)", underlying: error)
         }
     }

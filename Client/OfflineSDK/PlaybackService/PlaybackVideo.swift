@@ -8,6 +8,9 @@ public struct PlaybackVideo: Sendable, Equatable {
     public let properties: [String: JSONValue]
     /// The typed wire model.
     public let video: Video
+    /// The service that found the video (base URL, account, policy key), when one did:
+    /// downloads use it to fetch the video again when its URLs expire.
+    public internal(set) var origin: PlaybackService.Origin?
 
     /// Decodes one video object; the typed view and the raw properties come from the same bytes.
     public init(json: [UInt8]) throws {
@@ -16,9 +19,10 @@ public struct PlaybackVideo: Sendable, Equatable {
         properties = try decoder.decode([String: JSONValue].self, from: Data(json))
     }
 
-    init(video: Video, properties: [String: JSONValue]) {
+    init(video: Video, properties: [String: JSONValue], origin: PlaybackService.Origin? = nil) {
         self.video = video
         self.properties = properties
+        self.origin = origin
     }
 
     /// The video id.

@@ -1,0 +1,158 @@
+import CurlTransfer
+import Foundation
+import WireModels
+
+/// A download worked out from the video's playlists: which tracks, which segments, the
+/// local playlists to write and the bytes expected.
+struct DownloadPlan: Sendable {
+    var masterURL: String
+    var variant: VariantStream
+    var tracks: [TrackRecord]
+    var segments: [SegmentRecord]
+    /// Local playlists, by path inside the package folder.
+    var playlists: [String: String]
+
+    /// Bytes expected in all (estimates where sizes are unknown).
+    var estimatedBytes: Int64 { segments.reduce(0) { $0 + ($1.bytes ?? $1.estimatedBytes) } }
+}
+
+/// Reads a video's master and media playlists and plans its download. Network only; the
+/// rules themselves are `RenditionChooser`'s.
+struct DownloadPlanner: Sendable {
+    var client: HTTPClient
+
+    /// The HLS source offline downloads use: the FairPlay one when there is one, else the
+    /// first HLS source. HLSe (AES-128) is refused.
+    static func offlineSource(of video: PlaybackVideo) throws(OfflineVideoError) -> VideoSource {
+        let hls = video.sources.filter(\.isHLS)
+        guard let source = hls.first(where: { $0.fairPlay != nil }) ?? hls.first else {
+            throw OfflineVideoError(.unsupported, .noHLSSource, "Video \(video.id) has no HLS source")
+        }
+        if source.fairPlay == nil, URLToken.path(ofURL: source.src).split(separator: "/").contains("aes128") {
+            throw OfflineVideoError(.unsupported, .hlseNotSupported, "Offline playback is not supported for HLSe content")
+        }
+        return source
+    }
+
+    func master(of video: PlaybackVideo) async throws(OfflineVideoError) -> (url: String, playlist: MasterPlaylist) {
+        let url = try DownloadPlanner.offlineSource(of: video).src
+        let text = try await fetchText(url, what: "master playlist")
+        do {
+            var master = try MasterPlaylist(parsing: text)
+            for index in master.variants.indices { master.variants[index].uri = DownloadPlanner.resolve(master.variants[index].uri, against: url) }
+            for index in master.renditions.indices {
+                master.renditions[index].uri = master.renditions[index].uri.map { DownloadPlanner.resolve($0, against: url) }
+            }
+            return (url, master)
+        } catch {
+            throw OfflineVideoError(.downloadFailure, .malformedPlaylist, "The master playlist of video \(video.id) is not valid HLS: \(error)")
+        }
+    }
+
+    func media(_ url: String) async throws(OfflineVideoError) -> MediaPlaylist {
+        let text = try await fetchText(url, what: "media playlist")
+        var playlist: MediaPlaylist
+        do { playlist = try MediaPlaylist(parsing: text) } catch {
+            throw OfflineVideoError(.downloadFailure, .malformedPlaylist, "A media playlist is not valid HLS: \(error)")
+        }
+        for index in playlist.segments.indices {
+            if playlist.keyInEffect(forSegmentAt: index)?.method == .aes128 {
+                throw OfflineVideoError(.unsupported, .hlseNotSupported, "Offline playback is not supported for HLSe content")
+            }
+            if playlist.segments[index].byteRange != nil || playlist.segments[index].map != nil {
+                throw OfflineVideoError(.unsupported, .malformedPlaylist, "Byte-range and fMP4 (EXT-X-MAP) playlists are not supported offline")
+            }
+        }
+        for index in playlist.segments.indices {
+            playlist.segments[index].uri = DownloadPlanner.resolve(playlist.segments[index].uri, against: url)
+        }
+        return playlist
+    }
+
+    /// An absolute URL for `uri` as written in the playlist at `base`.
+    static func resolve(_ uri: String, against base: String) -> String {
+        if uri.contains("://") { return uri }
+        return URL(string: uri, relativeTo: URL(string: base))?.absoluteString ?? uri
+    }
+
+    /// Plans the download of `video` for `token`.
+    func plan(token: String, video: PlaybackVideo, requestedBitrate: Int?, audioLanguages: [String],
+              subtitleLanguages: [String]) async throws(OfflineVideoError) -> DownloadPlan {
+        let (masterURL, master) = try await master(of: video)
+        guard let variant = RenditionChooser.variant(in: master, requestedBitrate: requestedBitrate) else {
+            throw OfflineVideoError(.downloadFailure, .noMatchingRendition, "The master playlist of video \(video.id) has no variant")
+        }
+        let choices = try RenditionChooser.tracks(master: master, variant: variant, audioLanguages: audioLanguages,
+                                                  subtitleLanguages: subtitleLanguages)
+        var tracks: [TrackRecord] = [], segments: [SegmentRecord] = [], playlists: [String: String] = [:]
+        var folders: [(TrackChoice, folder: String)] = []
+        // Audio renditions have no BANDWIDTH of their own: estimate them at 128 kbit/s,
+        // subtitles at 1 kbit/s, until the real sizes arrive.
+        for (position, choice) in choices.enumerated() {
+            let folder = PackageLayout.trackFolder(position: position, choice)
+            let remote = try await media(choice.playlistURL)
+            let bitsPerSecond: Double = switch choice.kind {
+            case .video: Double(choice.bandwidth ?? 1_000_000)
+            case .audio: 128_000
+            case .subtitles: 1_000
+            }
+            for (index, segment) in remote.segments.enumerated() {
+                let file = PackageLayout.segmentFile(trackFolder: folder, sequence: index, remoteURL: segment.uri, kind: choice.kind)
+                segments.append(SegmentRecord(token: token, track: position, sequence: index, url: segment.uri, file: file,
+                                              duration: segment.duration,
+                                              estimatedBytes: Int64((bitsPerSecond * segment.duration / 8).rounded(.up)),
+                                              bytes: nil, done: false))
+            }
+            let local = PackageLayout.localMediaPlaylist(remote, trackFolder: folder, kind: choice.kind)
+            playlists["\(folder)/index.m3u8"] = local.render()
+            tracks.append(TrackRecord(token: token, position: position, kind: choice.kind.rawValue, language: choice.language,
+                                      name: choice.name, playlistURL: choice.playlistURL, bandwidth: choice.bandwidth,
+                                      localPlaylist: "\(folder)/index.m3u8"))
+            folders.append((choice, folder))
+        }
+        playlists[PackageLayout.masterPlaylist] = PackageLayout.localMaster(master, variant: variant, tracks: folders).render()
+        return DownloadPlan(masterURL: masterURL, variant: variant, tracks: tracks, segments: segments, playlists: playlists)
+    }
+
+    /// Fresh segment URLs for the tracks of a planned download, from a fresh video object.
+    func freshURLs(video: PlaybackVideo, tracks: [TrackRecord]) async throws(OfflineVideoError) -> [(track: Int, sequence: Int, url: String)] {
+        let (_, master) = try await master(of: video)
+        var urls: [(track: Int, sequence: Int, url: String)] = []
+        for track in tracks {
+            guard let playlistURL = DownloadPlanner.matching(track, in: master) else {
+                throw OfflineVideoError(.downloadFailure, .noMatchingRendition,
+                                        "The video's playlists no longer have the \(track.kind) track \(track.name)")
+            }
+            let remote = try await media(playlistURL)
+            for (index, segment) in remote.segments.enumerated() { urls.append((track.position, index, segment.uri)) }
+        }
+        return urls
+    }
+
+    /// The same track in a fresh master playlist: the variant with the same bandwidth, the
+    /// rendition with the same type, language and name.
+    static func matching(_ track: TrackRecord, in master: MasterPlaylist) -> String? {
+        switch track.kind {
+        case TrackChoice.Kind.video.rawValue:
+            return master.variants.first { $0.bandwidth == track.bandwidth }?.uri
+        default:
+            let type: MediaType = track.kind == TrackChoice.Kind.audio.rawValue ? .audio : .subtitles
+            return master.renditions.first { $0.type == type && $0.language == track.language && $0.name == track.name }?.uri
+        }
+    }
+
+    private func fetchText(_ url: String, what: String) async throws(OfflineVideoError) -> String {
+        let response: HTTPClientResponse
+        do {
+            response = try await client.send(HTTPClientRequest(url: url))
+        } catch {
+            throw OfflineVideoError(.downloadFailure, .network, "Cannot fetch the \(what): \(error.message)")
+        }
+        guard response.status == 200 else {
+            let reason: OfflineVideoError.Reason = response.status == 403 ? .tokenExpired : .http
+            throw OfflineVideoError(.downloadFailure, reason, "The \(what) answered HTTP \(response.status)",
+                                    httpStatus: response.status, responseBody: response.body)
+        }
+        return String(decoding: response.body, as: UTF8.self)
+    }
+}

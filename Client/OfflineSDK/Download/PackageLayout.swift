@@ -1,0 +1,71 @@
+import Foundation
+import WireModels
+
+/// Where a download's files live inside its package folder (`{storage}/packages/{token}/`),
+/// and the local playlists that point at them with relative paths.
+enum PackageLayout {
+    static let masterPlaylist = "master.m3u8"
+    static let posterFile = "images/poster.jpg"
+    static let thumbnailFile = "images/thumbnail.jpg"
+
+    /// `0-video`, `1-audio-en`, `3-subtitles-fr`: unique per track, safe as a folder name.
+    static func trackFolder(position: Int, _ track: TrackChoice) -> String {
+        var name = "\(position)-\(track.kind.rawValue)"
+        if let language = track.language {
+            let safe = language.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) || $0 == "-" ? Character($0) : "_" }
+            name += "-" + String(safe.prefix(32))
+        }
+        return name
+    }
+
+    /// The file of segment `sequence`, keeping the remote file's extension (`.ts`, `.vtt`, `.aac`).
+    static func segmentFile(trackFolder: String, sequence: Int, remoteURL: String, kind: TrackChoice.Kind) -> String {
+        let last = URLToken.path(ofURL: remoteURL).split(separator: "/").last.map(String.init) ?? ""
+        var ext = last.split(separator: ".").count > 1 ? String(last.split(separator: ".").last ?? "") : ""
+        if ext.isEmpty || ext.count > 5 || !ext.allSatisfy({ $0.isLetter || $0.isNumber }) {
+            ext = kind == .subtitles ? "vtt" : "ts"
+        }
+        return "\(trackFolder)/\(String(format: "%05d", sequence)).\(ext)"
+    }
+
+    /// The local media playlist: the remote one with each segment URI replaced by its file
+    /// name (relative to the playlist's folder). Keys stay as they are (FairPlay's `skd://`).
+    static func localMediaPlaylist(_ remote: MediaPlaylist, trackFolder: String, kind: TrackChoice.Kind) -> MediaPlaylist {
+        var local = remote
+        let prefix = trackFolder + "/"
+        for index in local.segments.indices {
+            let file = segmentFile(trackFolder: trackFolder, sequence: index, remoteURL: remote.segments[index].uri, kind: kind)
+            local.segments[index].uri = String(file.dropFirst(prefix.count))
+        }
+        return local
+    }
+
+    /// The local master playlist: only the chosen variant and renditions, with relative URIs.
+    static func localMaster(_ remote: MasterPlaylist, variant: VariantStream, tracks: [(TrackChoice, folder: String)]) -> MasterPlaylist {
+        var renditions: [Rendition] = []
+        var localVariant = variant
+        for (track, folder) in tracks {
+            switch track.kind {
+            case .video:
+                localVariant.uri = "\(folder)/index.m3u8"
+            case .audio, .subtitles:
+                let type: MediaType = track.kind == .audio ? .audio : .subtitles
+                guard var rendition = remote.renditions.first(where: { $0.type == type && $0.uri == track.playlistURL }) else { continue }
+                rendition.uri = "\(folder)/index.m3u8"
+                renditions.append(rendition)
+            }
+        }
+        if !tracks.contains(where: { $0.0.kind == .subtitles }) { localVariant.subtitles = nil }
+        return MasterPlaylist(version: remote.version, independentSegments: remote.independentSegments,
+                              sessionKeys: remote.sessionKeys, renditions: renditions, variants: [localVariant],
+                              otherTags: remote.otherTags)
+    }
+}
+
+extension PackageLayout {
+    /// `sideband/{language}.vtt` for a sideband text track.
+    static func sidebandFile(_ track: TextTrack) -> String {
+        let safe = track.srclang.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) || $0 == "-" ? Character($0) : "_" }
+        return "sideband/\(String(safe.prefix(32))).vtt"
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import WireModels
+
+/// Questions about an online video's HLS source, answered from its playlists.
+extension OfflineVideoManager {
+    /// The source offline downloads of `video` use (the FairPlay HLS source if any, else the
+    /// first HLS source); HLSe and videos without HLS are refused.
+    public nonisolated func offlineSource(for video: PlaybackVideo) throws(OfflineVideoError) -> VideoSource {
+        try DownloadPlanner.offlineSource(of: video)
+    }
+
+    /// The BANDWIDTH of every variant, ascending, without duplicates.
+    public func variantBitrates(for video: PlaybackVideo) async throws(OfflineVideoError) -> [Int] {
+        Array(Set(try await planner.master(of: video).playlist.variants.map(\.bandwidth))).sorted()
+    }
+
+    /// Every EXT-X-STREAM-INF's attributes, one dictionary per variant, in playlist order.
+    public func variantAttributesDictionaries(for video: PlaybackVideo) async throws(OfflineVideoError) -> [[String: String]] {
+        try await planner.master(of: video).playlist.variants.map { OfflineVideoManager.dictionary($0.attributes, uri: $0.uri) }
+    }
+
+    /// Every EXT-X-MEDIA's attributes (audio, subtitles, captions), one dictionary per rendition.
+    public func alternativeRenditionAttributesDictionaries(for video: PlaybackVideo) async throws(OfflineVideoError) -> [[String: String]] {
+        try await planner.master(of: video).playlist.renditions.map { OfflineVideoManager.dictionary($0.attributes, uri: nil) }
+    }
+
+    /// The size of a download in megabytes (MiB): the rendition at or below `requestedBitrate`,
+    /// or the largest when none is given, with the selected audio and subtitles (nil: the
+    /// configured preferred languages). Sizes are BANDWIDTH x duration per segment (audio at
+    /// 128 kbit/s), since the playlists do not carry segment sizes.
+    public func estimateDownloadSize(_ video: PlaybackVideo, requestedBitrate: Int? = nil,
+                                     mediaSelections: MediaSelections? = nil) async throws(OfflineVideoError) -> Double {
+        try ParameterRules.validateBitrate(requestedBitrate)
+        let selections = mediaSelections ?? MediaSelections(audioLanguages: configuration.preferredAudioLanguages,
+                                                            subtitleLanguages: configuration.preferredSubtitleLanguages)
+        let plan = try await planner.plan(token: "estimate", video: video, requestedBitrate: requestedBitrate ?? Int.max,
+                                          audioLanguages: selections.audioLanguages,
+                                          subtitleLanguages: OfflineVideoManager.manifestSubtitleLanguages(selections.subtitleLanguages, video: video))
+        return Double(plan.estimatedBytes) / 1_048_576
+    }
+
+    static func dictionary(_ attributes: AttributeList, uri: String?) -> [String: String] {
+        var dictionary: [String: String] = [:]
+        for attribute in attributes.attributes { dictionary[attribute.name] = attribute.value }
+        if let uri { dictionary["URI"] = uri }
+        return dictionary
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+
+/// What a new manager does with what the last one left behind.
+extension OfflineVideoManager {
+    /// Resumes interrupted downloads, marks completed ones whose files vanished as stale,
+    /// and offers package folders no record knows to the delegate (deleted by default).
+    /// Announces `storageChanged` when anything was found changed.
+    func recover() async throws {
+        var changed = false
+        let records = try store.allDownloads()
+        for record in records {
+            switch record.downloadState {
+            case .requested, .downloading:
+                try setState(record.token, .requested)
+                queue.append(record.token)
+            case .completed:
+                if let missing = missingFile(record) {
+                    let error = OfflineVideoError(.downloadFailure, .filesMissing, "Files of the download vanished: \(missing)")
+                    let stored = try? JSONEncoder().encode(StoredError(error))
+                    try store.update(record.token) { stale in
+                        stale.state = OfflineVideoDownloadState.stale.rawValue
+                        stale.error = stored
+                    }
+                    changed = true
+                }
+            case .suspended, .cancelled, .error, .licensePreloaded, .stale:
+                break
+            }
+        }
+        let known = Set(records.map(\.token))
+        let folders = (try? FileManager.default.contentsOfDirectory(atPath: packagesDirectory.path)) ?? []
+        for folder in folders.sorted() where !known.contains(folder) {
+            let path = packagesDirectory.appendingPathComponent(folder).path
+            if hub.delegate?.shouldDeleteVideoPackage(path) ?? true {
+                try? FileManager.default.removeItem(atPath: path)
+                changed = true
+            }
+        }
+        if changed { hub.emit(.storageChanged) }
+        schedule()
+    }
+
+    /// The first file of a completed download that is not on disk, or nil when all are.
+    func missingFile(_ record: DownloadRecord) -> String? {
+        let folder = packageFolder(record.token)
+        var files = [PackageLayout.masterPlaylist]
+        files += ((try? store.tracks(record.token)) ?? []).map(\.localPlaylist)
+        files += ((try? store.segments(record.token)) ?? []).map(\.file)
+        for file in files where !FileManager.default.fileExists(atPath: folder.appendingPathComponent(file).path) {
+            return file
+        }
+        return nil
+    }
+}

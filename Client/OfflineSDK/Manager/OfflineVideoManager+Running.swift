@@ -1,0 +1,199 @@
+import CurlTransfer
+import Foundation
+import WireModels
+
+/// Running downloads: the queue, one task per download, progress, URL refreshes, images.
+extension OfflineVideoManager {
+    /// Starts queued downloads while there are free slots.
+    func schedule() {
+        while running.count < max(1, configuration.maxConcurrentDownloads), !queue.isEmpty {
+            let token = queue.removeFirst()
+            guard running[token] == nil else { continue }
+            let previous = winding.removeValue(forKey: token)
+            running[token] = Task {
+                await previous?.value
+                await self.perform(token)
+            }
+        }
+    }
+
+    /// One download from `requested` (or a resumed one) to `completed` or `error`.
+    func perform(_ token: OfflineVideoToken) async {
+        defer {
+            if !Task.isCancelled {
+                running[token] = nil
+                live[token] = nil
+                schedule()
+            }
+        }
+        do {
+            guard let record = try store.download(token), record.downloadState.isActive else { return }
+            try setState(token, .downloading)
+            let tracks = try store.tracks(token)
+            var progress = LiveProgress()
+            for track in tracks {
+                progress.selections[track.position] = OfflineMediaSelection(
+                    kind: OfflineMediaSelection.Kind(rawValue: track.kind) ?? .video, language: track.language, name: track.name)
+            }
+            progress.percent = (try? store.percent(token)) ?? 0
+            live[token] = progress
+
+            let runner = DownloadRunner(
+                token: token, packageDirectory: packageFolder(token), store: store, engine: engine,
+                retry: configuration.retryPolicy, parallelism: max(1, configuration.segmentsInParallel),
+                allowsCellular: record.allowsCellular, network: configuration.network,
+                refreshURLs: { [weak self] () throws(OfflineVideoError) in
+                    guard let self else { return }
+                    try await self.refreshURLs(token)
+                },
+                report: { [weak self] progress in await self?.report(token, progress) },
+                progressInterval: configuration.progressInterval, clock: configuration.clock)
+            let result = try await runner.run()
+            try Task.checkCancellation()
+            switch result {
+            case .success:
+                let sidebandError = await fetchSidebandSubtitles(token)
+                try Task.checkCancellation()
+                await fetchImages(token)
+                try Task.checkCancellation()
+                if let sidebandError {
+                    try finish(token, error: sidebandError)
+                } else {
+                    try finish(token, error: nil)
+                }
+            case .failure(let error):
+                try finish(token, error: error)
+            }
+        } catch is CancellationError {
+            // Paused, cancelled or closed: whoever cancelled has set the state.
+        } catch {
+            let failure = (error as? OfflineVideoError)
+                ?? OfflineVideoError(.downloadFailure, .storage, "The download stopped: \(error)")
+            try? finish(token, error: failure)
+        }
+    }
+
+    /// Records the end of a download, then announces it.
+    func finish(_ token: OfflineVideoToken, error: OfflineVideoError?) throws {
+        if let error {
+            try fail(token, error)
+        } else {
+            let now = configuration.clock().timeIntervalSince1970
+            try storeCall {
+                try store.update(token) { record in
+                    record.state = OfflineVideoDownloadState.completed.rawValue
+                    record.endedAt = now
+                    record.error = nil
+                }
+            }
+        }
+        hub.emit(.downloadFinished(token, error: error))
+    }
+
+    /// Turns runner progress into per-track events: a track's percent when it moved, and
+    /// its completion once.
+    func report(_ token: OfflineVideoToken, _ progress: RunnerProgress) {
+        guard var state = live[token], running[token] != nil else { return }
+        state.percent = ProgressMeter.percent(done: progress.done, remainingEstimate: progress.remaining, complete: progress.complete)
+        for (position, selection) in state.selections.sorted(by: { $0.key < $1.key }) {
+            let done = progress.trackDone[position, default: 0], remaining = progress.trackRemaining[position, default: 0]
+            let finished = progress.complete || progress.finishedTracks.contains(position)
+            let percent = ProgressMeter.percent(done: done, remainingEstimate: remaining, complete: finished && remaining == 0)
+            if state.reported[position] != percent && !(state.reported[position] == 100) {
+                state.reported[position] = percent
+                hub.emit(.progress(token, percent: percent, mediaSelection: selection))
+            }
+            if progress.finishedTracks.contains(position) {
+                hub.emit(.mediaSelectionFinished(token, selection))
+            }
+        }
+        live[token] = state
+    }
+
+    /// Fetches the video again (through the delegate's service, else one built from the
+    /// origin kept with the download) and points every segment at its fresh URL.
+    func refreshURLs(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
+        let record = try existing(token)
+        let stored: PlaybackVideo
+        do { stored = try PlaybackVideo(json: Array(record.videoJSON)) } catch {
+            throw OfflineVideoError(.downloadFailure, .storage, "The stored video object is damaged: \(error)")
+        }
+        var service = hub.delegate?.playbackServiceForManifestURLTTLUpdate(for: stored)
+        if service == nil, let base = record.serviceBaseURL {
+            service = PlaybackService(origin: PlaybackService.Origin(baseURL: base, accountID: record.accountID, policyKey: record.policyKey),
+                                      client: client)
+        }
+        guard let service else {
+            throw OfflineVideoError(.downloadFailure, .tokenExpired,
+                                    "The video's URLs expired and there is no Playback API service to renew them")
+        }
+        let fresh: PlaybackVideo
+        do { fresh = try await service.findVideo(id: record.videoID) } catch {
+            throw OfflineVideoError(.downloadFailure, .tokenExpired, "The video's URLs expired and fetching it again failed: \(error)",
+                                    httpStatus: error.status)
+        }
+        let tracks = try storeCall { try store.tracks(token) }
+        let urls = try await planner.freshURLs(video: fresh, tracks: tracks)
+        let json = try? OfflineVideoManager.json(fresh)
+        try storeCall {
+            try store.updateURLs(token: token, urls)
+            try store.update(token) { record in if let json { record.videoJSON = json } }
+        }
+    }
+
+    /// Poster and thumbnail, after the media. A failed image is not an error (the paths are
+    /// recorded either way, as the reference does); the event fires regardless.
+    func fetchImages(_ token: OfflineVideoToken) async {
+        guard let record = try? store.download(token), let video = try? PlaybackVideo(json: Array(record.videoJSON)) else { return }
+        let folder = packageFolder(token)
+        for (url, file) in [(video.video.poster, PackageLayout.posterFile), (video.video.thumbnail, PackageLayout.thumbnailFile)] {
+            guard let url, !url.isEmpty else { continue }
+            _ = try? await engine.download(FileDownload(url: url, destination: folder.appendingPathComponent(file).path))
+        }
+        _ = try? store.update(token) { record in
+            record.posterFile = video.video.poster == nil ? nil : PackageLayout.posterFile
+            record.thumbnailFile = video.video.thumbnail == nil ? nil : PackageLayout.thumbnailFile
+            record.imagesDone = true
+        }
+        hub.emit(.staticImagesDownloaded(token))
+    }
+
+    /// The sideband subtitle files of the selected languages, tried up to three times each.
+    func fetchSidebandSubtitles(_ token: OfflineVideoToken) async -> OfflineVideoError? {
+        guard let record = try? store.download(token), let video = try? PlaybackVideo(json: Array(record.videoJSON)) else { return nil }
+        for track in OfflineVideoManager.sidebandTracks(record: record, video: video) {
+            let destination = packageFolder(token).appendingPathComponent(PackageLayout.sidebandFile(track)).path
+            if FileManager.default.fileExists(atPath: destination) { continue }
+            var lastError: TransferError?
+            for attempt in 0..<3 {
+                if attempt > 0 { try? await Task.sleep(for: configuration.retryPolicy.delay(afterFailures: attempt)) }
+                do {
+                    _ = try await engine.download(FileDownload(url: track.src, destination: destination))
+                    lastError = nil
+                    break
+                } catch {
+                    lastError = error
+                    if error.code == .cancelled { return nil }
+                }
+            }
+            if let lastError {
+                return OfflineVideoError(.downloadFailure, lastError.code.httpStatus != nil ? .http : .network,
+                                         "The \(track.srclang) subtitle file failed: \(lastError.message)", httpStatus: lastError.code.httpStatus)
+            }
+        }
+        return nil
+    }
+
+    /// The video's sideband text tracks in the download's subtitle languages.
+    static func sidebandTracks(record: DownloadRecord, video: PlaybackVideo) -> [TextTrack] {
+        let selections = record.selections.flatMap { try? JSONDecoder().decode(MediaSelections.self, from: $0) } ?? MediaSelections()
+        var chosen: [TextTrack] = []
+        for language in selections.subtitleLanguages {
+            if let track = video.textTracks.first(where: { RenditionChooser.language($0.srclang, matches: language) && !$0.src.isEmpty }),
+               !chosen.contains(where: { $0.id == track.id }) {
+                chosen.append(track)
+            }
+        }
+        return chosen
+    }
+}

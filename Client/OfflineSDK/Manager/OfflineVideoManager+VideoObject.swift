@@ -1,0 +1,93 @@
+import Foundation
+import WireModels
+
+/// The offline video object: the stored video with the reference's offline properties.
+extension OfflineVideoManager {
+    /// The property names of an offline video (times are seconds since 2001-01-01 UTC).
+    public enum OfflineProperty {
+        public static let token = "offline_video_token"
+        public static let licenseRequestTime = "offline_download_license_request_time"
+        public static let licenseAbsoluteExpirationTime = "offline_download_license_absolute_expiration_time"
+        public static let initialPlaybackTime = "offline_download_initial_playback_time"
+        public static let startTime = "offline_download_start_time"
+        /// 0 until the download ends.
+        public static let endTime = "offline_download_end_time"
+        /// The online source object the download came from.
+        public static let onlineSource = "online_source"
+        public static let thumbnailName = "offline_thumbnail_name"
+        public static let thumbnailPath = "offline_thumbnail"
+        public static let posterName = "offline_poster_name"
+        public static let posterPath = "offline_poster"
+        /// The master playlist's path relative to the storage directory.
+        public static let relativeVideoPath = "offline_relative_video_path"
+        /// The master playlist's absolute path.
+        public static let videoPath = "offline_video_path"
+        public static let usesSidebandSubtitles = "offline_uses_sideband_subtitles"
+        public static let sidebandSubtitleLanguages = "offline_sideband_subtitle_languages"
+        /// Absolute paths of the sideband subtitle files, by language.
+        public static let sidebandSubtitlePaths = "offline_sideband_subtitle_paths"
+        /// True only when every selected segment is on disk.
+        public static let playableOffline = "offline_playable"
+    }
+
+    /// The stored video with the offline properties, or nil for an unknown token. Objects of
+    /// completed downloads are cached until `clearOfflineVideoCache()`.
+    public func videoObject(fromOfflineVideoToken token: OfflineVideoToken) -> PlaybackVideo? {
+        if let cached = videoCache[token] { return cached }
+        guard let record = try? store.download(token), var properties = try? JSONDecoder().decode([String: JSONValue].self, from: record.videoJSON),
+              let original = try? PlaybackVideo(json: Array(record.videoJSON))
+        else { return nil }
+        let since2001 = { (seconds: Double) in JSONValue.number(seconds - Date.timeIntervalBetween1970AndReferenceDate) }
+        let folder = packageFolder(token)
+        properties[OfflineProperty.token] = .string(token)
+        properties[OfflineProperty.startTime] = since2001(record.requestedAt)
+        properties[OfflineProperty.endTime] = record.endedAt.map(since2001) ?? .number(0)
+        if let requested = record.licenseRequestedAt { properties[OfflineProperty.licenseRequestTime] = since2001(requested) }
+        if let expires = record.licenseExpiresAt { properties[OfflineProperty.licenseAbsoluteExpirationTime] = since2001(expires) }
+        if let played = record.initialPlaybackAt { properties[OfflineProperty.initialPlaybackTime] = since2001(played) }
+        if let source = try? DownloadPlanner.offlineSource(of: original),
+           let data = try? WireJSON.encoder(sortedKeys: true).encode(source),
+           let json = try? JSONDecoder().decode(JSONValue.self, from: data) {
+            properties[OfflineProperty.onlineSource] = json
+        }
+        if let poster = record.posterFile {
+            properties[OfflineProperty.posterName] = .string((poster as NSString).lastPathComponent)
+            properties[OfflineProperty.posterPath] = .string(folder.appendingPathComponent(poster).path)
+        }
+        if let thumbnail = record.thumbnailFile {
+            properties[OfflineProperty.thumbnailName] = .string((thumbnail as NSString).lastPathComponent)
+            properties[OfflineProperty.thumbnailPath] = .string(folder.appendingPathComponent(thumbnail).path)
+        }
+        properties[OfflineProperty.relativeVideoPath] = .string("packages/\(token)/\(PackageLayout.masterPlaylist)")
+        properties[OfflineProperty.videoPath] = .string(folder.appendingPathComponent(PackageLayout.masterPlaylist).path)
+        let sideband = OfflineVideoManager.sidebandTracks(record: record, video: original)
+        properties[OfflineProperty.usesSidebandSubtitles] = .bool(!sideband.isEmpty)
+        properties[OfflineProperty.sidebandSubtitleLanguages] = .array(sideband.map { .string($0.srclang) })
+        properties[OfflineProperty.sidebandSubtitlePaths] = .object(Dictionary(
+            sideband.map { ($0.srclang, JSONValue.string(folder.appendingPathComponent(PackageLayout.sidebandFile($0)).path)) },
+            uniquingKeysWith: { first, _ in first }))
+        let playable = record.downloadState == .completed && missingFile(record) == nil
+            && sideband.allSatisfy { FileManager.default.fileExists(atPath: folder.appendingPathComponent(PackageLayout.sidebandFile($0)).path) }
+        properties[OfflineProperty.playableOffline] = .bool(playable)
+        var video = PlaybackVideo(video: original.video, properties: properties, origin: original.origin)
+        if video.origin == nil, let base = record.serviceBaseURL {
+            video.origin = PlaybackService.Origin(baseURL: base, accountID: record.accountID, policyKey: record.policyKey)
+        }
+        if record.downloadState == .completed { videoCache[token] = video }
+        return video
+    }
+
+    /// Forgets cached offline video objects; the next `videoObject` builds them afresh.
+    public func clearOfflineVideoCache() {
+        videoCache = [:]
+    }
+}
+
+extension PlaybackVideo {
+    /// The offline token, when this object came from `videoObject(fromOfflineVideoToken:)`.
+    public var offlineVideoToken: OfflineVideoToken? { properties[OfflineVideoManager.OfflineProperty.token]?.stringValue }
+    /// Whether every selected segment of the offline video is on disk.
+    public var playableOffline: Bool { properties[OfflineVideoManager.OfflineProperty.playableOffline]?.boolValue ?? false }
+    /// The local master playlist of an offline video.
+    public var offlineVideoPath: String? { properties[OfflineVideoManager.OfflineProperty.videoPath]?.stringValue }
+}

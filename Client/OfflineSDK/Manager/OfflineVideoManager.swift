@@ -1,0 +1,369 @@
+import CurlTransfer
+import Foundation
+import Synchronization
+import WireModels
+
+/// Downloads videos for offline playback and keeps track of them, in the manner of
+/// Brightcove's `BCOVOfflineVideoManager`: request a download and get a token, follow it
+/// through the delegate or `events()`, pause, resume, cancel or delete it, and turn the
+/// token back into a video object that plays from disk.
+///
+/// ```swift
+/// let manager = try await OfflineVideoManager(configuration: .init(storageDirectory: folder), delegate: self)
+/// let video = try await PlaybackService(baseURL: base, accountID: account, policyKey: key).findVideo(id: "6415818918101")
+/// let token = try await manager.requestVideoDownload(video, mediaSelections: MediaSelections(audioLanguages: ["en", "fr"]),
+///                                                    parameters: DownloadParameters(requestedBitrate: 1_000_000))
+/// for await event in manager.events() {
+///     if case .downloadFinished(token, let error) = event { print(error?.description ?? "done"); break }
+/// }
+/// ```
+///
+/// Every state change is written to the offline store before it is announced. A manager
+/// made on the same storage after a crash continues the downloads that were running,
+/// fetching only the segments that were not finished.
+public actor OfflineVideoManager {
+    /// The configuration the manager was made with (options change with `update`).
+    public nonisolated let configuration: OfflineVideoManagerConfiguration
+    /// The options in force for downloads started from now on.
+    public private(set) var options: OfflineVideoManagerOptions
+
+    let store: OfflineStore
+    let engine: TransferEngine
+    let client: HTTPClient
+    let planner: DownloadPlanner
+    let hub = EventHub()
+    let packagesDirectory: URL
+
+    /// Running downloads; at most `maxConcurrentDownloads`.
+    var running: [OfflineVideoToken: Task<Void, Never>] = [:]
+    /// Cancelled download tasks that may still be finishing a write; a restart of the same
+    /// download waits for its old task first (two writers must never share a `.part` file).
+    var winding: [OfflineVideoToken: Task<Void, Never>] = [:]
+    /// Downloads waiting for a slot, in the order requested.
+    var queue: [OfflineVideoToken] = []
+    /// Live progress of running downloads (percent, and per track done bytes last reported).
+    var live: [OfflineVideoToken: LiveProgress] = [:]
+    /// Video objects of completed downloads (`videoObject(fromOfflineVideoToken:)`).
+    var videoCache: [OfflineVideoToken: PlaybackVideo] = [:]
+
+    struct LiveProgress {
+        var percent: Double = 0
+        var selections: [Int: OfflineMediaSelection] = [:]
+        var reported: [Int: Double] = [:]
+    }
+
+    /// Opens (or creates) the offline store under `configuration.storageDirectory`, cleans up
+    /// what a previous run left (stranded package folders, vanished files) and resumes the
+    /// downloads that were running.
+    public init(configuration: OfflineVideoManagerConfiguration = OfflineVideoManagerConfiguration(),
+                delegate: (any OfflineVideoManagerDelegate)? = nil) async throws {
+        self.configuration = configuration
+        options = configuration.options
+        store = try OfflineStore(directory: configuration.storageDirectory)
+        packagesDirectory = configuration.storageDirectory.appendingPathComponent("packages", isDirectory: true)
+        try FileManager.default.createDirectory(at: packagesDirectory, withIntermediateDirectories: true)
+        var transfer = TransferEngine.Configuration()
+        let slots = max(1, configuration.maxConcurrentDownloads) * max(1, configuration.segmentsInParallel)
+        transfer.maxConcurrentTransfers = slots + 4
+        transfer.maxTotalConnections = slots + 4
+        transfer.maxHostConnections = slots + 4
+        transfer.userAgent = "OfflineSDK/1.0"
+        engine = TransferEngine(configuration: transfer)
+        client = HTTPClient(engine: engine)
+        planner = DownloadPlanner(client: client)
+        hub.delegate = delegate
+        try await recover()
+    }
+
+    // MARK: The shared instance
+
+    private static let sharedManager = Mutex<OfflineVideoManager?>(nil)
+
+    /// The shared manager for apps, once `initializeOfflineVideoManager` has made it.
+    public static var shared: OfflineVideoManager? { sharedManager.withLock { $0 } }
+
+    /// Makes the shared manager on first call (default storage); later calls update its
+    /// delegate and options. Downloads already running keep the policy they started with.
+    @discardableResult
+    public static func initializeOfflineVideoManager(delegate: (any OfflineVideoManagerDelegate)?,
+                                                     options: OfflineVideoManagerOptions) async throws -> OfflineVideoManager {
+        if let existing = shared {
+            await existing.update(delegate: delegate, options: options)
+            return existing
+        }
+        var configuration = OfflineVideoManagerConfiguration()
+        configuration.options = options
+        let manager = try await OfflineVideoManager(configuration: configuration, delegate: delegate)
+        return sharedManager.withLock { current in
+            if let current { return current }
+            current = manager
+            return manager
+        }
+    }
+
+    /// Replaces the delegate and the options. Running downloads keep the policy they started with.
+    public func update(delegate: (any OfflineVideoManagerDelegate)?, options: OfflineVideoManagerOptions) {
+        hub.delegate = delegate
+        self.options = options
+    }
+
+    /// Every event from now on, in order: the same as the delegate gets.
+    public nonisolated func events() -> AsyncStream<OfflineVideoEvent> { hub.subscribe() }
+
+    /// Stops every running download without changing what is stored, as if the process
+    /// ended: a manager made later on the same storage continues them.
+    public func close() {
+        for task in running.values { task.cancel() }
+        running = [:]
+        queue = []
+        live = [:]
+    }
+
+    // MARK: Requests
+
+    /// Requests a download of `video` and returns its token once the download is planned
+    /// and stored (it runs in the background from then on).
+    ///
+    /// Refused with `.invalidParameter` for bad parameters or a language the video does not
+    /// have, `.unsupported` for a video that is not offline-enabled, HLSe content or no HLS
+    /// source, `.invalidParameter`/`already_downloaded` when the video is already downloaded
+    /// or downloading, and `insufficient_storage` when it would leave less free space than
+    /// `minimumFreeSpace`. `mediaSelections` nil takes the preferred languages of the configuration.
+    public func requestVideoDownload(_ video: PlaybackVideo, mediaSelections: MediaSelections?,
+                                     parameters: DownloadParameters?) async throws(OfflineVideoError) -> OfflineVideoToken {
+        let parameters = parameters ?? DownloadParameters()
+        try ParameterRules.validateBitrate(parameters.requestedBitrate)
+        guard video.canBeDownloaded else {
+            throw OfflineVideoError(.unsupported, .notEligible, "Video \(video.id) is not eligible for offline playback")
+        }
+        let source = try DownloadPlanner.offlineSource(of: video)
+        let existing = try storeCall { try store.allDownloads().filter { $0.videoID == video.id } }
+        if let active = existing.first(where: { [.requested, .downloading, .suspended, .completed].contains($0.downloadState) }) {
+            throw OfflineVideoError(.invalidParameter, .alreadyDownloaded,
+                                    "Video \(video.id) has already been downloaded or is downloading (token \(active.token))")
+        }
+        if source.fairPlay != nil {
+            throw OfflineVideoError(.unsupported, .license,
+                                    "FairPlay downloads need the license client, which this build of the SDK does not have yet")
+        }
+        let selections = mediaSelections ?? MediaSelections(audioLanguages: configuration.preferredAudioLanguages,
+                                                            subtitleLanguages: configuration.preferredSubtitleLanguages)
+        let token = UUID().uuidString.lowercased()
+        let manifestSubtitles = OfflineVideoManager.manifestSubtitleLanguages(selections.subtitleLanguages, video: video)
+        let plan = try await planner.plan(token: token, video: video, requestedBitrate: parameters.requestedBitrate,
+                                          audioLanguages: selections.audioLanguages, subtitleLanguages: manifestSubtitles)
+        try checkFreeSpace(needed: plan.estimatedBytes)
+        let folder = packagesDirectory.appendingPathComponent(token, isDirectory: true)
+        do {
+            for (path, text) in plan.playlists {
+                let url = folder.appendingPathComponent(path)
+                try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try Data(text.utf8).write(to: url, options: .atomic)
+            }
+        } catch {
+            try? FileManager.default.removeItem(at: folder)
+            throw OfflineVideoError(.downloadFailure, .storage, "Cannot write the package folder: \(error)")
+        }
+        let record = try storeCall {
+            DownloadRecord(
+                token: token, videoID: video.id, accountID: video.accountID, videoJSON: try OfflineVideoManager.json(video),
+                state: OfflineVideoDownloadState.requested.rawValue, parameters: try JSONEncoder().encode(parameters),
+                selections: try JSONEncoder().encode(selections), displayName: parameters.displayName ?? video.name,
+                requestedAt: configuration.clock().timeIntervalSince1970, endedAt: nil, error: nil,
+                bitrate: plan.variant.bandwidth, masterURL: plan.masterURL, policyKey: video.origin?.policyKey,
+                serviceBaseURL: video.origin?.baseURL, allowsCellular: options.allowsCellularDownload, license: nil,
+                licenseTerms: nil, licenseRequestedAt: nil, licenseExpiresAt: nil, initialPlaybackAt: nil,
+                posterFile: nil, thumbnailFile: nil, imagesDone: false, sequence: try store.nextSequence())
+        }
+        do {
+            try store.insert(record, tracks: plan.tracks, segments: plan.segments)
+        } catch {
+            try? FileManager.default.removeItem(at: folder)
+            throw OfflineVideoError(.downloadFailure, .storage, "Cannot store the download: \(error)")
+        }
+        queue.append(token)
+        schedule()
+        return token
+    }
+
+    // MARK: Control
+
+    /// Pauses a requested or running download (state `suspended`); finished segments and the
+    /// partial one are kept.
+    public func pauseVideoDownload(_ token: OfflineVideoToken) throws(OfflineVideoError) {
+        let record = try existing(token)
+        guard record.downloadState.isActive else {
+            throw OfflineVideoError(.invalidParameter, .invalidState, "Download \(token) is \(record.downloadState), not running")
+        }
+        try setState(token, .suspended)
+        stopRunning(token)
+    }
+
+    /// Continues a suspended download, or retries a failed one, where it stopped.
+    public func resumeVideoDownload(_ token: OfflineVideoToken) throws(OfflineVideoError) {
+        let record = try existing(token)
+        guard record.downloadState == .suspended || record.downloadState == .error else {
+            throw OfflineVideoError(.invalidParameter, .invalidState, "Download \(token) is \(record.downloadState), not suspended")
+        }
+        try storeCall {
+            try store.update(token) { stored in
+                stored.state = OfflineVideoDownloadState.requested.rawValue
+                stored.endedAt = nil
+                stored.error = nil
+            }
+        }
+        if !queue.contains(token) { queue.append(token) }
+        schedule()
+    }
+
+    /// Cancels a download: state `cancelled`, its media files removed, the record kept
+    /// (status queries still answer) until `deleteOfflineVideo`.
+    public func cancelVideoDownload(_ token: OfflineVideoToken) throws(OfflineVideoError) {
+        let record = try existing(token)
+        guard [.requested, .downloading, .suspended, .error].contains(record.downloadState) else {
+            throw OfflineVideoError(.invalidParameter, .invalidState, "Download \(token) is \(record.downloadState) and cannot be cancelled")
+        }
+        stopRunning(token)
+        let now = configuration.clock().timeIntervalSince1970
+        try storeCall {
+            try store.update(token) { stored in
+                stored.state = OfflineVideoDownloadState.cancelled.rawValue
+                stored.endedAt = now
+            }
+        }
+        removePackage(token)
+    }
+
+    /// Removes every file of the offline video and its license, and forgets the token.
+    public func deleteOfflineVideo(_ token: OfflineVideoToken) throws(OfflineVideoError) {
+        _ = try existing(token)
+        stopRunning(token)
+        try storeCall { try store.delete(token) }
+        removePackage(token)
+        videoCache[token] = nil
+    }
+
+    /// Ends every requested and running download with an error and deletes its files;
+    /// completed ones are left alone.
+    public func forceStopAllDownloadTasks() throws(OfflineVideoError) {
+        let active = try storeCall { try store.allDownloads().filter { $0.downloadState.isActive || $0.downloadState == .suspended } }
+        for record in active {
+            stopRunning(record.token)
+            let error = OfflineVideoError(.downloadFailure, .cancelled, "Stopped by forceStopAllDownloadTasks")
+            try fail(record.token, error)
+            removePackage(record.token)
+        }
+    }
+
+    // MARK: Status
+
+    /// Every offline video's token, in the order requested.
+    public var offlineVideoTokens: [OfflineVideoToken] {
+        get throws(OfflineVideoError) { try storeCall { try store.allDownloads().map(\.token) } }
+    }
+
+    /// The status of every offline video, in the order requested.
+    public func offlineVideoStatus() throws(OfflineVideoError) -> [OfflineVideoStatus] {
+        try storeCall { try store.allDownloads() }.map { status(of: $0) }
+    }
+
+    /// The status of one offline video; nil for an unknown token.
+    public func offlineVideoStatus(forToken token: OfflineVideoToken) throws(OfflineVideoError) -> OfflineVideoStatus? {
+        try storeCall { try store.download(token) }.map { status(of: $0) }
+    }
+
+    func status(of record: DownloadRecord) -> OfflineVideoStatus {
+        let state = record.downloadState
+        let percent: Double
+        if state == .completed {
+            percent = 100
+        } else if let live = live[record.token] {
+            percent = live.percent
+        } else {
+            percent = (try? store.percent(record.token)) ?? 0
+        }
+        return OfflineVideoStatus(token: record.token, downloadState: state,
+                                  downloadStartTime: Date(timeIntervalSince1970: record.requestedAt),
+                                  downloadEndTime: record.endedAt.map(Date.init(timeIntervalSince1970:)),
+                                  downloadPercent: percent,
+                                  error: record.error.flatMap { try? JSONDecoder().decode(StoredError.self, from: $0).error })
+    }
+
+    // MARK: Helpers
+
+    func existing(_ token: OfflineVideoToken) throws(OfflineVideoError) -> DownloadRecord {
+        guard let record = try storeCall({ try store.download(token) }) else {
+            throw OfflineVideoError(.invalidParameter, .unknownToken, "No offline video has the token \(token)")
+        }
+        return record
+    }
+
+    func setState(_ token: OfflineVideoToken, _ state: OfflineVideoDownloadState) throws(OfflineVideoError) {
+        try storeCall { try store.update(token) { $0.state = state.rawValue } }
+    }
+
+    func fail(_ token: OfflineVideoToken, _ error: OfflineVideoError) throws(OfflineVideoError) {
+        let now = configuration.clock().timeIntervalSince1970
+        let stored = try? JSONEncoder().encode(StoredError(error))
+        try storeCall {
+            try store.update(token) { record in
+                record.state = OfflineVideoDownloadState.error.rawValue
+                record.endedAt = now
+                record.error = stored
+            }
+        }
+    }
+
+    func stopRunning(_ token: OfflineVideoToken) {
+        if let task = running.removeValue(forKey: token) {
+            task.cancel()
+            winding[token] = task
+        }
+        queue.removeAll { $0 == token }
+        live[token] = nil
+        schedule()
+    }
+
+    func packageFolder(_ token: OfflineVideoToken) -> URL {
+        packagesDirectory.appendingPathComponent(token, isDirectory: true)
+    }
+
+    func removePackage(_ token: OfflineVideoToken) {
+        try? FileManager.default.removeItem(at: packageFolder(token))
+    }
+
+    /// Runs a store call, turning a database failure into a storage error.
+    @discardableResult
+    func storeCall<T>(_ body: () throws -> T) throws(OfflineVideoError) -> T {
+        do { return try body() } catch let error as OfflineVideoError { throw error } catch {
+            throw OfflineVideoError(.downloadFailure, .storage, "The offline store failed: \(error)")
+        }
+    }
+
+    /// Refuses a download that would leave less than `minimumFreeSpace` free.
+    func checkFreeSpace(needed: Int64) throws(OfflineVideoError) {
+        guard let free = OfflineVideoManager.freeSpace(at: configuration.storageDirectory) else { return }
+        if free - needed < configuration.minimumFreeSpace {
+            let mb = { (bytes: Int64) in String(format: "%.1f MB", Double(bytes) / 1_048_576) }
+            throw OfflineVideoError(.downloadFailure, .insufficientStorage,
+                                    "Not enough free space: the download needs about \(mb(needed)), \(mb(free)) are free and \(mb(configuration.minimumFreeSpace)) must stay free")
+        }
+    }
+
+    static func freeSpace(at url: URL) -> Int64? {
+        var info = statvfs()
+        guard statvfs(url.path, &info) == 0 else { return nil }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
+    }
+
+    static func json(_ video: PlaybackVideo) throws -> Data {
+        try WireJSON.encoder(sortedKeys: true).encode(video.properties)
+    }
+
+    /// Subtitle languages to take from the manifest: those not served only as sideband tracks.
+    static func manifestSubtitleLanguages(_ wanted: [String], video: PlaybackVideo) -> [String] {
+        wanted.filter { language in
+            !video.textTracks.contains { RenditionChooser.language($0.srclang, matches: language) && !$0.src.isEmpty }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+
+/// The reference's initialisation options.
+public struct OfflineVideoManagerOptions: Sendable, Equatable {
+    /// Whether downloads may use cellular data (default off). A download keeps the policy it started with.
+    public var allowsCellularDownload = false
+    /// Whether offline playback may fetch over cellular (licenses, first-play reports).
+    public var allowsCellularPlayback = false
+    /// Whether analytics may be sent over cellular (default on).
+    public var allowsCellularAnalytics = true
+    /// The most bytes of unsent analytics kept (default 500 MiB, at least 1 MiB).
+    public var analyticsStorageLimit: Int = 500 * 1024 * 1024 {
+        didSet { analyticsStorageLimit = max(analyticsStorageLimit, 1024 * 1024) }
+    }
+
+    /// The defaults above.
+    public init(allowsCellularDownload: Bool = false, allowsCellularPlayback: Bool = false,
+                allowsCellularAnalytics: Bool = true, analyticsStorageLimit: Int = 500 * 1024 * 1024) {
+        self.allowsCellularDownload = allowsCellularDownload
+        self.allowsCellularPlayback = allowsCellularPlayback
+        self.allowsCellularAnalytics = allowsCellularAnalytics
+        self.analyticsStorageLimit = max(analyticsStorageLimit, 1024 * 1024)
+    }
+}
+
+/// Everything an `OfflineVideoManager` is made with.
+public struct OfflineVideoManagerConfiguration: Sendable {
+    /// Where the database and the package folders live.
+    public var storageDirectory: URL
+    /// The reference's options.
+    public var options = OfflineVideoManagerOptions()
+    /// Downloads running at once (default 2); more wait in the order requested.
+    public var maxConcurrentDownloads = 2
+    /// Segments fetched in parallel per download (default 6).
+    public var segmentsInParallel = 6
+    /// A download is refused when it would leave less free space than this (default 1 GiB).
+    public var minimumFreeSpace: Int64 = 1 << 30
+    /// Audio languages taken when a request gives no media selections (empty: the default audio).
+    public var preferredAudioLanguages: [String] = []
+    /// Subtitle languages taken when a request gives no media selections.
+    public var preferredSubtitleLanguages: [String] = []
+    /// Errors in a row, without a segment finishing, before a download fails (default 5).
+    public var maxConsecutiveFailures = 5
+    /// The wait after a first error; doubled each time after (default 250 ms).
+    public var retryInitialDelay: Duration = .milliseconds(250)
+    /// The least time between two progress reports of a download (default 100 ms: 10 a second).
+    public var progressInterval: Duration = .milliseconds(100)
+    /// Which network the device is on.
+    public var network: any NetworkMonitor = ManualNetworkMonitor()
+    /// The clock license and URL expiry decisions read.
+    public var clock: @Sendable () -> Date = { Date() }
+
+    /// A configuration storing under `storageDirectory`, defaults elsewhere.
+    public init(storageDirectory: URL = OfflineVideoManagerConfiguration.defaultStorageDirectory) {
+        self.storageDirectory = storageDirectory
+    }
+
+    /// `$XDG_DATA_HOME/OfflineSDK`, else `~/.local/share/OfflineSDK`.
+    public static var defaultStorageDirectory: URL {
+        if let xdg = ProcessInfo.processInfo.environment["XDG_DATA_HOME"], !xdg.isEmpty {
+            return URL(fileURLWithPath: xdg).appendingPathComponent("OfflineSDK")
+        }
+        return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share/OfflineSDK")
+    }
+
+    var retryPolicy: RetryPolicy {
+        RetryPolicy(maxConsecutiveFailures: max(1, maxConsecutiveFailures), initialDelay: retryInitialDelay)
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+
+/// One track of a download, as progress and completion are reported for it (the SDK's
+/// counterpart of a media selection).
+public struct OfflineMediaSelection: Sendable, Hashable, CustomStringConvertible {
+    /// video, audio or subtitles.
+    public enum Kind: String, Sendable, Hashable { case video, audio, subtitles }
+    /// What the track carries.
+    public var kind: Kind
+    /// Its `LANGUAGE` (audio and subtitles).
+    public var language: String?
+    /// Its `NAME` (the resolution for video).
+    public var name: String
+
+    /// Creates a selection.
+    public init(kind: Kind, language: String?, name: String) {
+        self.kind = kind
+        self.language = language
+        self.name = name
+    }
+
+    public var description: String { "\(kind.rawValue)" + (language.map { " \($0)" } ?? "") + " (\(name))" }
+}
+
+/// What the manager tells its delegate and `events()` subscribers, in the order it happens.
+public enum OfflineVideoEvent: Sendable, Equatable {
+    /// A track of a download progressed (0–100, 100 only when all its bytes are on disk).
+    case progress(OfflineVideoToken, percent: Double, mediaSelection: OfflineMediaSelection)
+    /// Every segment of a track is on disk.
+    case mediaSelectionFinished(OfflineVideoToken, OfflineMediaSelection)
+    /// Poster and thumbnail were tried (they may have failed; check the files).
+    case staticImagesDownloaded(OfflineVideoToken)
+    /// A download ended: nil when it completed, else why it failed.
+    case downloadFinished(OfflineVideoToken, error: OfflineVideoError?)
+    /// Stored videos changed while the manager was not running (files vanished, packages removed).
+    case storageChanged
+}
+
+/// Callbacks of `OfflineVideoManager`, named as in Brightcove's SDK. Every method has an
+/// empty default, so implement only those you need. Called on no particular thread, one
+/// at a time, in the order things happen.
+public protocol OfflineVideoManagerDelegate: AnyObject, Sendable {
+    /// A track of a download progressed.
+    func offlineVideoToken(_ token: OfflineVideoToken, didProgressTo percent: Double, forMediaSelection mediaSelection: OfflineMediaSelection)
+    /// A track of a download finished.
+    func offlineVideoToken(_ token: OfflineVideoToken, didFinishMediaSelectionDownload mediaSelection: OfflineMediaSelection)
+    /// A download ended; `error` is nil when it completed.
+    func offlineVideoToken(_ token: OfflineVideoToken, didFinishDownloadWithError error: OfflineVideoError?)
+    /// Poster and thumbnail were fetched (or tried).
+    func didDownloadStaticImages(offlineVideoToken token: OfflineVideoToken)
+    /// A package folder no record knows was found at start; true deletes it (the default).
+    func shouldDeleteVideoPackage(_ videoPackagePath: String) -> Bool
+    /// Stored videos changed while the manager was not running.
+    func offlineVideoStorageDidChange()
+    /// The service to fetch `video` again with when its URLs expired; nil builds one from the
+    /// account and policy key the video was found with.
+    func playbackServiceForManifestURLTTLUpdate(for video: PlaybackVideo) -> PlaybackService?
+}
+
+extension OfflineVideoManagerDelegate {
+    public func offlineVideoToken(_ token: OfflineVideoToken, didProgressTo percent: Double, forMediaSelection mediaSelection: OfflineMediaSelection) {}
+    public func offlineVideoToken(_ token: OfflineVideoToken, didFinishMediaSelectionDownload mediaSelection: OfflineMediaSelection) {}
+    public func offlineVideoToken(_ token: OfflineVideoToken, didFinishDownloadWithError error: OfflineVideoError?) {}
+    public func didDownloadStaticImages(offlineVideoToken token: OfflineVideoToken) {}
+    public func shouldDeleteVideoPackage(_ videoPackagePath: String) -> Bool { true }
+    public func offlineVideoStorageDidChange() {}
+    public func playbackServiceForManifestURLTTLUpdate(for video: PlaybackVideo) -> PlaybackService? { nil }
+}
+
+extension OfflineVideoEvent {
+    /// Hands the event to the matching delegate method.
+    func deliver(to delegate: any OfflineVideoManagerDelegate) {
+        switch self {
+        case .progress(let token, let percent, let selection):
+            delegate.offlineVideoToken(token, didProgressTo: percent, forMediaSelection: selection)
+        case .mediaSelectionFinished(let token, let selection):
+            delegate.offlineVideoToken(token, didFinishMediaSelectionDownload: selection)
+        case .staticImagesDownloaded(let token):
+            delegate.didDownloadStaticImages(offlineVideoToken: token)
+        case .downloadFinished(let token, let error):
+            delegate.offlineVideoToken(token, didFinishDownloadWithError: error)
+        case .storageChanged:
+            delegate.offlineVideoStorageDidChange()
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+
+/// Identifies one offline video (a download, a preloaded license, or both) for the life of
+/// the store: the same string after the process restarts.
+public typealias OfflineVideoToken = String
+
+/// Where a download stands. The raw values are persisted and are the reference's numbers:
+/// they never change; new states get new numbers.
+public enum OfflineVideoDownloadState: Int, Sendable, Codable, CaseIterable, CustomStringConvertible {
+    /// Accepted and queued; nothing fetched yet.
+    case requested = 0
+    /// Fetching media.
+    case downloading = 1
+    /// Paused by the app (`pauseVideoDownload`); `resumeVideoDownload` continues it.
+    case suspended = 2
+    /// Cancelled by the app; its files are removed, the record stays until deleted.
+    case cancelled = 3
+    /// Every selected segment, the playlists and the license are on disk.
+    case completed = 4
+    /// Failed; `OfflineVideoStatus.error` says why. Finished segments are kept.
+    case error = 5
+    /// A FairPlay license is held and no download has been requested yet.
+    case licensePreloaded = 6
+    /// The files of a completed download vanished behind the manager's back.
+    case stale = 7
+
+    /// Whether the download can still make progress by itself.
+    public var isActive: Bool { self == .requested || self == .downloading }
+
+    public var description: String {
+        switch self {
+        case .requested: "requested"
+        case .downloading: "downloading"
+        case .suspended: "suspended"
+        case .cancelled: "cancelled"
+        case .completed: "completed"
+        case .error: "error"
+        case .licensePreloaded: "licensePreloaded"
+        case .stale: "stale"
+        }
+    }
+}
+
+/// A snapshot of one offline video's download. Copies: changing one changes nothing.
+public struct OfflineVideoStatus: Sendable, Equatable {
+    /// The offline video token.
+    public var token: OfflineVideoToken
+    /// The state now.
+    public var downloadState: OfflineVideoDownloadState
+    /// When the download (or the license preload) was requested.
+    public var downloadStartTime: Date
+    /// When it ended, however it ended; nil while it has not.
+    public var downloadEndTime: Date?
+    /// 0 to 100; exactly 100 only when every byte is on disk.
+    public var downloadPercent: Double
+    /// Why it failed, for `.error` (and `.stale`).
+    public var error: OfflineVideoError?
+
+    /// Creates a status.
+    public init(token: OfflineVideoToken, downloadState: OfflineVideoDownloadState, downloadStartTime: Date,
+                downloadEndTime: Date? = nil, downloadPercent: Double = 0, error: OfflineVideoError? = nil) {
+        self.token = token
+        self.downloadState = downloadState
+        self.downloadStartTime = downloadStartTime
+        self.downloadEndTime = downloadEndTime
+        self.downloadPercent = downloadPercent
+        self.error = error
+    }
+}

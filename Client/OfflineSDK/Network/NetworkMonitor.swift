@@ -1,0 +1,81 @@
+import Foundation
+import Synchronization
+
+/// The kind of network the device is on now.
+public enum NetworkPath: String, Sendable, CaseIterable {
+    case wired, wifi, cellular, none
+}
+
+/// Tells the manager which network the device is on, and when that changes. Apps on a
+/// platform with a network API adapt it; tests and the CLI use `ManualNetworkMonitor`.
+public protocol NetworkMonitor: Sendable {
+    /// The path now.
+    var currentPath: NetworkPath { get }
+    /// Every change from now on (the current path first).
+    func paths() -> AsyncStream<NetworkPath>
+}
+
+/// A network monitor set by hand: `wired` until told otherwise.
+///
+/// ```swift
+/// let network = ManualNetworkMonitor()
+/// network.currentPath = .cellular   // downloads that may not use cellular wait
+/// network.currentPath = .wifi       // and go on
+/// ```
+public final class ManualNetworkMonitor: NetworkMonitor {
+    private let state = Mutex<(path: NetworkPath, watchers: [UInt64: AsyncStream<NetworkPath>.Continuation], next: UInt64)>((.wired, [:], 0))
+
+    /// Creates a monitor on `path`.
+    public init(path: NetworkPath = .wired) {
+        state.withLock { $0.path = path }
+    }
+
+    /// The path now; setting it tells every watcher.
+    public var currentPath: NetworkPath {
+        get { state.withLock { $0.path } }
+        set {
+            let watchers = state.withLock { state -> [AsyncStream<NetworkPath>.Continuation] in
+                guard state.path != newValue else { return [] }
+                state.path = newValue
+                return Array(state.watchers.values)
+            }
+            for watcher in watchers { watcher.yield(newValue) }
+        }
+    }
+
+    public func paths() -> AsyncStream<NetworkPath> {
+        let (stream, continuation) = AsyncStream.makeStream(of: NetworkPath.self, bufferingPolicy: .bufferingNewest(1))
+        let id = state.withLock { state -> UInt64 in
+            state.next += 1
+            state.watchers[state.next] = continuation
+            continuation.yield(state.path)
+            return state.next
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.watchers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+}
+
+/// Waits until a download may use the network: some network, and not cellular unless allowed.
+enum NetworkGate {
+    /// Whether `path` allows a download started with `allowsCellular`.
+    static func allows(_ path: NetworkPath, allowsCellular: Bool) -> Bool {
+        switch path {
+        case .wired, .wifi: true
+        case .cellular: allowsCellular
+        case .none: false
+        }
+    }
+
+    /// Returns at once when allowed, else when the path changes to one that is; throws on cancellation.
+    static func wait(_ monitor: any NetworkMonitor, allowsCellular: Bool) async throws {
+        if allows(monitor.currentPath, allowsCellular: allowsCellular) { return }
+        for await path in monitor.paths() {
+            try Task.checkCancellation()
+            if allows(path, allowsCellular: allowsCellular) { return }
+        }
+        try Task.checkCancellation()
+    }
+}

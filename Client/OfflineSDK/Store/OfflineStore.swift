@@ -1,0 +1,210 @@
+import Foundation
+import GRDB
+
+/// The SDK's SQLite database (GRDB, WAL): offline videos, their tracks and segments,
+/// application certificates and device settings. Every state change goes through here
+/// before it is announced, so a crash never leaves an announced state unrecorded.
+final class OfflineStore: Sendable {
+    let pool: DatabasePool
+
+    /// Opens (creating) `offline.sqlite` in `directory` and migrates it.
+    init(directory: URL) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            // WAL + NORMAL: a committed transaction survives a process crash (not always a power loss).
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        pool = try DatabasePool(path: directory.appendingPathComponent("offline.sqlite").path, configuration: configuration)
+        try OfflineStore.migrator.migrate(pool)
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: downloads, tracks, segments, certificates, settings") { db in
+            try db.create(table: "download") { t in
+                t.primaryKey("token", .text)
+                t.column("video_id", .text).notNull()
+                t.column("account_id", .text).notNull()
+                t.column("video_json", .blob).notNull()
+                t.column("state", .integer).notNull()
+                t.column("parameters", .blob).notNull()
+                t.column("selections", .blob)
+                t.column("display_name", .text).notNull()
+                t.column("requested_at", .double).notNull()
+                t.column("ended_at", .double)
+                t.column("error", .blob)
+                t.column("bitrate", .integer)
+                t.column("master_url", .text)
+                t.column("policy_key", .text)
+                t.column("service_base_url", .text)
+                t.column("allows_cellular", .boolean).notNull()
+                t.column("license", .blob)
+                t.column("license_terms", .blob)
+                t.column("license_requested_at", .double)
+                t.column("license_expires_at", .double)
+                t.column("initial_playback_at", .double)
+                t.column("poster_file", .text)
+                t.column("thumbnail_file", .text)
+                t.column("images_done", .boolean).notNull()
+                t.column("sequence", .integer).notNull()
+            }
+            try db.create(table: "track") { t in
+                t.column("token", .text).notNull().references("download", onDelete: .cascade)
+                t.column("position", .integer).notNull()
+                t.column("kind", .text).notNull()
+                t.column("language", .text)
+                t.column("name", .text).notNull()
+                t.column("playlist_url", .text).notNull()
+                t.column("bandwidth", .integer)
+                t.column("local_playlist", .text).notNull()
+                t.primaryKey(["token", "position"])
+            }
+            try db.create(table: "segment") { t in
+                t.column("token", .text).notNull().references("download", onDelete: .cascade)
+                t.column("track", .integer).notNull()
+                t.column("sequence", .integer).notNull()
+                t.column("url", .text).notNull()
+                t.column("file", .text).notNull()
+                t.column("duration", .double).notNull()
+                t.column("estimated_bytes", .integer).notNull()
+                t.column("bytes", .integer)
+                t.column("done", .boolean).notNull()
+                t.primaryKey(["token", "track", "sequence"])
+            }
+            try db.create(table: "certificate") { t in
+                t.primaryKey("identifier", .text)
+                t.column("data", .blob).notNull()
+            }
+            try db.create(table: "setting") { t in
+                t.primaryKey("name", .text)
+                t.column("value", .blob).notNull()
+            }
+        }
+        return migrator
+    }
+
+    // MARK: Downloads
+
+    /// Stores a new download with its plan, in one transaction.
+    func insert(_ record: DownloadRecord, tracks: [TrackRecord], segments: [SegmentRecord]) throws {
+        try pool.write { db in
+            try record.insert(db)
+            for track in tracks { try track.insert(db) }
+            for segment in segments { try segment.insert(db) }
+        }
+    }
+
+    /// Percent done from what is recorded: done bytes over done plus estimated remaining.
+    func percent(_ token: String) throws -> Double {
+        try pool.read { db in
+            let row = try Row.fetchOne(db, sql: """
+                SELECT COALESCE(SUM(CASE WHEN done THEN COALESCE(bytes, estimated_bytes) ELSE 0 END), 0) AS done,
+                       COALESCE(SUM(CASE WHEN done THEN 0 ELSE estimated_bytes END), 0) AS remaining,
+                       COUNT(*) AS total, COALESCE(SUM(done), 0) AS finished
+                FROM segment WHERE token = ?
+                """, arguments: [token])
+            guard let row else { return 0 }
+            let total: Int = row["total"], finished: Int = row["finished"]
+            return ProgressMeter.percent(done: row["done"], remainingEstimate: row["remaining"], complete: total > 0 && total == finished)
+        }
+    }
+
+    func download(_ token: String) throws -> DownloadRecord? {
+        try pool.read { db in try DownloadRecord.fetchOne(db, key: token) }
+    }
+
+    func allDownloads() throws -> [DownloadRecord] {
+        try pool.read { db in try DownloadRecord.order(Column("sequence")).fetchAll(db) }
+    }
+
+    func nextSequence() throws -> Int64 {
+        try pool.read { db in (try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM download") ?? 0) + 1 }
+    }
+
+    /// Applies `change` to the stored record and writes it back, in one transaction.
+    @discardableResult
+    func update(_ token: String, _ change: @Sendable (inout DownloadRecord) -> Void) throws -> DownloadRecord? {
+        try pool.write { db in
+            guard var record = try DownloadRecord.fetchOne(db, key: token) else { return nil }
+            change(&record)
+            try record.update(db)
+            return record
+        }
+    }
+
+    func delete(_ token: String) throws {
+        _ = try pool.write { db in try DownloadRecord.deleteOne(db, key: token) }
+    }
+
+    // MARK: Plan
+
+    /// Replaces the tracks and segments of a download (a new plan, or fresh URLs).
+    func savePlan(token: String, tracks: [TrackRecord], segments: [SegmentRecord]) throws {
+        try pool.write { db in
+            try db.execute(sql: "DELETE FROM segment WHERE token = ?", arguments: [token])
+            try db.execute(sql: "DELETE FROM track WHERE token = ?", arguments: [token])
+            for track in tracks { try track.insert(db) }
+            for segment in segments { try segment.insert(db) }
+        }
+    }
+
+    func tracks(_ token: String) throws -> [TrackRecord] {
+        try pool.read { db in
+            try TrackRecord.filter(Column("token") == token).order(Column("position")).fetchAll(db)
+        }
+    }
+
+    func segments(_ token: String) throws -> [SegmentRecord] {
+        try pool.read { db in
+            try SegmentRecord.filter(Column("token") == token).order(Column("track"), Column("sequence")).fetchAll(db)
+        }
+    }
+
+    /// Marks fetched segments done with their real sizes, in one transaction.
+    func markDone(token: String, _ finished: [(track: Int, sequence: Int, bytes: Int64)]) throws {
+        guard !finished.isEmpty else { return }
+        try pool.write { db in
+            for item in finished {
+                try db.execute(sql: "UPDATE segment SET done = 1, bytes = ? WHERE token = ? AND track = ? AND sequence = ?",
+                               arguments: [item.bytes, token, item.track, item.sequence])
+            }
+        }
+    }
+
+    /// Points segments at fresh URLs (same track and sequence), keeping what is done.
+    func updateURLs(token: String, _ urls: [(track: Int, sequence: Int, url: String)]) throws {
+        try pool.write { db in
+            for item in urls {
+                try db.execute(sql: "UPDATE segment SET url = ? WHERE token = ? AND track = ? AND sequence = ?",
+                               arguments: [item.url, token, item.track, item.sequence])
+            }
+        }
+    }
+
+    // MARK: Certificates and settings
+
+    func certificate(_ identifier: String) throws -> Data? {
+        try pool.read { db in try Data.fetchOne(db, sql: "SELECT data FROM certificate WHERE identifier = ?", arguments: [identifier]) }
+    }
+
+    func setCertificate(_ data: Data?, identifier: String) throws {
+        try pool.write { db in
+            if let data {
+                try db.execute(sql: "INSERT OR REPLACE INTO certificate (identifier, data) VALUES (?, ?)", arguments: [identifier, data])
+            } else {
+                try db.execute(sql: "DELETE FROM certificate WHERE identifier = ?", arguments: [identifier])
+            }
+        }
+    }
+
+    /// The setting `name`, made by `make` and stored on first use.
+    func setting(_ name: String, orCreate make: @Sendable () -> Data) throws -> Data {
+        try pool.write { db in
+            if let value = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = ?", arguments: [name]) { return value }
+            let value = make()
+            try db.execute(sql: "INSERT INTO setting (name, value) VALUES (?, ?)", arguments: [name, value])
+            return value
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import GRDB
+
+/// One offline video as stored: the video, what was asked for, where it stands, its license.
+/// Column names and the meaning of stored numbers never change (new ones come by migration).
+struct DownloadRecord: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "download"
+
+    var token: String
+    var videoID: String
+    var accountID: String
+    /// The video object's whole JSON as the Playback API sent it.
+    var videoJSON: Data
+    /// `OfflineVideoDownloadState.rawValue`.
+    var state: Int
+    /// `DownloadParameters` as JSON.
+    var parameters: Data
+    /// `MediaSelections` as JSON, or nil for "the preferred ones".
+    var selections: Data?
+    var displayName: String
+    /// Seconds since 1970.
+    var requestedAt: Double
+    var endedAt: Double?
+    /// The failure, as `StoredError` JSON.
+    var error: Data?
+    /// The variant's BANDWIDTH chosen, once the master playlist was read.
+    var bitrate: Int?
+    /// The master playlist URL the download was planned from.
+    var masterURL: String?
+    /// The policy key of the service that found the video (for URL refreshes), if known.
+    var policyKey: String?
+    /// The Playback API base URL of that service.
+    var serviceBaseURL: String?
+    /// Whether cellular was allowed when the download started (it keeps that policy).
+    var allowsCellular: Bool
+    /// The persisted license (LicenseProtocol's format), FairPlay only.
+    var license: Data?
+    /// `LicenseTerms` as JSON.
+    var licenseTerms: Data?
+    var licenseRequestedAt: Double?
+    /// nil = never (purchase); only meaningful with a license.
+    var licenseExpiresAt: Double?
+    var initialPlaybackAt: Double?
+    var posterFile: String?
+    var thumbnailFile: String?
+    var imagesDone: Bool
+    /// Order of requests, for the download queue.
+    var sequence: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case token, state, parameters, selections, error, bitrate, license, sequence
+        case videoID = "video_id", accountID = "account_id", videoJSON = "video_json", displayName = "display_name"
+        case requestedAt = "requested_at", endedAt = "ended_at", masterURL = "master_url", policyKey = "policy_key"
+        case serviceBaseURL = "service_base_url", allowsCellular = "allows_cellular", licenseTerms = "license_terms"
+        case licenseRequestedAt = "license_requested_at", licenseExpiresAt = "license_expires_at"
+        case initialPlaybackAt = "initial_playback_at", posterFile = "poster_file", thumbnailFile = "thumbnail_file"
+        case imagesDone = "images_done"
+    }
+
+    var downloadState: OfflineVideoDownloadState { OfflineVideoDownloadState(rawValue: state) ?? .error }
+}
+
+/// One playlist of a download (video variant, audio or subtitles) and where it lives locally.
+struct TrackRecord: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "track"
+
+    var token: String
+    var position: Int
+    /// `TrackChoice.Kind.rawValue`.
+    var kind: String
+    var language: String?
+    var name: String
+    var playlistURL: String
+    var bandwidth: Int?
+    /// The media playlist's path inside the package folder.
+    var localPlaylist: String
+
+    enum CodingKeys: String, CodingKey {
+        case token, position, kind, language, name, bandwidth
+        case playlistURL = "playlist_url", localPlaylist = "local_playlist"
+    }
+}
+
+/// One segment to fetch. `done` is set once its file is complete on disk.
+struct SegmentRecord: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "segment"
+
+    var token: String
+    var track: Int
+    var sequence: Int
+    var url: String
+    /// Path inside the package folder.
+    var file: String
+    var duration: Double
+    /// Bandwidth x duration, until the real size is known.
+    var estimatedBytes: Int64
+    /// The real size once fetched.
+    var bytes: Int64?
+    var done: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case token, track, sequence, url, file, duration, bytes, done
+        case estimatedBytes = "estimated_bytes"
+    }
+}
+
+/// An `OfflineVideoError` as stored with a failed download.
+struct StoredError: Codable, Sendable {
+    var code: Int
+    var reason: String
+    var message: String
+    var httpStatus: Int?
+
+    init(_ error: OfflineVideoError) {
+        code = error.code.rawValue
+        reason = error.reason.rawValue
+        message = error.message
+        httpStatus = error.httpStatus
+    }
+
+    var error: OfflineVideoError {
+        OfflineVideoError(OfflineVideoError.Code(rawValue: code), OfflineVideoError.Reason(rawValue: reason) ?? .other,
+                          message, httpStatus: httpStatus)
+    }
+}

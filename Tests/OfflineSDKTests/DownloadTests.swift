@@ -1,0 +1,335 @@
+import CurlTransfer
+import Foundation
+import MockBackend
+import Synchronization
+@testable import OfflineSDK
+import TestKit
+import Testing
+import WireModels
+
+@Suite("OfflineVideoManager downloads, live")
+struct DownloadTests {
+    @Test("a clear video downloads end to end: every byte as served, events in order, a playable package")
+    func clearEndToEnd() async throws {
+        try await withBackend { server in try await withHarness(server) { h in
+            let (manager, events) = (h.manager, h.events)
+            let video = try await h.service.findVideo(id: Catalog.clearVideo)
+            let bitrates = try await manager.variantBitrates(for: video)
+            #expect(bitrates == bitrates.sorted() && bitrates.count == 3)
+            let token = try await manager.requestVideoDownload(
+                video, mediaSelections: MediaSelections(audioLanguages: ["en", "fr"], subtitleLanguages: ["de"]),
+                parameters: DownloadParameters(requestedBitrate: bitrates[1]))
+            #expect(try await events.finished(token) == nil)
+
+            let status = try await manager.status(token)
+            #expect(status.downloadState == .completed)
+            #expect(status.downloadPercent == 100)
+            #expect(status.downloadEndTime != nil && status.downloadEndTime! >= status.downloadStartTime)
+
+            // Events: progress per track never reaches 100 before the track is done; each
+            // track finishes once; images come before the end.
+            let all = events.all
+            let finishedTracks = all.compactMap { if case .mediaSelectionFinished(token, let s) = $0 { s } else { nil } }
+            #expect(finishedTracks.map(\.kind) == [.video, .audio, .audio] || Set(finishedTracks.map(\.description)).count == 3)
+            #expect(Set(finishedTracks.compactMap(\.language)) == ["en", "fr"])
+            for selection in finishedTracks {
+                let percents = all.compactMap { event -> Double? in
+                    if case .progress(token, let percent, selection) = event { percent } else { nil }
+                }
+                #expect(percents == percents.sorted(), "\(selection) progress went backwards: \(percents)")
+                #expect(percents.last == 100)
+                #expect(percents.dropLast().allSatisfy { $0 < 100 })
+            }
+            let imagesIndex = try #require(all.firstIndex(of: .staticImagesDownloaded(token)))
+            let endIndex = try #require(all.firstIndex(of: .downloadFinished(token, error: nil)))
+            #expect(imagesIndex < endIndex)
+
+            // Every segment on disk is byte for byte what the server serves at its URL.
+            let store = await manager.store
+            let segments = try store.segments(token)
+            #expect(segments.count == 18)
+            #expect(segments.allSatisfy { $0.done })
+            let folder = await manager.packageFolder(token)
+            let client = HTTPClient()
+            for segment in segments {
+                let served = try await client.send(HTTPClientRequest(url: segment.url))
+                let local = try Data(contentsOf: folder.appendingPathComponent(segment.file))
+                #expect(served.status == 200)
+                #expect(Array(local) == served.body, "\(segment.file) differs from \(segment.url)")
+                #expect(segment.bytes == Int64(local.count))
+            }
+
+            // The offline video object: paths, sideband subtitles, playable.
+            let offline = try #require(await manager.videoObject(fromOfflineVideoToken: token))
+            #expect(offline.offlineVideoToken == token)
+            #expect(offline.playableOffline)
+            let master = try #require(offline.offlineVideoPath)
+            #expect(FileManager.default.fileExists(atPath: master))
+            #expect(offline.properties[OfflineVideoManager.OfflineProperty.usesSidebandSubtitles] == .bool(true))
+            #expect(offline.properties[OfflineVideoManager.OfflineProperty.sidebandSubtitleLanguages] == .array([.string("de")]))
+            let subtitlePath = try #require(offline.properties[OfflineVideoManager.OfflineProperty.sidebandSubtitlePaths]?["de"]?.stringValue)
+            #expect(try String(contentsOfFile: subtitlePath, encoding: .utf8).hasPrefix("WEBVTT"))
+            let poster = try #require(offline.properties[OfflineVideoManager.OfflineProperty.posterPath]?.stringValue)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: poster)).prefix(2) == Data([0xFF, 0xD8]), "a JPEG")
+            #expect(offline.properties[OfflineVideoManager.OfflineProperty.endTime]?.numberValue ?? 0 > 0)
+
+            // ffprobe plays the package from disk: one video stream at the chosen size, two audio.
+            let probe = try await Run.process("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_type,width,height",
+                                                                  "-of", "json", master])
+            #expect(probe.exitCode == 0, "\(probe.stderrText)")
+            #expect(probe.stderrText.isEmpty, "ffprobe complained: \(probe.stderrText)")
+            let streams = try JSONDecoder().decode(JSONValue.self, from: Data(probe.stdout))["streams"]
+            guard case .array(let list)? = streams else { Issue.record("no streams: \(probe.stdoutText)"); return }
+            let videos = list.filter { $0["codec_type"]?.stringValue == "video" }
+            #expect(videos.count == 1)
+            #expect(videos.first?["width"]?.numberValue == 640 && videos.first?["height"]?.numberValue == 360)
+            #expect(list.filter { $0["codec_type"]?.stringValue == "audio" }.count == 2)
+        } }
+    }
+
+    @Test("requests that cannot work are refused before anything is stored, with the reference's codes")
+    func refusals() async throws {
+        try await withBackend { server in
+            let storage = try TemporaryDirectory()
+            defer { storage.remove() }
+            var configuration = testConfiguration(storage)
+            let manager = try await OfflineVideoManager(configuration: configuration)
+            let service = PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
+            let contoso = PlaybackService(baseURL: server.baseURL, accountID: Catalog.contoso, policyKey: Catalog.contosoKey)
+            let clear = try await service.findVideo(id: Catalog.clearVideo)
+
+            let streamOnly = await #expect(throws: OfflineVideoError.self) {
+                try await manager.requestVideoDownload(try await service.findVideo(id: Catalog.streamOnlyVideo), mediaSelections: nil, parameters: nil)
+            }
+            #expect(streamOnly?.code == .unsupported)
+            #expect(streamOnly?.reason == .notEligible)
+
+            let hlse = await #expect(throws: OfflineVideoError.self) {
+                try await manager.requestVideoDownload(try await contoso.findVideo(id: Catalog.contosoAESVideo), mediaSelections: nil, parameters: nil)
+            }
+            #expect(hlse?.code == .unsupported)
+            #expect(hlse?.message == "Offline playback is not supported for HLSe content")
+
+            let language = await #expect(throws: OfflineVideoError.self) {
+                try await manager.requestVideoDownload(clear, mediaSelections: MediaSelections(audioLanguages: ["ja"]), parameters: nil)
+            }
+            #expect(language?.code == .invalidParameter)
+            #expect(language?.reason == .noMatchingRendition)
+
+            let bitrate = await #expect(throws: OfflineVideoError.self) {
+                try await manager.requestVideoDownload(clear, mediaSelections: nil, parameters: DownloadParameters(requestedBitrate: -1))
+            }
+            #expect(bitrate?.code == .invalidParameter)
+            #expect(try await manager.offlineVideoStatus().isEmpty, "nothing stored for refused requests")
+            await manager.close()
+
+            configuration.minimumFreeSpace = Int64.max / 4
+            let full = try await OfflineVideoManager(configuration: configuration)
+            let space = await #expect(throws: OfflineVideoError.self) {
+                try await full.requestVideoDownload(clear, mediaSelections: nil, parameters: nil)
+            }
+            #expect(space?.reason == .insufficientStorage)
+            #expect(space?.message.contains("must stay free") == true)
+            #expect(try await full.offlineVideoStatus().isEmpty)
+            await full.close()
+
+            configuration.minimumFreeSpace = 0
+            let again = try await OfflineVideoManager(configuration: configuration)
+            let events = EventRecorder(again)
+            let token = try await again.requestVideoDownload(clear, mediaSelections: nil, parameters: nil)
+            let twice = await #expect(throws: OfflineVideoError.self) {
+                try await again.requestVideoDownload(clear, mediaSelections: nil, parameters: nil)
+            }
+            #expect(twice?.reason == .alreadyDownloaded)
+            #expect(try await events.finished(token) == nil)
+            let after = await #expect(throws: OfflineVideoError.self) {
+                try await again.requestVideoDownload(clear, mediaSelections: nil, parameters: nil)
+            }
+            #expect(after?.reason == .alreadyDownloaded)
+            await again.close()
+        }
+    }
+
+    @Test("pause keeps what is done and stops fetching; resume finishes with the same token")
+    func pauseResume() async throws {
+        try await withBackend { server in try await withHarness(server) { h in
+            let (manager, events) = (h.manager, h.events)
+            let token = try await h.request(Catalog.marathonVideo)
+            #expect(try await eventually { try await manager.status(token).downloadPercent > 3 })
+            try await manager.pauseVideoDownload(token)
+            #expect(try await manager.status(token).downloadState == .suspended)
+            try await Task.sleep(for: .milliseconds(300))
+            let store = await manager.store
+            let doneAtPause = try store.segments(token).filter(\.done).count
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(try store.segments(token).filter(\.done).count == doneAtPause, "nothing fetched while suspended")
+            #expect(doneAtPause > 0 && doneAtPause < 7200)
+            #expect(!events.all.contains { if case .downloadFinished = $0 { true } else { false } })
+
+            try await manager.resumeVideoDownload(token)
+            #expect(try await events.finished(token, timeout: .seconds(180)) == nil)
+            let status = try await manager.status(token)
+            #expect(status.downloadState == .completed)
+            #expect(try store.segments(token).count == 7200)
+        } }
+    }
+
+    @Test("a manager closed mid-download is continued by the next one on the same storage, refetching only unfinished segments")
+    func restartContinues() async throws {
+        try await withBackend { server in
+            let storage = try TemporaryDirectory()
+            defer { storage.remove() }
+            let service = PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
+            let first = try await OfflineVideoManager(configuration: testConfiguration(storage))
+            let token = try await first.requestVideoDownload(try await service.findVideo(id: Catalog.marathonVideo),
+                                                             mediaSelections: nil, parameters: nil)
+            #expect(try await eventually { try await first.status(token).downloadPercent > 5 })
+            await first.close()
+            try await Task.sleep(for: .milliseconds(200))
+            let folder = await first.packageFolder(token)
+            let store = await first.store
+            let before = try store.segments(token).filter(\.done)
+            let inodes = try Dictionary(uniqueKeysWithValues: before.map {
+                ($0.file, try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent($0.file).path)[.systemFileNumber] as? Int)
+            })
+            #expect(!before.isEmpty)
+            #expect(try await first.status(token).downloadState == .downloading, "closing changes nothing stored")
+
+            let second = try await OfflineVideoManager(configuration: testConfiguration(storage))
+            let events = EventRecorder(second)
+            #expect(try await events.finished(token, timeout: .seconds(180)) == nil)
+            for (file, inode) in inodes {
+                let now = try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(file).path)[.systemFileNumber] as? Int
+                #expect(now == inode, "\(file) was fetched again")
+            }
+            #expect(try await second.status(token).downloadState == .completed)
+            await second.close()
+        }
+    }
+
+    @Test("expired URLs (403) are renewed from the Playback API and the download goes on without losing progress")
+    func expiredURLs() async throws {
+        let network = ManualNetworkMonitor(path: .none)
+        try await withBackend { server in try await withHarness(server, { $0.network = network }) { h in
+            let (manager, events) = (h.manager, h.events)
+            let token = try await h.request(Catalog.clearVideo)
+            let store = await manager.store
+            let oldURLs = try store.segments(token).map(\.url)
+            server.app.clock.offset = 7 * 3600  // every URL handed out so far has expired
+            network.currentPath = .wifi
+            #expect(try await events.finished(token) == nil)
+            let newURLs = try store.segments(token).map(\.url)
+            #expect(newURLs.count == oldURLs.count)
+            #expect(zip(oldURLs, newURLs).allSatisfy { $0 != $1 }, "every segment URL was renewed")
+            #expect(try await manager.status(token).downloadState == .completed)
+        } }
+    }
+
+    @Test("without an allowed network the download waits, then continues")
+    func networkPolicy() async throws {
+        let network = ManualNetworkMonitor(path: .cellular)
+        try await withBackend { server in try await withHarness(server, { $0.network = network }) { h in
+            let (manager, events) = (h.manager, h.events)
+            let token = try await h.request(Catalog.clearVideo)
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(try await manager.status(token).downloadPercent == 0, "cellular is not allowed by default")
+            network.currentPath = .none
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(try await manager.status(token).downloadPercent == 0)
+            network.currentPath = .wifi
+            #expect(try await events.finished(token) == nil)
+        } }
+    }
+
+    @Test("a server that stops answering fails the download after 5 errors in a row, keeping finished segments")
+    func failsAfterRetries() async throws {
+        let storage = try TemporaryDirectory()
+        defer { storage.remove() }
+        var configuration = testConfiguration(storage)
+        let network = ManualNetworkMonitor(path: .none)
+        configuration.network = network
+        let manager = try await OfflineVideoManager(configuration: configuration)
+        defer { Task { await manager.close() } }
+        let events = EventRecorder(manager)
+        var token = ""
+        try await withBackend { server in
+            let service = PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
+            token = try await manager.requestVideoDownload(try await service.findVideo(id: Catalog.clearVideo),
+                                                           mediaSelections: nil, parameters: nil)
+        }
+        network.currentPath = .wifi  // the server is gone now
+        let error = try #require(try await events.finished(token))
+        #expect(error.code == .downloadFailure)
+        #expect(error.reason == .network)
+        let status = try await manager.status(token)
+        #expect(status.downloadState == .error)
+        #expect(status.error == error || status.error?.reason == .network)
+        #expect(status.downloadPercent < 100)
+    }
+
+    @Test("cancel removes the files and keeps the record; delete forgets the token")
+    func cancelAndDelete() async throws {
+        try await withBackend { server in try await withHarness(server) { h in
+            let (manager, events) = (h.manager, h.events)
+            let marathon = try await h.request(Catalog.marathonVideo)
+            try await manager.cancelVideoDownload(marathon)
+            let cancelled = try await manager.status(marathon)
+            #expect(cancelled.downloadState == .cancelled)
+            #expect(cancelled.downloadEndTime != nil)
+            #expect(!FileManager.default.fileExists(atPath: await manager.packageFolder(marathon).path))
+
+            let clear = try await h.request(Catalog.clearVideo)
+            #expect(try await events.finished(clear) == nil)
+            try await manager.deleteOfflineVideo(clear)
+            #expect(try await manager.offlineVideoStatus(forToken: clear) == nil)
+            #expect(!FileManager.default.fileExists(atPath: await manager.packageFolder(clear).path))
+            #expect(await manager.videoObject(fromOfflineVideoToken: clear) == nil)
+            let unknown = await #expect(throws: OfflineVideoError.self) { try await manager.pauseVideoDownload("no-such-token") }
+            #expect(unknown?.reason == .unknownToken)
+        } }
+    }
+
+    @Test("at start: stranded package folders go (unless the delegate keeps them), vanished files make a download stale")
+    func recovery() async throws {
+        final class Delegate: OfflineVideoManagerDelegate {
+            let keep: String
+            let asked = Mutex<[String]>([])
+            let storageChanges = Mutex(0)
+            init(keep: String) { self.keep = keep }
+            func shouldDeleteVideoPackage(_ videoPackagePath: String) -> Bool {
+                asked.withLock { $0.append(videoPackagePath) }
+                return !videoPackagePath.hasSuffix(keep)
+            }
+            func offlineVideoStorageDidChange() { storageChanges.withLock { $0 += 1 } }
+        }
+        try await withBackend { server in
+            let storage = try TemporaryDirectory()
+            defer { storage.remove() }
+            let service = PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
+            let first = try await OfflineVideoManager(configuration: testConfiguration(storage))
+            let events = EventRecorder(first)
+            let token = try await first.requestVideoDownload(try await service.findVideo(id: Catalog.clearVideo),
+                                                             mediaSelections: nil, parameters: nil)
+            #expect(try await events.finished(token) == nil)
+            await first.close()
+            let packages = storage.url.appendingPathComponent("packages")
+            for name in ["stranded", "mine"] {
+                try FileManager.default.createDirectory(at: packages.appendingPathComponent(name), withIntermediateDirectories: true)
+            }
+            let segment = try #require(try await first.store.segments(token).last)
+            try FileManager.default.removeItem(at: packages.appendingPathComponent(token).appendingPathComponent(segment.file))
+
+            let delegate = Delegate(keep: "mine")
+            let second = try await OfflineVideoManager(configuration: testConfiguration(storage), delegate: delegate)
+            #expect(Set(delegate.asked.withLock { $0 }.map { ($0 as NSString).lastPathComponent }) == ["stranded", "mine"])
+            #expect(!FileManager.default.fileExists(atPath: packages.appendingPathComponent("stranded").path))
+            #expect(FileManager.default.fileExists(atPath: packages.appendingPathComponent("mine").path))
+            let stale = try await second.status(token)
+            #expect(stale.downloadState == .stale)
+            #expect(stale.error?.reason == .filesMissing)
+            #expect(try await eventually { delegate.storageChanges.withLock { $0 } == 1 })
+            #expect(await second.videoObject(fromOfflineVideoToken: token)?.playableOffline == false)
+            await second.close()
+        }
+    }
+}

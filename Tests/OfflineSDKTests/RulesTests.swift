@@ -1,0 +1,125 @@
+import Foundation
+@testable import OfflineSDK
+import Testing
+import WireModels
+
+@Suite("Download rules (pure)")
+struct RulesTests {
+    static let master = try! MasterPlaylist(parsing: """
+        #EXTM3U
+        #EXT-X-VERSION:5
+        #EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="aud",LANGUAGE="en",NAME="English",DEFAULT=NO,AUTOSELECT=YES,URI="a/en.m3u8"
+        #EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="aud",LANGUAGE="fr-CA",NAME="Français",DEFAULT=YES,AUTOSELECT=YES,URI="a/fr.m3u8"
+        #EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID="subs",LANGUAGE="de",NAME="Deutsch",DEFAULT=NO,AUTOSELECT=NO,URI="s/de.m3u8"
+        #EXT-X-STREAM-INF:BANDWIDTH=900000,CODECS="avc1.4d401e,mp4a.40.2",RESOLUTION=640x360,AUDIO="aud",SUBTITLES="subs"
+        v/640.m3u8
+        #EXT-X-STREAM-INF:BANDWIDTH=400000,CODECS="avc1.4d401e,mp4a.40.2",RESOLUTION=416x234,AUDIO="aud",SUBTITLES="subs"
+        v/416.m3u8
+        #EXT-X-STREAM-INF:BANDWIDTH=64000,CODECS="mp4a.40.2",AUDIO="aud"
+        v/audio-only.m3u8
+        #EXT-X-STREAM-INF:BANDWIDTH=2000000,CODECS="avc1.4d401f,mp4a.40.2",RESOLUTION=960x540,AUDIO="aud",SUBTITLES="subs"
+        v/960.m3u8
+
+        """)
+
+    @Test("bitrate: the largest variant at or below the request; none or too low takes the lowest with video",
+          arguments: [(nil, 400_000), (399_999, 400_000), (400_000, 400_000), (899_999, 400_000), (900_000, 900_000),
+                      (1_999_999, 900_000), (5_000_000, 2_000_000), (64_000, 400_000)] as [(Int?, Int)])
+    func bitrate(requested: Int?, expected: Int) {
+        #expect(RenditionChooser.variant(in: Self.master, requestedBitrate: requested)?.bandwidth == expected)
+    }
+
+    @Test("languages: default audio when none asked; prefix matching; unknown languages are errors")
+    func languages() throws {
+        let variant = try #require(RenditionChooser.variant(in: Self.master, requestedBitrate: nil))
+        let defaults = try RenditionChooser.tracks(master: Self.master, variant: variant, audioLanguages: [], subtitleLanguages: [])
+        #expect(defaults.map(\.kind) == [.video, .audio])
+        #expect(defaults[1].language == "fr-CA", "the DEFAULT=YES rendition")
+        let chosen = try RenditionChooser.tracks(master: Self.master, variant: variant, audioLanguages: ["EN", "fr", "en"], subtitleLanguages: ["de"])
+        #expect(chosen.map(\.kind) == [.video, .audio, .audio, .subtitles])
+        #expect(chosen.compactMap(\.language) == ["en", "fr-CA", "de"])
+        let noSpanish = #expect(throws: OfflineVideoError.self) {
+            try RenditionChooser.tracks(master: Self.master, variant: variant, audioLanguages: ["es"], subtitleLanguages: [])
+        }
+        #expect(noSpanish?.code == .invalidParameter)
+        #expect(noSpanish?.reason == .noMatchingRendition)
+        #expect(throws: OfflineVideoError.self) {
+            try RenditionChooser.tracks(master: Self.master, variant: variant, audioLanguages: [], subtitleLanguages: ["ja"])
+        }
+    }
+
+    @Test("license parameters: purchase or a positive rental; renewals take no bitrate")
+    func parameters() throws {
+        #expect(try ParameterRules.validateNewLicense(.purchase) == .purchase)
+        #expect(try ParameterRules.validateNewLicense(.rental(duration: 60, playDuration: 30)) == .rental(duration: 60, playDuration: 30))
+        for bad: LicenseTerms? in [nil, .rental(duration: 0), .rental(duration: -5), .rental(duration: 60, playDuration: 0),
+                                    .rental(duration: .infinity)] {
+            let error = #expect(throws: OfflineVideoError.self) { try ParameterRules.validateNewLicense(bad) }
+            #expect(error?.code == .invalidParameter)
+            #expect(error?.reason == .invalidLicenseParameters)
+        }
+        #expect(throws: OfflineVideoError.self) {
+            try ParameterRules.validateRenewal(DownloadParameters(requestedBitrate: 100, license: .purchase))
+        }
+        #expect(try ParameterRules.validateRenewal(DownloadParameters(license: .purchase)) == .purchase)
+        #expect(throws: OfflineVideoError.self) { try ParameterRules.validateBitrate(0) }
+    }
+
+    @Test("retries back off exponentially up to a cap, and give up only after 5 errors in a row without progress")
+    func retries() {
+        let policy = RetryPolicy()
+        #expect(policy.delay(afterFailures: 1) == .milliseconds(250))
+        #expect(policy.delay(afterFailures: 2) == .milliseconds(500))
+        #expect(policy.delay(afterFailures: 4) == .seconds(2))
+        #expect(policy.delay(afterFailures: 50) == .seconds(8))
+        var streak = FailureStreak()
+        for _ in 1...4 {
+            let giveUp = streak.recordFailure(policy: policy)
+            #expect(!giveUp)
+        }
+        streak.recordProgress()
+        for _ in 1...4 {
+            let giveUp = streak.recordFailure(policy: policy)
+            #expect(!giveUp)
+        }
+        let giveUp = streak.recordFailure(policy: policy)
+        #expect(giveUp)
+    }
+
+    @Test("progress is bytes done over bytes expected, never 100 before the end, at most 10 reports a second")
+    func progress() {
+        #expect(ProgressMeter.percent(done: 0, remainingEstimate: 0, complete: false) == 0)
+        #expect(ProgressMeter.percent(done: 50, remainingEstimate: 50, complete: false) == 50)
+        #expect(ProgressMeter.percent(done: 1_000_000, remainingEstimate: 0, complete: false) < 100)
+        #expect(ProgressMeter.percent(done: 10, remainingEstimate: 0, complete: true) == 100)
+        var meter = ProgressMeter()
+        let start = ContinuousClock.now
+        let first = meter.shouldReport(at: start)
+        let tooSoon = meter.shouldReport(at: start + .milliseconds(99))
+        let later = meter.shouldReport(at: start + .milliseconds(100))
+        #expect(first && !tooSoon && later)
+        let reports = (0..<1000).filter { meter.shouldReport(at: start + .milliseconds(100 + $0)) }.count
+        #expect(reports <= 10)
+    }
+
+    @Test("local playlists point at relative files named by track and sequence")
+    func layout() throws {
+        let media = try MediaPlaylist(parsing: """
+            #EXTM3U
+            #EXT-X-TARGETDURATION:2
+            #EXT-X-KEY:METHOD=SAMPLE-AES,URI="skd://abc",KEYFORMAT="com.apple.streamingkeydelivery",KEYFORMATVERSIONS="1"
+            #EXTINF:2.000,
+            http://h/media/v1/x/0.ts?fastly_token=abc
+            #EXTINF:2.000,
+            http://h/media/v1/x/1.ts?fastly_token=abc
+            #EXT-X-ENDLIST
+
+            """)
+        let local = PackageLayout.localMediaPlaylist(media, trackFolder: "1-audio-en", kind: .audio)
+        #expect(local.segments.map(\.uri) == ["00000.ts", "00001.ts"])
+        #expect(local.render().contains("skd://abc"))
+        #expect(PackageLayout.segmentFile(trackFolder: "2-subtitles-fr", sequence: 7, remoteURL: "http://h/x/7.vtt?t=1", kind: .subtitles)
+                == "2-subtitles-fr/00007.vtt")
+        #expect(PackageLayout.trackFolder(position: 3, TrackChoice(kind: .audio, language: "../x", name: "", playlistURL: "")) == "3-audio-___x")
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import Logging
+import MockBackend
+@testable import OfflineSDK
+import Synchronization
+import TestKit
+import Testing
+import WireModels
+
+enum Catalog {
+    static let account = "6415818918001"
+    static let searchKey = "BCpkADawqM1northwindSEARCHkey0001"
+    static let playKey = "BCpkADawqM1northwindPLAYkey000002"
+    static let contoso = "5434391461001"
+    static let contosoKey = "BCpkADawqM1contosoPLAYkey00000002"
+    /// Clear, 12 s, 3 renditions, audio en/fr/es, subtitles en/fr/de in the manifest and sideband.
+    static let clearVideo = "6415818918101"
+    static let fairPlayVideo = "6415818918103"
+    static let streamOnlyVideo = "6415818918105"
+    /// Clear, 2 hours (600 passes of the fixture).
+    static let marathonVideo = "6415818918106"
+    static let englishOnlyVideo = "6415818918109"
+    static let contosoAESVideo = "5434391461102"
+}
+
+/// Runs `body` with a mock backend on port 0 and a fresh data directory, then stops it.
+func withBackend(_ configure: (inout BackendConfiguration) -> Void = { _ in },
+                 _ body: (MockBackendServer) async throws -> Void) async throws {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    var configuration = BackendConfiguration(dataDirectory: directory.url)
+    configuration.port = 0
+    configure(&configuration)
+    var logger = Logger(label: "test")
+    logger.logLevel = .warning
+    let server = try MockBackendServer.start(configuration: configuration, logger: logger)
+    defer { server.shutdown(gracePeriod: .seconds(1)) }
+    try await body(server)
+}
+
+/// A manager configuration on a fresh storage folder (removed by the caller via `storage.remove()`),
+/// with no free-space reserve and quick retries.
+func testConfiguration(_ storage: TemporaryDirectory) -> OfflineVideoManagerConfiguration {
+    var configuration = OfflineVideoManagerConfiguration(storageDirectory: storage.url)
+    configuration.minimumFreeSpace = 0
+    configuration.retryInitialDelay = .milliseconds(20)
+    return configuration
+}
+
+/// Collects every event of a manager, and lets a test wait for one.
+final class EventRecorder: Sendable {
+    final class Log: Sendable {
+        let events = Mutex<[OfflineVideoEvent]>([])
+    }
+    let log = Log()
+    private let task: Task<Void, Never>
+
+    init(_ manager: OfflineVideoManager) {
+        let stream = manager.events()
+        let log = self.log
+        task = Task { for await event in stream { log.events.withLock { $0.append(event) } } }
+    }
+
+    deinit { task.cancel() }
+
+    var all: [OfflineVideoEvent] { log.events.withLock { $0 } }
+
+    /// Waits (up to `timeout`) until an event matches; returns it.
+    @discardableResult
+    func wait(timeout: Duration = .seconds(60), for match: (OfflineVideoEvent) -> Bool) async throws -> OfflineVideoEvent {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let found = all.first(where: match) { return found }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Issue.record("timed out waiting for an event; got \(all.count) events, last: \(String(describing: all.last))")
+        throw CancellationError()
+    }
+
+    /// Waits for `.downloadFinished` of `token` and returns its error.
+    func finished(_ token: OfflineVideoToken, timeout: Duration = .seconds(120)) async throws -> OfflineVideoError? {
+        let event = try await wait(timeout: timeout) { if case .downloadFinished(token, _) = $0 { true } else { false } }
+        if case .downloadFinished(_, let error) = event { return error }
+        return nil
+    }
+}
+
+extension OfflineVideoManager {
+    /// The status of `token`, which must exist.
+    func status(_ token: OfflineVideoToken) async throws -> OfflineVideoStatus {
+        try #require(try offlineVideoStatus(forToken: token))
+    }
+}
+
+/// Polls `condition` until it holds or `timeout` passes.
+func eventually(timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    return false
+}
+
+/// A manager on fresh storage, its event recorder and a Playback API service for Northwind.
+struct Harness {
+    let storage: TemporaryDirectory
+    let manager: OfflineVideoManager
+    let events: EventRecorder
+    let service: PlaybackService
+
+    /// Finds `id` and requests its download with the given selections and parameters.
+    func request(_ id: String, _ selections: MediaSelections? = nil, _ parameters: DownloadParameters? = nil) async throws -> OfflineVideoToken {
+        try await manager.requestVideoDownload(try await service.findVideo(id: id), mediaSelections: selections, parameters: parameters)
+    }
+}
+
+/// Runs `body` with a harness against `server`; closes the manager and removes the storage after.
+func withHarness(_ server: MockBackendServer, _ configure: (inout OfflineVideoManagerConfiguration) -> Void = { _ in },
+                 _ body: (Harness) async throws -> Void) async throws {
+    let storage = try TemporaryDirectory()
+    defer { storage.remove() }
+    var configuration = testConfiguration(storage)
+    configure(&configuration)
+    let manager = try await OfflineVideoManager(configuration: configuration)
+    let harness = Harness(storage: storage, manager: manager, events: EventRecorder(manager),
+                          service: PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey))
+    do {
+        try await body(harness)
+    } catch {
+        await manager.close()
+        throw error
+    }
+    await manager.close()
+}
