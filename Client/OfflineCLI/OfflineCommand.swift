@@ -3,15 +3,15 @@ import Foundation
 import OfflineSDK
 import WireModels
 
-/// `offline`: the SDK from the command line. For now it finds videos, playlists and search
-/// results through the Playback API; downloading, licensing and offline playback come
-/// with the OfflineVideoManager.
+/// `offline`: the SDK from the command line: find videos through the Playback API, download
+/// them with the OfflineVideoManager, list, pause, resume, cancel and delete them.
 @main
 struct OfflineCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "offline",
-        abstract: "Find videos through a Playback API (the mock backend or a real one).",
-        subcommands: [VideoCommand.self, PlaylistCommand.self, SearchCommand.self])
+        abstract: "Find and download videos for offline playback, against the mock backend or a real Playback API.",
+        subcommands: [VideoCommand.self, PlaylistCommand.self, SearchCommand.self, DownloadCommand.self, ListCommand.self,
+                      ResumeCommand.self, ControlCommand.self])
 }
 
 /// Where the Playback API is and who is asking.

@@ -11,8 +11,10 @@ extension OfflineVideoManager {
         for record in records {
             switch record.downloadState {
             case .requested, .downloading:
-                try setState(record.token, .requested)
-                queue.append(record.token)
+                if configuration.resumesDownloadsAtStart {
+                    try setState(record.token, .requested)
+                    queue.append(record.token)
+                }
             case .completed:
                 if let missing = missingFile(record) {
                     let error = OfflineVideoError(.downloadFailure, .filesMissing, "Files of the download vanished: \(missing)")

@@ -45,6 +45,9 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     public var retryInitialDelay: Duration = .milliseconds(250)
     /// The least time between two progress reports of a download (default 100 ms: 10 a second).
     public var progressInterval: Duration = .milliseconds(100)
+    /// Whether a new manager continues the downloads a previous run left unfinished (default
+    /// yes; tools that only look at the store turn it off).
+    public var resumesDownloadsAtStart = true
     /// Which network the device is on.
     public var network: any NetworkMonitor = ManualNetworkMonitor()
     /// The clock license and URL expiry decisions read.

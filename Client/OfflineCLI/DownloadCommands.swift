@@ -1,0 +1,151 @@
+import ArgumentParser
+import Foundation
+import OfflineSDK
+import WireModels
+
+/// Where the SDK keeps its offline store and packages.
+struct StorageOptions: ParsableArguments {
+    @Option(help: "Storage folder of the offline store. [OFFLINE_STORAGE, default ~/.local/share/OfflineSDK]")
+    var storage: String?
+
+    @Option(help: "Segments fetched in parallel per download.")
+    var parallel: Int = 6
+
+    @Flag(help: "Allow downloads over cellular (the SDK's default is no).")
+    var allowCellular = false
+
+    func manager(delegate: (any OfflineVideoManagerDelegate)? = nil, resuming: Bool = true) async throws -> OfflineVideoManager {
+        var configuration = OfflineVideoManagerConfiguration()
+        configuration.resumesDownloadsAtStart = resuming
+        if let folder = storage ?? ProcessInfo.processInfo.environment["OFFLINE_STORAGE"] {
+            configuration.storageDirectory = URL(fileURLWithPath: folder)
+        }
+        configuration.segmentsInParallel = max(1, parallel)
+        configuration.options.allowsCellularDownload = allowCellular
+        return try await OfflineVideoManager(configuration: configuration, delegate: delegate)
+    }
+}
+
+struct DownloadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "download", abstract: "Download a video for offline playback and wait until it is done.")
+    @OptionGroup var service: ServiceOptions
+    @OptionGroup var storage: StorageOptions
+    @Argument(help: "Video id, or ref:REFERENCE_ID.") var id: String
+    @Option(help: "Bitrate in bits/s: the largest rendition at or below it (default: the lowest).") var bitrate: Int?
+    @Option(help: "Audio languages, comma-separated (default: the default audio).") var audio: String?
+    @Option(help: "Subtitle languages, comma-separated.") var subtitles: String?
+    @Flag(help: "Print one line per progress event instead of a status line.") var verbose = false
+
+    func run() async throws {
+        let playback = try service.service()
+        let video = id.hasPrefix("ref:") ? try await playback.findVideo(referenceID: String(id.dropFirst(4)))
+                                         : try await playback.findVideo(id: id)
+        let manager = try await storage.manager()
+        let events = manager.events()
+        let selections = MediaSelections(audioLanguages: Self.list(audio), subtitleLanguages: Self.list(subtitles))
+        let token = try await manager.requestVideoDownload(video, mediaSelections: selections,
+                                                           parameters: DownloadParameters(requestedBitrate: bitrate))
+        print("downloading \(video.name) as \(token)")
+        try await Progress.follow(events, tokens: [token], manager: manager, verbose: verbose)
+        await manager.close()
+    }
+
+    static func list(_ text: String?) -> [String] {
+        (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+}
+
+struct ListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List offline videos and their state.")
+    @OptionGroup var storage: StorageOptions
+
+    func run() async throws {
+        let manager = try await storage.manager(resuming: false)
+        let statuses = try await manager.offlineVideoStatus()
+        if statuses.isEmpty { print("no offline videos") }
+        for status in statuses {
+            let name = await manager.videoObject(fromOfflineVideoToken: status.token)?.name ?? "?"
+            var line = "\(status.token)  \(status.downloadState)  \(String(format: "%5.1f", status.downloadPercent)) %  \(name)"
+            if let error = status.error { line += "  error \(error.code.rawValue) \(error.reason.rawValue): \(error.message)" }
+            print(line)
+        }
+    }
+}
+
+struct ResumeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resume", abstract: "Continue interrupted downloads (and a suspended or failed one by token) and wait for them.")
+    @OptionGroup var storage: StorageOptions
+    @Argument(help: "A suspended or failed download to resume too.") var token: String?
+    @Flag(help: "Print one line per progress event.") var verbose = false
+
+    func run() async throws {
+        let manager = try await storage.manager()
+        let events = manager.events()
+        if let token { try await manager.resumeVideoDownload(token) }
+        let active = try await manager.offlineVideoStatus().filter { $0.downloadState == .requested || $0.downloadState == .downloading }
+        if active.isEmpty { print("nothing to resume") }
+        try await Progress.follow(events, tokens: active.map(\.token), manager: manager, verbose: verbose)
+        await manager.close()
+    }
+}
+
+struct ControlCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "control", abstract: "Pause, cancel or delete an offline video.")
+    enum Action: String, ExpressibleByArgument, CaseIterable { case pause, cancel, delete }
+    @OptionGroup var storage: StorageOptions
+    @Argument(help: "pause, cancel or delete") var action: Action
+    @Argument(help: "The offline video token.") var token: String
+
+    func run() async throws {
+        let manager = try await storage.manager(resuming: false)
+        switch action {
+        case .pause: try await manager.pauseVideoDownload(token)
+        case .cancel: try await manager.cancelVideoDownload(token)
+        case .delete: try await manager.deleteOfflineVideo(token)
+        }
+        print("\(action.rawValue): \(token)")
+    }
+}
+
+/// Follows downloads on the terminal until each has finished.
+enum Progress {
+    static func follow(_ events: AsyncStream<OfflineVideoEvent>, tokens: [OfflineVideoToken], manager: OfflineVideoManager,
+                       verbose: Bool) async throws {
+        var open = Set(tokens)
+        guard !open.isEmpty else { return }
+        var failures: [String] = []
+        var lastLine = ContinuousClock.now - .seconds(1)
+        for await event in events {
+            switch event {
+            case .progress(let token, let percent, let selection):
+                guard open.contains(token) else { continue }
+                if verbose {
+                    print("\(token.prefix(8))  \(selection)  \(String(format: "%5.1f", percent)) %")
+                } else if ContinuousClock.now - lastLine > .milliseconds(500) {
+                    lastLine = ContinuousClock.now
+                    let overall = (try? await manager.offlineVideoStatus(forToken: token))?.downloadPercent ?? percent
+                    print("\(token.prefix(8))  \(String(format: "%5.1f", overall)) %")
+                }
+            case .mediaSelectionFinished(let token, let selection):
+                if open.contains(token) { print("\(token.prefix(8))  \(selection) done") }
+            case .staticImagesDownloaded(let token):
+                if open.contains(token) { print("\(token.prefix(8))  poster and thumbnail fetched") }
+            case .downloadFinished(let token, let error):
+                guard open.remove(token) != nil else { continue }
+                if let error {
+                    print("\(token.prefix(8))  failed: \(error)")
+                    failures.append(token)
+                } else {
+                    let path = await manager.videoObject(fromOfflineVideoToken: token)?.offlineVideoPath ?? "?"
+                    print("\(token.prefix(8))  completed: \(path)")
+                }
+            case .storageChanged:
+                print("offline storage changed while the manager was not running")
+            }
+            if open.isEmpty { break }
+        }
+        if !failures.isEmpty { throw ExitCode(1) }
+    }
+}
