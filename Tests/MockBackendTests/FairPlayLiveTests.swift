@@ -130,4 +130,24 @@ struct FairPlayLiveTests {
             }
         }
     }
+
+    @Test("a FairPlay segment over HTTP: ETag, If-None-Match 304, byte ranges of the cached encrypted file")
+    func rangesAndETag() async throws {
+        try await withLiveServer { server in
+            let master = try #require(try await server.fetchVideo(Fixture.fairPlayVideo).sources.first?.src)
+            let playlist = try MasterPlaylist(parsing: try await Curl.fetch(master).text)
+            let media = try MediaPlaylist(parsing: try await Curl.fetch(try #require(playlist.variants.first?.uri)).text)
+            let url = media.segments[1].uri
+            let whole = try await Curl.fetch(url)
+            #expect(whole.status == 200)
+            #expect(whole.header("Content-Type") == "video/mp2t")
+            #expect(whole.body != (try Fixture.media("video/416x234/seg_001.ts")))
+            let etag = try #require(whole.header("ETag"))
+            let part = try await Curl.fetch(url, ["-r", "100-1099"])
+            #expect(part.status == 206)
+            #expect(part.header("Content-Range") == "bytes 100-1099/\(whole.body.count)")
+            #expect(part.body == Array(whole.body[100 ... 1099]))
+            #expect(try await Curl.fetch(url, ["-H", "If-None-Match: \(etag)"]).status == 304)
+        }
+    }
 }
