@@ -30,6 +30,15 @@ let package = Package(
             path: "Shared/WireModels",
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "SampleAES",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "Shared/SampleAES",
+            swiftSettings: swiftSettings
+        ),
 
         // Server
         .systemLibrary(
@@ -47,7 +56,7 @@ let package = Package(
         .target(
             name: "MockBackend",
             dependencies: [
-                "MicroHTTP", "WireModels",
+                "MicroHTTP", "WireModels", "SampleAES",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -105,7 +114,7 @@ let package = Package(
                     resources: [.copy("Resources")], swiftSettings: swiftSettings),
         .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "CurlTransfer", "TestKit", .product(name: "Logging", package: "swift-log")], path: "Tests/MicroHTTPTests",
                     swiftSettings: swiftSettings),
-        .testTarget(name: "MockBackendTests", dependencies: ["MockBackend", "MicroHTTP", "WireModels", "CurlTransfer", "TestKit",
+        .testTarget(name: "MockBackendTests", dependencies: ["MockBackend", "MicroHTTP", "WireModels", "CurlTransfer", "TestKit", "SampleAES",
                                    .product(name: "Logging", package: "swift-log"),
                                    .product(name: "GRDB", package: "GRDB.swift")],
                     path: "Tests/MockBackendTests", swiftSettings: swiftSettings),
@@ -114,5 +123,9 @@ let package = Package(
         .testTarget(name: "OfflineSDKTests", dependencies: ["OfflineSDK", "MockBackend", "WireModels", "CurlTransfer", "TestKit",
                                                             .product(name: "Logging", package: "swift-log")],
                     path: "Tests/OfflineSDKTests", swiftSettings: swiftSettings),
+        .testTarget(name: "SampleAESTests", dependencies: ["SampleAES", .product(name: "Crypto", package: "swift-crypto"),
+                                                           .product(name: "_CryptoExtras", package: "swift-crypto")],
+                    path: "Tests/SampleAESTests",
+                    swiftSettings: swiftSettings),
     ]
 )

@@ -40,12 +40,13 @@ public final class MockBackendApp: Sendable {
         }
         contentKeys = keys
         renderer = VideoRenderer(links: links, contentKeys: keys, mediaTokenTTL: configuration.mediaTokenTTL)
-        packager = HLSPackager(links: links)
+        packager = HLSPackager(links: links, plainSampleAESKeys: configuration.plainSampleAESKeysForTesting)
         encryptor = SegmentEncryptor(cacheDirectory: configuration.dataDirectory.appendingPathComponent("cache"))
         var router = Router<MockBackendApp>()
         MockBackendApp.addPlaybackAPIRoutes(to: &router)
         MockBackendApp.addManifestRoutes(to: &router)
         MockBackendApp.addLicenseRoutes(to: &router)
+        MockBackendApp.addSampleAESTestKeyRoute(to: &router)
         MockBackendApp.addAssetRoutes(to: &router)
         MockBackendApp.addAdminRoutes(to: &router)
         self.router = router

@@ -137,13 +137,18 @@ struct URLTokenTests {
         }
     }
 
-    @Test("FairPlay manifests are 501 with an error array, never clear media")
+    @Test("FairPlay manifests are served, and a FairPlay segment is never the clear fixture bytes")
     func fairPlayManifest() async throws {
         try await withApp { app, _ in
             for id in [Fixture.fairPlayVideo, "6415818918104", "6415818918108"] {
                 let response = try app.get(url: try app.masterURL(id))
-                try expectError(response, 501, "NOT_IMPLEMENTED", "FAIRPLAY_PACKAGING")
-                #expect(!(try response.text().contains("#EXTM3U")))
+                #expect(response.status == 200)
+                #expect(try response.text().hasPrefix("#EXTM3U"))
+                let master = try MasterPlaylist(parsing: try response.text())
+                let video = try app.mediaPlaylist(url: try #require(master.variants.first { $0.resolution?.width == 416 }?.uri))
+                let segment = try app.get(url: video.segments[0].uri).bytes()
+                #expect(!segment.isEmpty)
+                #expect(segment != (try Fixture.media("video/416x234/seg_000.ts")))
             }
         }
     }

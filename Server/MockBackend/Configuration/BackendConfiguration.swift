@@ -24,6 +24,12 @@ public struct BackendConfiguration: Sendable {
     public var addedLatencyMilliseconds = 0
     /// The largest request body accepted.
     public var maxBodySize = 64 * 1024
+    /// TEST ONLY, never for real use: FairPlay media playlists name a plain HTTP key URL
+    /// (identity key format) instead of `skd://`, and `/license/v1/sample-aes-test-key/…`
+    /// hands out the raw content key, so tools without FairPlay (ffmpeg) can decode the
+    /// SAMPLE-AES media. It gives the key to anyone holding a media URL. Default off; the
+    /// key endpoint answers 404 while it is off.
+    public var plainSampleAESKeysForTesting = false
 
     /// Creates a configuration with the given data directory and catalog and defaults elsewhere.
     public init(dataDirectory: URL = BackendConfiguration.defaultDataDirectory,

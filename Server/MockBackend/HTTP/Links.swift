@@ -35,6 +35,11 @@ struct Links: Sendable {
 
     static func certificatePath(accountID: String) -> String { "/license/v1/fairplay_app_cert/\(accountID)" }
 
+    /// The raw SAMPLE-AES key of a FairPlay video, only with `plainSampleAESKeysForTesting`.
+    static func sampleAESTestKeyPath(_ video: CatalogVideo, keyID: String) -> String {
+        "/license/v1/sample-aes-test-key/\(video.accountID)/\(video.uuid)/\(keyID)"
+    }
+
     static func imagePath(_ video: CatalogVideo, width: Int, height: Int) -> String {
         "/image/v1/\(video.accountID)/\(video.uuid)/\(width)x\(height)/image.jpg"
     }

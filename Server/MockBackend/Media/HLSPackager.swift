@@ -9,6 +9,9 @@ struct HLSPackager: Sendable {
     static let subtitleGroup = "subs"
 
     var links: Links
+    /// Test-only: FairPlay media playlists point at the plain key URL (see
+    /// `BackendConfiguration.plainSampleAESKeysForTesting`).
+    var plainSampleAESKeys = false
 
     /// The master playlist. `key` is the video's content key (needed for FairPlay's session key).
     func master(_ video: CatalogVideo, key: ContentKey?, expiresAt: Date) -> MasterPlaylist {
@@ -65,6 +68,10 @@ struct HLSPackager: Sendable {
             case .aes128:
                 encryption = EncryptionKey(method: .aes128,
                                            uri: links.signed(Links.aes128KeyPath(video, keyID: key.keyID), expiresAt: keyExpiresAt),
+                                           iv: EncryptionKey.ivString(key.iv))
+            case .fairplay where plainSampleAESKeys:
+                encryption = EncryptionKey(method: .sampleAES,
+                                           uri: links.signed(Links.sampleAESTestKeyPath(video, keyID: key.keyID), expiresAt: keyExpiresAt),
                                            iv: EncryptionKey.ivString(key.iv))
             case .fairplay:
                 encryption = EncryptionKey(method: .sampleAES, uri: "skd://\(key.keyID)", iv: EncryptionKey.ivString(key.iv),

@@ -44,17 +44,13 @@ extension MockBackendApp {
     }
 
     /// Shared checks for manifest and media URLs: a valid token for this path, a video with
-    /// this uuid in this account and protection. FairPlay waits for its packager.
+    /// this uuid in this account and protection.
     func mediaRequest(_ request: HTTPRequest, _ p: RouteParameters,
                       _ body: (CatalogVideo) throws(ErrorResponse) -> HTTPResponse) -> HTTPResponse {
         if let refused = links.verify(request, now: clock.now()) { return refused.response }
         guard let video = catalog.video(uuid: p["video"]), video.accountID == p["account"],
               video.protection.rawValue == p["protection"]
         else { return notFound(request).response }
-        if video.protection == .fairplay {
-            return APIResponse.error(501, "NOT_IMPLEMENTED", "FAIRPLAY_PACKAGING",
-                                     "FairPlay (SAMPLE-AES) packaging is not available in this version of the mock backend")
-        }
         do { return try body(video) } catch { return error.response }
     }
 
@@ -76,10 +72,16 @@ extension MockBackendApp {
         let fixtureIndex = sequence % files.count
         let file = files[fixtureIndex]
         let contentType = rendition.kind == .subtitles ? "text/vtt; charset=utf-8" : "video/mp2t"
-        if video.protection == .aes128, rendition.kind != .subtitles, let key = contentKeys[video.id] {
+        if video.protection != .clear, rendition.kind != .subtitles {
+            // Protected media is never served clear, not even when its key went missing.
+            guard let key = contentKeys[video.id] else {
+                throw ErrorResponse(500, PlaybackAPIErrorCode.serverError, nil, "no content key for this video")
+            }
             let cacheName = "\(rendition.kind.rawValue)-\(rendition.index)-\(fixtureIndex).ts"
             do {
-                let path = try encryptor.aes128Segment(source: file.path, cacheName: cacheName, key: key)
+                let path = video.protection == .fairplay
+                    ? try encryptor.sampleAESSegment(source: file.path, cacheName: cacheName, key: key)
+                    : try encryptor.aes128Segment(source: file.path, cacheName: cacheName, key: key)
                 if let response = HTTPResponse.file(at: path, contentType: contentType) { return response }
             } catch {
                 logger.error("cannot encrypt \(file.path): \(error)")
