@@ -14,6 +14,9 @@ struct StorageOptions: ParsableArguments {
     @Flag(help: "Allow downloads over cellular (the SDK's default is no).")
     var allowCellular = false
 
+    @Option(name: .customLong("reserve-mb"), help: "Refuse a download that would leave less free space than this (MiB).")
+    var reserveMB: Int = 1024
+
     func manager(delegate: (any OfflineVideoManagerDelegate)? = nil, resuming: Bool = true) async throws -> OfflineVideoManager {
         var configuration = OfflineVideoManagerConfiguration()
         configuration.resumesDownloadsAtStart = resuming
@@ -21,6 +24,7 @@ struct StorageOptions: ParsableArguments {
             configuration.storageDirectory = URL(fileURLWithPath: folder)
         }
         configuration.segmentsInParallel = max(1, parallel)
+        configuration.minimumFreeSpace = Int64(max(0, reserveMB)) * 1_048_576
         configuration.options.allowsCellularDownload = allowCellular
         return try await OfflineVideoManager(configuration: configuration, delegate: delegate)
     }

@@ -69,7 +69,7 @@ struct DownloadFailureTests {
         defer { folder.remove() }
         try write(testBytes(count: 10_000, seed: 23), to: folder.file("src.ts"))
         let arrivals = Arrivals()
-        let server = try fileServer(folder.path, latencyMilliseconds: 3000) { arrivals.arrived($0.target) }
+        let server = try fileServer(folder.path, latencyMilliseconds: 10_000) { arrivals.arrived($0.target) }
         defer { server.shutdown() }
         let engine = TransferEngine()
         let destination = folder.file("seg.ts")
@@ -94,7 +94,7 @@ struct DownloadFailureTests {
         defer { folder.remove() }
         try write(testBytes(count: 1_000, seed: 24), to: folder.file("src.ts"))
         let arrivals = Arrivals()
-        let server = try fileServer(folder.path, latencyMilliseconds: 3000) { arrivals.arrived($0.target) }
+        let server = try fileServer(folder.path, latencyMilliseconds: 10_000) { arrivals.arrived($0.target) }
         defer { server.shutdown() }
         var configuration = TransferEngine.Configuration()
         configuration.maxConcurrentTransfers = 1

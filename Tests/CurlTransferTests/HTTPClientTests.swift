@@ -142,7 +142,7 @@ struct HTTPClientTests {
 
     @Test func cancellingTheTaskCancelsTheRequest() async throws {
         let arrivals = Arrivals()
-        let server = try TestServer(latencyMilliseconds: 3000) { request in
+        let server = try TestServer(latencyMilliseconds: 10_000) { request in
             arrivals.arrived(request.target)
             return Self.echo(request)
         }

@@ -1,5 +1,8 @@
 import Foundation
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // Helpers every live test shares: real child processes (curl, ffprobe, ffmpeg, openssl),
 // the real curl's view of an answer, temporary directories, random bytes.
@@ -52,6 +55,11 @@ public final class RunningProcess: Sendable {
             scratch.remove()
             throw error
         }
+    }
+
+    /// Sends `signal` (SIGKILL by default) to the process.
+    public func kill(_ signal: Int32 = SIGKILL) {
+        _ = Glibc.kill(process.processIdentifier, signal)
     }
 
     /// Waits without holding a thread.

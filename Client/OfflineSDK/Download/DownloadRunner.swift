@@ -1,5 +1,6 @@
 import CurlTransfer
 import Foundation
+import GRDB
 import WireModels
 
 /// What one download reports while it runs.
@@ -128,7 +129,7 @@ struct DownloadRunner: Sendable {
                     if error.code == .cancelled { throw CancellationError() }
                     if error.code == .diskFull {
                         group.cancelAll()
-                        return .failure(OfflineVideoError(.downloadFailure, .diskFull, "The disk is full: \(error.message)"))
+                        return .failure(DownloadRunner.diskFull(error.message))
                     }
                     let refused = error.code.httpStatus.map { $0 == 403 || $0 == 410 } ?? false
                     if refused, let current = try reload([segment]).first, current.url != segment.url {
@@ -152,17 +153,19 @@ struct DownloadRunner: Sendable {
                     }
                 }
                 let now = ContinuousClock.now
-                if now - lastFlush >= .milliseconds(250) || unrecorded.count >= 64 {
-                    try store.markDone(token: token, unrecorded)
+                let reportNow = meter.shouldReport(at: now) || !finishedTracks.isEmpty
+                // Tracks reported finished must already be recorded as such.
+                if reportNow || now - lastFlush >= .milliseconds(250) || unrecorded.count >= 64 {
+                    do {
+                        try store.markDone(token: token, unrecorded)
+                    } catch where DownloadRunner.isDiskFull(error) {
+                        group.cancelAll()
+                        return .failure(DownloadRunner.diskFull("the offline store cannot be written"))
+                    }
                     unrecorded = []
                     lastFlush = now
                 }
-                if meter.shouldReport(at: now) || !finishedTracks.isEmpty {
-                    // Tracks reported finished must already be recorded as such.
-                    try store.markDone(token: token, unrecorded)
-                    unrecorded = []
-                    await report(progress(complete: false))
-                }
+                if reportNow { await report(progress(complete: false)) }
                 while !pending.isEmpty && running < parallelism {
                     let next = pending.removeFirst()
                     launch(next, after: retryDelay[key(next)])
@@ -172,9 +175,30 @@ struct DownloadRunner: Sendable {
             // Every segment was launched and came back finished: nothing is left pending.
             return .success(())
         }
-        try store.markDone(token: token, unrecorded)
+        if case .failure(let error) = result, error.reason == .diskFull {
+            // The partial files of unfinished segments are what filled the disk: give that room
+            // back so the failure itself can be recorded. Finished segments stay.
+            for segment in segments where !segment.done {
+                unlink(packageDirectory.appendingPathComponent(segment.file).path + ".part")
+            }
+        }
+        do {
+            try store.markDone(token: token, unrecorded)
+        } catch where DownloadRunner.isDiskFull(error) {
+            // Segments whose completion is not recorded are found on disk by the next run.
+            return .failure(DownloadRunner.diskFull("the offline store cannot be written"))
+        }
         if case .success = result { await report(progress(complete: true)) }
         return result
+    }
+
+    static func diskFull(_ detail: String) -> OfflineVideoError {
+        OfflineVideoError(.downloadFailure, .diskFull, "The disk is full: \(detail)")
+    }
+
+    /// Whether a store error is SQLite's "database or disk is full".
+    static func isDiskFull(_ error: any Error) -> Bool {
+        (error as? DatabaseError)?.resultCode == .SQLITE_FULL
     }
 
     private func fetch(_ segment: SegmentRecord, after delay: Duration?) async throws -> Outcome {

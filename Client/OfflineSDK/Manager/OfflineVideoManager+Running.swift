@@ -57,37 +57,46 @@ extension OfflineVideoManager {
                 await fetchImages(token)
                 try Task.checkCancellation()
                 if let sidebandError {
-                    try finish(token, error: sidebandError)
+                    finish(token, error: sidebandError)
                 } else {
-                    try finish(token, error: nil)
+                    finish(token, error: nil)
                 }
             case .failure(let error):
-                try finish(token, error: error)
+                finish(token, error: error)
             }
         } catch is CancellationError {
             // Paused, cancelled or closed: whoever cancelled has set the state.
         } catch {
             let failure = (error as? OfflineVideoError)
                 ?? OfflineVideoError(.downloadFailure, .storage, "The download stopped: \(error)")
-            try? finish(token, error: failure)
+            finish(token, error: failure)
         }
     }
 
-    /// Records the end of a download, then announces it.
-    func finish(_ token: OfflineVideoToken, error: OfflineVideoError?) throws {
+    /// Records the end of a download, then announces it, exactly once. A completion that
+    /// cannot be recorded becomes a storage failure; a failure that cannot be recorded (the
+    /// store's disk is full too) is still announced, the stored state then stays
+    /// `downloading` and the next start tries again.
+    func finish(_ token: OfflineVideoToken, error: OfflineVideoError?) {
+        var outcome = error
         if let error {
-            try fail(token, error)
+            try? fail(token, error)
         } else {
             let now = configuration.clock().timeIntervalSince1970
-            try storeCall {
-                try store.update(token) { record in
-                    record.state = OfflineVideoDownloadState.completed.rawValue
-                    record.endedAt = now
-                    record.error = nil
+            do {
+                try storeCall {
+                    try store.update(token) { record in
+                        record.state = OfflineVideoDownloadState.completed.rawValue
+                        record.endedAt = now
+                        record.error = nil
+                    }
                 }
+            } catch {
+                outcome = error
+                try? fail(token, error)
             }
         }
-        hub.emit(.downloadFinished(token, error: error))
+        hub.emit(.downloadFinished(token, error: outcome))
     }
 
     /// Turns runner progress into per-track events: a track's percent when it moved, and

@@ -1,0 +1,107 @@
+import Foundation
+import MockBackend
+@testable import OfflineSDK
+import TestKit
+import Testing
+import WireModels
+
+/// The `offline` executable built beside the tests.
+func offlineExecutable() throws -> String {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    for candidate in [".build/debug/offline", ".build/release/offline"] {
+        let path = root.appendingPathComponent(candidate).path
+        if FileManager.default.isExecutableFile(atPath: path) { return path }
+    }
+    Issue.record("the offline executable is not built (swift build --build-tests builds it)")
+    throw CancellationError()
+}
+
+@Suite("Crashes and full disks")
+struct CrashAndDiskTests {
+    @Test("a process killed with SIGKILL mid-download is continued by the next run, fetching only unfinished segments")
+    func sigkill() async throws {
+        try await withBackend { server in
+            let storage = try TemporaryDirectory()
+            defer { storage.remove() }
+            let offline = try offlineExecutable()
+            let common = ["--base-url", server.baseURL, "--account", Catalog.account, "--policy-key", Catalog.playKey]
+            let child = try RunningProcess(offline, ["download"] + common + ["--storage", storage.url.path, "--reserve-mb", "0",
+                                                                            Catalog.marathonVideo])
+            var configuration = testConfiguration(storage)
+            configuration.resumesDownloadsAtStart = false
+            let observer = try await OfflineVideoManager(configuration: configuration)
+            var token = ""
+            let started = try await eventually(timeout: .seconds(60)) {
+                guard let status = try await observer.offlineVideoStatus().first else { return false }
+                token = status.token
+                return status.downloadPercent > 5
+            }
+            #expect(started)
+            child.kill(SIGKILL)
+            let killed = await child.wait()
+            #expect(killed.exitCode != 0)
+            let folder = storage.url.appendingPathComponent("packages/\(token)")
+            let store = await observer.store
+            // Files on disk are complete (written under .part, renamed when whole); what the store
+            // has not recorded yet is picked up from the disk on the next run.
+            let onDisk = try store.segments(token).filter { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0.file).path) }
+            #expect(!onDisk.isEmpty && onDisk.count < 7200)
+            let inodes = try onDisk.map { try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent($0.file).path)[.systemFileNumber] as? Int }
+            #expect(try await observer.status(token).downloadState == .downloading)
+
+            let rerun = try await Run.process(offline, ["resume", "--storage", storage.url.path, "--reserve-mb", "0"])
+            #expect(rerun.exitCode == 0, "\(rerun.stdoutText) \(rerun.stderrText)")
+            #expect(rerun.stdoutText.contains("completed"))
+            #expect(try await observer.status(token).downloadState == .completed)
+            let after = try onDisk.map { try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent($0.file).path)[.systemFileNumber] as? Int }
+            #expect(after == inodes, "segments finished before the kill were not fetched again")
+            let all = try store.segments(token)
+            #expect(all.count == 7200 && all.allSatisfy { $0.done })
+            let leftovers = try FileManager.default.subpathsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".part") }
+            #expect(leftovers.isEmpty)
+            await observer.close()
+        }
+    }
+
+    @Test("a disk that fills during a download fails it with diskFull, keeps finished segments, and resumes once there is room")
+    func diskFull() async throws {
+        let mountPoint = try TemporaryDirectory()
+        defer { mountPoint.remove() }
+        let mount = try await Run.process("/bin/mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", mountPoint.url.path])
+        try #require(mount.exitCode == 0, "mounting a small tmpfs needs root (CI runs make test as root): \(mount.stderrText)")
+        defer { _ = try? Process.run(URL(fileURLWithPath: "/bin/umount"), arguments: ["-l", mountPoint.url.path]).waitUntilExit() }
+
+        let network = ManualNetworkMonitor(path: .none)
+        try await withBackend { server in
+            var configuration = OfflineVideoManagerConfiguration(storageDirectory: mountPoint.url.appendingPathComponent("offline"))
+            configuration.minimumFreeSpace = 0
+            configuration.retryInitialDelay = .milliseconds(20)
+            configuration.network = network
+            let manager = try await OfflineVideoManager(configuration: configuration)
+            let events = EventRecorder(manager)
+            let service = PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
+            let token = try await manager.requestVideoDownload(try await service.findVideo(id: Catalog.clearVideo), mediaSelections: nil,
+                                                               parameters: DownloadParameters(requestedBitrate: 10_000_000))
+            // Leave room for about one 960x540 segment, then let the download run.
+            let filler = mountPoint.url.appendingPathComponent("filler")
+            let free = try #require(OfflineVideoManager.freeSpace(at: mountPoint.url))
+            try Data(count: Int(free) - 400_000).write(to: filler)
+            network.currentPath = .wifi
+            let error = try #require(try await events.finished(token))
+            #expect(error.code == .downloadFailure)
+            #expect(error.reason == .diskFull)
+            let status = try await manager.status(token)
+            #expect(status.downloadState == .error)
+            #expect(status.downloadPercent < 100)
+            let store = await manager.store
+            let done = try store.segments(token).filter(\.done)
+            let folder = await manager.packageFolder(token)
+            #expect(done.allSatisfy { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0.file).path) })
+
+            try FileManager.default.removeItem(at: filler)
+            try await manager.resumeVideoDownload(token)
+            #expect(try await eventually { try await manager.status(token).downloadState == .completed })
+            await manager.close()
+        }
+    }
+}
