@@ -128,6 +128,7 @@ final class ServerCore: Sendable {
     let activeRequests = Atomic<Int>(0)
     let addedLatency: Atomic<Int>
     let timerQueue = DispatchQueue(label: "MicroHTTP.latency")
+    let mappedFiles: MappedFiles
     /// Connections suspended for added latency; `nil` once the server is stopping.
     let suspended = Mutex<Set<ConnectionHandle>?>([])
 
@@ -138,6 +139,7 @@ final class ServerCore: Sendable {
         self.handler = handler
         self.errorResponder = errorResponder
         self.addedLatency = Atomic(max(0, configuration.addedLatencyMilliseconds))
+        mappedFiles = MappedFiles(limit: configuration.mappedFileBytesLimit)
     }
 
     /// Resumes a connection whose latency is over, unless shutdown already resumed it.

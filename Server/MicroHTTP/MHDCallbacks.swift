@@ -39,13 +39,13 @@ nonisolated enum MHDCallbacks {
             if headerSize > core.configuration.maxHeaderSize {
                 state.bodyTooLarge = true
                 return queue(core.errorResponder(431, "request headers of \(headerSize) bytes are over the limit of \(core.configuration.maxHeaderSize)"),
-                             for: nil, state: state, connection: connection)
+                             for: nil, state: state, connection: connection, core: core)
             }
             if let length = header(connection, "Content-Length").flatMap({ UInt64($0) }),
                length > UInt64(core.configuration.maxBodySize) {
                 state.bodyTooLarge = true
                 return queue(core.errorResponder(413, "request body of \(length) bytes is over the limit of \(core.configuration.maxBodySize)"),
-                             for: nil, state: state, connection: connection)
+                             for: nil, state: state, connection: connection, core: core)
             }
             return .YES
         }
@@ -53,7 +53,7 @@ nonisolated enum MHDCallbacks {
 
         if let pending = state.pending {
             state.pending = nil
-            return queue(pending, for: nil, state: state, connection: connection)
+            return queue(pending, for: nil, state: state, connection: connection, core: core)
         }
         if state.status != 0 { return .YES }  // answered early (413); MHD is draining
 
@@ -93,7 +93,7 @@ nonisolated enum MHDCallbacks {
             }
             state.pending = nil
         }
-        return queue(response ?? core.errorResponder(500, "no response"), for: request, state: state, connection: connection)
+        return queue(response ?? core.errorResponder(500, "no response"), for: request, state: state, connection: connection, core: core)
     }
 
     static let completed: MHD_RequestCompletedCallback = { cls, _, conCls, termination in
@@ -128,7 +128,7 @@ nonisolated enum MHDCallbacks {
 
     /// Hands a response to MHD, applying ranges and conditionals first when `request` is given.
     private static func queue(_ response: HTTPResponse, for request: HTTPRequest?, state: RequestState,
-                              connection: OpaquePointer) -> MHD_Result {
+                              connection: OpaquePointer, core: ServerCore) -> MHD_Result {
         var response = request.map { response.applyingConditionals(for: $0) } ?? response
         let mhdResponse: OpaquePointer?
         switch response.body {
@@ -139,6 +139,11 @@ nonisolated enum MHDCallbacks {
                 MHD_create_response_from_buffer(raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress), .RESPMEM_MUST_COPY)
             }
         case .file(let path, let offset, let length):
+            if let mapped = core.mappedFiles.bytes(path: path, offset: offset, length: length) {
+                // The mapping outlives every response (it is never unmapped).
+                mhdResponse = MHD_create_response_from_buffer(Int(length), mapped, .RESPMEM_PERSISTENT)
+                break
+            }
             let fd = open(path, O_RDONLY | O_CLOEXEC)
             if fd < 0 {
                 response = HTTPResponse(status: 404, body: .empty)

@@ -30,6 +30,9 @@ public final class MockBackendServer: Sendable {
         httpConfiguration.threadCount = configuration.threadCount
         httpConfiguration.maxBodySize = configuration.maxBodySize
         httpConfiguration.addedLatencyMilliseconds = configuration.addedLatencyMilliseconds
+        // Fixture files and the encrypted-segment cache are written once (atomic renames), so
+        // they may be mapped and sent from memory.
+        httpConfiguration.mappedFileBytesLimit = configuration.mappedFileBytesLimit
         // The app needs the bound port for its URLs and the server needs a handler before it
         // binds, so the handler reads the app from a slot filled right after binding.
         let slot = AppSlot()

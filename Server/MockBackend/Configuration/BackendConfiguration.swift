@@ -22,6 +22,9 @@ public struct BackendConfiguration: Sendable {
     public var mediaTokenTTL: TimeInterval = 6 * 3600
     /// Milliseconds added to every response.
     public var addedLatencyMilliseconds = 0
+    /// Media files (fixtures, encrypted-segment cache) mapped into memory and sent from there,
+    /// in bytes; 0 sends every file with sendfile.
+    public var mappedFileBytesLimit = 512 * 1024 * 1024
     /// The largest request body accepted.
     public var maxBodySize = 64 * 1024
     /// TEST ONLY, never for real use: FairPlay media playlists name a plain HTTP key URL
