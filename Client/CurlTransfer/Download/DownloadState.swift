@@ -1,4 +1,6 @@
-/// A file download's state while it runs. Engine thread only.
+import Dispatch
+
+/// A file download's state while it runs. Engine thread only, except the commit below.
 final class DownloadState {
     let job: FileDownload
     let progress: DownloadProgress?
@@ -14,6 +16,9 @@ final class DownloadState {
     var lastReport: ContinuousClock.Instant?
     var lastReportedBytes: Int64 = -1
     private var outcome: Result<FileDownloadResult, TransferError>?
+    /// A complete `.part` file still to be synced and renamed: done off the engine thread by
+    /// `deliver()`, so one download's fsync never stalls the others.
+    private var pendingCommit: PendingCommit?
 
     init(job: FileDownload, progress: DownloadProgress?,
          continuation: CheckedContinuation<Result<FileDownloadResult, TransferError>, Never>) {
@@ -35,10 +40,42 @@ final class DownloadState {
         file = nil
     }
 
-    /// Resumes the caller with the settled outcome, once.
+    /// Settles a successful outcome that still needs `file` synced and renamed into place.
+    func answer(committing file: PartFile, result: FileDownloadResult) {
+        guard outcome == nil else { return }
+        outcome = .success(result)
+        pendingCommit = PendingCommit(file: file, destination: job.destination)
+        self.file = nil
+    }
+
+    /// Resumes the caller with the settled outcome, once; a pending commit runs first, on
+    /// the commit queue, and its failure replaces the success.
     func deliver() {
         guard let outcome, let continuation else { return }
         self.continuation = nil
-        continuation.resume(returning: outcome)
+        guard let commit = pendingCommit else {
+            continuation.resume(returning: outcome)
+            return
+        }
+        pendingCommit = nil
+        DownloadState.commitQueue.async {
+            do throws(TransferError) {
+                try commit.file.commit(to: commit.destination)
+                continuation.resume(returning: outcome)
+            } catch {
+                continuation.resume(returning: .failure(error))
+            }
+        }
     }
+
+    /// Where finished files are synced and renamed, in parallel, away from curl's loop.
+    static let commitQueue = DispatchQueue(label: "CurlTransfer.commit", qos: .utility, attributes: .concurrent)
+}
+
+/// A finished `.part` file on its way to the commit queue. Sendable because ownership moves
+/// with it: the engine thread drops its reference before the commit runs, so only the
+/// commit queue touches the file from then on.
+struct PendingCommit: @unchecked Sendable {
+    let file: PartFile
+    let destination: String
 }

@@ -12,7 +12,8 @@ private func writeToDescriptor(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _
 /// The `.part` file a download writes into, and the steps that turn it into the finished
 /// file: write everything, `fsync`, `rename` over the destination, `fsync` the folder.
 ///
-/// Used only on the engine thread. Owns its descriptor and closes it in `deinit`.
+/// Used on the engine thread, then (once complete) handed to the commit queue. Owns its
+/// descriptor and closes it in `deinit`.
 final class PartFile {
     let path: String
     private var descriptor: Int32

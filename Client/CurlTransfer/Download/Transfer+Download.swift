@@ -103,16 +103,10 @@ extension Transfer {
             state.answer(.failure(mismatch))
             return .answered
         }
-        do {
-            try file.commit(to: state.job.destination)
-        } catch {
-            state.answer(.failure(error))
-            return .answered
-        }
         reportProgress(state, final: true)
         let resumed: Int64 = if case .append = state.plan { state.resumeOffset } else { 0 }
-        state.answer(.success(FileDownloadResult(bytesWritten: state.bytesWritten, resumedFrom: resumed,
-                                                 totalSize: onDisk, status: head.status)))
+        state.answer(committing: file, result: FileDownloadResult(bytesWritten: state.bytesWritten, resumedFrom: resumed,
+                                                                  totalSize: onDisk, status: head.status))
         return .answered
     }
 

@@ -69,6 +69,29 @@ struct DownloadPlanner: Sendable {
         return playlist
     }
 
+    /// Several media playlists fetched at once, in the order of `urls`.
+    func media(_ urls: [String]) async throws(OfflineVideoError) -> [MediaPlaylist] {
+        var playlists: [Int: MediaPlaylist] = [:]
+        do {
+            try await withThrowingTaskGroup(of: (Int, MediaPlaylist).self) { group in
+                for (index, url) in urls.enumerated() {
+                    group.addTask { (index, try await self.media(url)) }
+                }
+                for try await (index, playlist) in group { playlists[index] = playlist }
+            }
+        } catch let error as OfflineVideoError {
+            throw error
+        } catch {
+            throw OfflineVideoError(.downloadFailure, .other, "Fetching the media playlists stopped: \(error)")
+        }
+        return try urls.indices.map { index throws(OfflineVideoError) in
+            guard let playlist = playlists[index] else {
+                throw OfflineVideoError(.downloadFailure, .other, "A media playlist fetch did not finish")
+            }
+            return playlist
+        }
+    }
+
     /// An absolute URL for `uri` as written in the playlist at `base`.
     static func resolve(_ uri: String, against base: String) -> String {
         if uri.contains("://") { return uri }
@@ -88,9 +111,10 @@ struct DownloadPlanner: Sendable {
         var folders: [(TrackChoice, folder: String)] = []
         // Audio renditions have no BANDWIDTH of their own: estimate them at 128 kbit/s,
         // subtitles at 1 kbit/s, until the real sizes arrive.
+        let remotes = try await media(choices.map(\.playlistURL))
         for (position, choice) in choices.enumerated() {
             let folder = PackageLayout.trackFolder(position: position, choice)
-            let remote = try await media(choice.playlistURL)
+            let remote = remotes[position]
             let bitsPerSecond: Double = switch choice.kind {
             case .video: Double(choice.bandwidth ?? 1_000_000)
             case .audio: 128_000
@@ -117,13 +141,16 @@ struct DownloadPlanner: Sendable {
     /// Fresh segment URLs for the tracks of a planned download, from a fresh video object.
     func freshURLs(video: PlaybackVideo, tracks: [TrackRecord]) async throws(OfflineVideoError) -> [(track: Int, sequence: Int, url: String)] {
         let (_, master) = try await master(of: video)
-        var urls: [(track: Int, sequence: Int, url: String)] = []
+        var playlistURLs: [String] = []
         for track in tracks {
             guard let playlistURL = DownloadPlanner.matching(track, in: master) else {
                 throw OfflineVideoError(.downloadFailure, .noMatchingRendition,
                                         "The video's playlists no longer have the \(track.kind) track \(track.name)")
             }
-            let remote = try await media(playlistURL)
+            playlistURLs.append(playlistURL)
+        }
+        var urls: [(track: Int, sequence: Int, url: String)] = []
+        for (track, remote) in zip(tracks, try await media(playlistURLs)) {
             for (index, segment) in remote.segments.enumerated() { urls.append((track.position, index, segment.uri)) }
         }
         return urls
