@@ -52,7 +52,7 @@ struct RulesTests {
     func parameters() throws {
         #expect(try ParameterRules.validateNewLicense(.purchase) == .purchase)
         #expect(try ParameterRules.validateNewLicense(.rental(duration: 60, playDuration: 30)) == .rental(duration: 60, playDuration: 30))
-        for bad: LicenseTerms? in [nil, .rental(duration: 0), .rental(duration: -5), .rental(duration: 60, playDuration: 0),
+        for bad: RequestedLicense? in [nil, .rental(duration: 0), .rental(duration: -5), .rental(duration: 60, playDuration: 0),
                                     .rental(duration: .infinity)] {
             let error = #expect(throws: OfflineVideoError.self) { try ParameterRules.validateNewLicense(bad) }
             #expect(error?.code == .invalidParameter)

@@ -2,7 +2,7 @@ import Foundation
 
 /// The license an offline FairPlay video is downloaded with (the reference's purchase and
 /// rental-duration keys, plus the play duration of "dual expiry"). Durations in seconds.
-public enum LicenseTerms: Sendable, Equatable, Codable {
+public enum RequestedLicense: Sendable, Equatable, Codable {
     /// Never expires.
     case purchase
     /// Ends `duration` seconds after the license request; with `playDuration`, also that
@@ -21,10 +21,10 @@ public struct DownloadParameters: Sendable, Equatable, Codable {
     /// A name for the app's UI; defaults to the video's name.
     public var displayName: String?
     /// The license terms (FairPlay videos only; required for them unless a license was preloaded).
-    public var license: LicenseTerms?
+    public var license: RequestedLicense?
 
     /// Creates parameters.
-    public init(requestedBitrate: Int? = nil, displayName: String? = nil, license: LicenseTerms? = nil) {
+    public init(requestedBitrate: Int? = nil, displayName: String? = nil, license: RequestedLicense? = nil) {
         self.requestedBitrate = requestedBitrate
         self.displayName = displayName
         self.license = license
@@ -49,7 +49,7 @@ public struct MediaSelections: Sendable, Equatable, Codable {
 /// The checks the reference makes before any request, as pure functions.
 enum ParameterRules {
     /// Terms for a new license (download or preload).
-    static func validateNewLicense(_ terms: LicenseTerms?) throws(OfflineVideoError) -> LicenseTerms {
+    static func validateNewLicense(_ terms: RequestedLicense?) throws(OfflineVideoError) -> RequestedLicense {
         guard let terms else {
             throw OfflineVideoError(.invalidParameter, .invalidLicenseParameters,
                                     "A FairPlay download needs license terms: purchase or a rental duration")
@@ -60,7 +60,7 @@ enum ParameterRules {
 
     /// Terms for a renewal: no bitrate, and not purchase and rental together (the enum makes
     /// the latter impossible; a bitrate is the caller's mistake to report).
-    static func validateRenewal(_ parameters: DownloadParameters) throws(OfflineVideoError) -> LicenseTerms {
+    static func validateRenewal(_ parameters: DownloadParameters) throws(OfflineVideoError) -> RequestedLicense {
         if parameters.requestedBitrate != nil {
             throw OfflineVideoError(.invalidParameter, .invalidLicenseParameters,
                                     "A license renewal cannot change the bitrate; delete the video and download it again")
@@ -68,7 +68,7 @@ enum ParameterRules {
         return try validateNewLicense(parameters.license)
     }
 
-    private static func validateDurations(_ terms: LicenseTerms) throws(OfflineVideoError) {
+    private static func validateDurations(_ terms: RequestedLicense) throws(OfflineVideoError) {
         guard case .rental(let duration, let playDuration) = terms else { return }
         guard duration > 0, duration.isFinite else {
             throw OfflineVideoError(.invalidParameter, .invalidLicenseParameters, "The rental duration must be more than 0 seconds")

@@ -35,7 +35,7 @@ struct DownloadRecord: Codable, Sendable, Equatable, FetchableRecord, Persistabl
     var allowsCellular: Bool
     /// The persisted license (LicenseProtocol's format), FairPlay only.
     var license: Data?
-    /// `LicenseTerms` as JSON.
+    /// `RequestedLicense` as JSON.
     var licenseTerms: Data?
     var licenseRequestedAt: Double?
     /// nil = never (purchase); only meaningful with a license.
