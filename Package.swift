@@ -115,6 +115,10 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Benchmarks
+        .executableTarget(name: "LicenseRequests", dependencies: ["LicenseProtocol"], path: "benchmarks/LicenseRequests",
+                          swiftSettings: swiftSettings),
+
         // Tests
         .target(name: "TestKit", path: "Tests/TestKit", swiftSettings: swiftSettings),
         .testTarget(name: "WireModelsTests", dependencies: ["WireModels"], path: "Tests/WireModelsTests",
