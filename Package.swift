@@ -15,12 +15,15 @@ let package = Package(
         .library(name: "OfflineSDK", targets: ["OfflineSDK"]),
         .library(name: "MockBackend", targets: ["MockBackend"]),
         .library(name: "WireModels", targets: ["WireModels"]),
+        .library(name: "LicenseProtocol", targets: ["LicenseProtocol"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.1.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
     ],
     targets: [
         // Shared
@@ -37,6 +40,16 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             path: "Shared/SampleAES",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "LicenseProtocol",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            path: "Shared/LicenseProtocol",
             swiftSettings: swiftSettings
         ),
 
@@ -61,6 +74,9 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                "LicenseProtocol",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ],
             path: "Server/MockBackend",
             swiftSettings: swiftSettings
@@ -92,7 +108,8 @@ let package = Package(
         .target(
             name: "OfflineSDK",
             dependencies: [
-                "WireModels", "CurlTransfer",
+                "WireModels", "CurlTransfer", "LicenseProtocol", "SampleAES",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Client/OfflineSDK",
@@ -108,6 +125,10 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Benchmarks
+        .executableTarget(name: "LicenseRequests", dependencies: ["LicenseProtocol"], path: "benchmarks/LicenseRequests",
+                          swiftSettings: swiftSettings),
+
         // Tests
         .target(name: "TestKit", path: "Tests/TestKit", swiftSettings: swiftSettings),
         .testTarget(name: "WireModelsTests", dependencies: ["WireModels"], path: "Tests/WireModelsTests",
@@ -116,8 +137,12 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "MockBackendTests", dependencies: ["MockBackend", "MicroHTTP", "WireModels", "CurlTransfer", "TestKit", "SampleAES",
                                    .product(name: "Logging", package: "swift-log"),
-                                   .product(name: "GRDB", package: "GRDB.swift")],
+                                   .product(name: "GRDB", package: "GRDB.swift"),
+                                   "LicenseProtocol", .product(name: "JWTKit", package: "jwt-kit"),
+                                   .product(name: "_CryptoExtras", package: "swift-crypto")],
                     path: "Tests/MockBackendTests", swiftSettings: swiftSettings),
+        .testTarget(name: "LicenseProtocolTests", dependencies: ["LicenseProtocol"], path: "Tests/LicenseProtocolTests",
+                    swiftSettings: swiftSettings),
         .testTarget(name: "CurlTransferTests", dependencies: ["CurlTransfer", "MicroHTTP", .product(name: "Logging", package: "swift-log")], path: "Tests/CurlTransferTests",
                     swiftSettings: swiftSettings),
         .testTarget(name: "OfflineSDKTests", dependencies: ["OfflineSDK", "MockBackend", "WireModels", "CurlTransfer", "TestKit",

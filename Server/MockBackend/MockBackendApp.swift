@@ -20,6 +20,9 @@ public final class MockBackendApp: Sendable {
     let packager: HLSPackager
     let encryptor: SegmentEncryptor
     let cache = ResponseCache()
+    let certificates: ApplicationCertificates
+    let licenses: LicenseStore
+    let restrictions: PlaybackRestrictions
     let logger: Logger
     private let router: Router<MockBackendApp>
 
@@ -39,6 +42,10 @@ public final class MockBackendApp: Sendable {
             keys[video.id] = try database.contentKey(videoID: video.id, now: clock.now())
         }
         contentKeys = keys
+        certificates = try ApplicationCertificates(accountIDs: catalog.accounts.values.filter(\.fairPlay).map(\.id).sorted(),
+                                                   database: database, now: clock.now())
+        licenses = LicenseStore(database: database)
+        restrictions = try PlaybackRestrictions(database: database)
         renderer = VideoRenderer(links: links, contentKeys: keys, mediaTokenTTL: configuration.mediaTokenTTL)
         packager = HLSPackager(links: links, plainSampleAESKeys: configuration.plainSampleAESKeysForTesting)
         encryptor = SegmentEncryptor(cacheDirectory: configuration.dataDirectory.appendingPathComponent("cache"))

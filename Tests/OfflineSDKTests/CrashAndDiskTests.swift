@@ -27,39 +27,40 @@ struct CrashAndDiskTests {
             let common = ["--base-url", server.baseURL, "--account", Catalog.account, "--policy-key", Catalog.playKey]
             let child = try RunningProcess(offline, ["download"] + common + ["--storage", storage.url.path, "--reserve-mb", "0",
                                                                             Catalog.marathonVideo])
-            var configuration = testConfiguration(storage)
-            configuration.resumesDownloadsAtStart = false
-            let observer = try await OfflineVideoManager(configuration: configuration)
+            // Watch the child's store directly (a manager would also tidy the storage folder).
+            var watched: OfflineStore?
             var token = ""
             let started = try await eventually(timeout: .seconds(60)) {
-                guard let status = try await observer.offlineVideoStatus().first else { return false }
-                token = status.token
-                return status.downloadPercent > 5
+                if watched == nil, FileManager.default.fileExists(atPath: storage.url.appendingPathComponent("offline.sqlite").path) {
+                    watched = try OfflineStore(directory: storage.url)
+                }
+                guard let watched, let record = try watched.allDownloads().first else { return false }
+                token = record.token
+                return try watched.percent(token) > 5
             }
             #expect(started)
             child.kill(SIGKILL)
             let killed = await child.wait()
             #expect(killed.exitCode != 0)
             let folder = storage.url.appendingPathComponent("packages/\(token)")
-            let store = await observer.store
+            let store = try #require(watched)
             // Files on disk are complete (written under .part, renamed when whole); what the store
             // has not recorded yet is picked up from the disk on the next run.
             let onDisk = try store.segments(token).filter { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0.file).path) }
             #expect(!onDisk.isEmpty && onDisk.count < 7200)
             let inodes = try onDisk.map { try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent($0.file).path)[.systemFileNumber] as? Int }
-            #expect(try await observer.status(token).downloadState == .downloading)
+            #expect(try store.download(token)?.downloadState == .downloading)
 
             let rerun = try await Run.process(offline, ["resume", "--storage", storage.url.path, "--reserve-mb", "0"])
             #expect(rerun.exitCode == 0, "\(rerun.stdoutText) \(rerun.stderrText)")
             #expect(rerun.stdoutText.contains("completed"))
-            #expect(try await observer.status(token).downloadState == .completed)
+            #expect(try store.download(token)?.downloadState == .completed)
             let after = try onDisk.map { try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent($0.file).path)[.systemFileNumber] as? Int }
             #expect(after == inodes, "segments finished before the kill were not fetched again")
             let all = try store.segments(token)
             #expect(all.count == 7200 && all.allSatisfy { $0.done })
             let leftovers = try FileManager.default.subpathsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".part") }
             #expect(leftovers.isEmpty)
-            await observer.close()
         }
     }
 

@@ -10,8 +10,7 @@ struct PlaybackCaller: Sendable {
     var token: PlaybackToken?
 }
 
-/// A playback-restriction JWT, decoded. Part 1 checks its shape, account and times;
-/// the RS256 signature is verified by the license-server work (issue 3).
+/// A playback-restriction JWT whose RS256 signature, account and times have been verified.
 struct PlaybackToken: Sendable {
     var raw: String
     var accountID: String?
@@ -58,7 +57,9 @@ enum PlaybackAuth {
     }
 
     /// Authenticates a Playback API request for `accountID`; the error is a ready response.
-    static func authenticate(_ request: HTTPRequest, accountID: String, catalog: Catalog, now: Date) -> Result<PlaybackCaller, ErrorResponse> {
+    /// A JWT, when present, must verify (`PlaybackRestrictions.verify`).
+    static func authenticate(_ request: HTTPRequest, accountID: String, catalog: Catalog, restrictions: PlaybackRestrictions,
+                             now: Date) -> Result<PlaybackCaller, ErrorResponse> {
         guard let key = policyKey(in: request.headers) else {
             return .failure(ErrorResponse(401, PlaybackAPIErrorCode.invalidPolicyKey, nil,
                                           "Request policy key is missing: send it as BCOV-Policy, Authorization: BCOV-Policy or Accept: application/json;pk=…"))
@@ -72,58 +73,21 @@ enum PlaybackAuth {
         }
         var caller = PlaybackCaller(account: account, searchEnabled: searchEnabled, token: nil)
         if let raw = bearerToken(in: request.headers) {
-            switch decodeToken(raw) {
+            switch restrictions.verify(raw, accountID: accountID, now: now) {
             case .failure(let error): return .failure(error)
-            case .success(let token):
-                if let claimed = token.accountID, claimed != accountID {
-                    return .failure(ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.accountID,
-                                                  "Token is for account \(claimed), not \(accountID)"))
-                }
-                if let exp = token.expiresAt, exp <= now {
-                    return .failure(ErrorResponse(401, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenValidation,
-                                                  "Token expired at \(WireDate.string(from: exp))"))
-                }
-                if let nbf = token.notBefore, nbf > now {
-                    return .failure(ErrorResponse(401, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenValidation,
-                                                  "Token is not valid before \(WireDate.string(from: nbf))"))
-                }
-                caller.token = token
+            case .success(let token): caller.token = token
             }
         }
         return .success(caller)
     }
 
-    /// Decodes a compact JWS: three base64url parts, a JSON header naming an algorithm and a
-    /// JSON object payload. Anything else is 401 `ACCESS_DENIED`/`TOKEN_VALIDATION`.
-    static func decodeToken(_ raw: String) -> Result<PlaybackToken, ErrorResponse> {
-        let malformed = ErrorResponse(401, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenValidation,
-                                      "Token is not a well-formed JWT")
-        let parts = raw.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[2].isEmpty,
-              let headerData = Base64URL.decode(parts[0]), let payloadData = Base64URL.decode(parts[1]),
-              let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any],
-              header["alg"] is String,
-              let claims = try? JSONSerialization.jsonObject(with: payloadData) as? [String: Any]
-        else { return .failure(malformed) }
-        func string(_ name: String) -> String? {
-            if let s = claims[name] as? String { return s }
-            if let n = claims[name] as? NSNumber { return n.stringValue }
-            return nil
+    /// A token naming a content id (`conid`) only opens that video (by id or reference id).
+    static func checkContent(_ token: PlaybackToken?, _ video: CatalogVideo) -> ErrorResponse? {
+        if let content = token?.contentID, !content.isEmpty, content != video.id, content != video.referenceID {
+            return ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenValidation,
+                                 "Token is for content \(content), not video \(video.id)")
         }
-        func date(_ name: String) -> Date? { (claims[name] as? NSNumber).map { Date(timeIntervalSince1970: $0.doubleValue) } }
-        return .success(PlaybackToken(raw: raw, accountID: string("accid"), contentID: string("conid"),
-                                      expiresAt: date("exp"), notBefore: date("nbf"), userID: string("uid"),
-                                      deviceLimit: (claims["dlimit"] as? NSNumber)?.intValue))
-    }
-}
-
-/// base64url without padding, as JWTs use it.
-enum Base64URL {
-    static func decode(_ text: Substring) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        guard !base64.contains("=") || base64.hasSuffix("=") else { return nil }
-        while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64)
+        return nil
     }
 }
 

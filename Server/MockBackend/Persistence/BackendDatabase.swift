@@ -2,7 +2,8 @@ import Foundation
 import GRDB
 
 /// The backend's SQLite database (WAL, via GRDB): the URL-signing secret and the content
-/// keys of protected videos now; licenses, devices and nonces join in later migrations.
+/// keys of protected videos ("v1"); application certificates, licenses, devices, nonces and
+/// playback-restriction keys ("v2", see `LicenseStore`).
 /// Persisted values and table layouts only change through new migrations.
 final class BackendDatabase: Sendable {
     let pool: DatabasePool
@@ -32,6 +33,9 @@ final class BackendDatabase: Sendable {
                 t.column("iv", .blob).notNull()
                 t.column("created_at", .double).notNull()
             }
+        }
+        migrator.registerMigration("v2: licenses") { db in
+            try LicenseStore.createTables(db)
         }
         return migrator
     }

@@ -2,7 +2,8 @@ import Foundation
 import MicroHTTP
 import WireModels
 
-/// The developer-facing admin API under `/_admin/v1`: health and the movable clock.
+/// The developer-facing admin API under `/_admin/v1`: health, the movable clock and the
+/// accounts' playback-restriction keys.
 extension MockBackendApp {
     static func addAdminRoutes(to router: inout Router<MockBackendApp>) {
         router.add(["GET"], "/_admin/v1/health") { app, _, _ in
@@ -24,6 +25,48 @@ extension MockBackendApp {
             }
             app.clock.offset = offset
             return app.clockResponse()
+        }
+        router.add(["GET"], "/_admin/v1/accounts/:account/playback-keys") { app, request, p in
+            guard app.catalog.accounts[p["account"]] != nil else { return app.notFound(request).response }
+            struct Keys: Encodable { var keys: [PlaybackRestrictions.RegisteredKey] }
+            return APIResponse.json(Keys(keys: app.restrictions.list(accountID: p["account"])))
+        }
+        router.add(["POST"], "/_admin/v1/accounts/:account/playback-keys") { app, request, p in
+            guard app.catalog.accounts[p["account"]] != nil else { return app.notFound(request).response }
+            struct Body: Decodable {
+                var id: String
+                var publicKey: String
+                enum CodingKeys: String, CodingKey { case id; case publicKey = "public_key" }
+            }
+            guard let body = try? JSONDecoder().decode(Body.self, from: Data(request.body)),
+                  (1...128).contains(body.id.count), !body.id.contains("/")
+            else {
+                return APIResponse.error(400, PlaybackAPIErrorCode.badRequest, "INVALID_BODY",
+                                         #"Send {"id":"key id (kid)","public_key":"-----BEGIN PUBLIC KEY-----…"}"#)
+            }
+            do {
+                let key = try app.restrictions.register(accountID: p["account"], id: body.id, pem: body.publicKey, now: app.clock.now())
+                return APIResponse.json(["id": key.id, "account_id": key.accountID, "created_at": WireDate.string(from: key.createdAt)],
+                                        status: 201)
+            } catch PlaybackRestrictions.RegistrationError.exists {
+                return APIResponse.error(409, "CONFLICT", "KEY_EXISTS", "Account \(p["account"]) already has a key \(body.id); DELETE it first")
+            } catch PlaybackRestrictions.RegistrationError.invalidKey(let why) {
+                return APIResponse.error(400, PlaybackAPIErrorCode.badRequest, "INVALID_KEY",
+                                         "public_key must be an RSA public key (PEM, at least 2048 bits): \(why)")
+            } catch {
+                return APIResponse.error(500, PlaybackAPIErrorCode.serverError, nil, "cannot store the key: \(error)")
+            }
+        }
+        router.add(["DELETE"], "/_admin/v1/accounts/:account/playback-keys/:id") { app, request, p in
+            guard app.catalog.accounts[p["account"]] != nil else { return app.notFound(request).response }
+            do {
+                guard try app.restrictions.remove(accountID: p["account"], id: p["id"]) else {
+                    return APIResponse.error(404, PlaybackAPIErrorCode.notFound, "KEY_NOT_FOUND", "No key \(p["id"]) in account \(p["account"])")
+                }
+                return HTTPResponse(status: 204)
+            } catch {
+                return APIResponse.error(500, PlaybackAPIErrorCode.serverError, nil, "cannot remove the key: \(error)")
+            }
         }
     }
 

@@ -31,7 +31,7 @@ extension MockBackendApp {
             return APIResponse.error(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.duplicateParameters,
                                      "Parameters may be given once: \(duplicates.joined(separator: ", "))")
         }
-        switch PlaybackAuth.authenticate(request, accountID: account, catalog: catalog, now: clock.now()) {
+        switch PlaybackAuth.authenticate(request, accountID: account, catalog: catalog, restrictions: restrictions, now: clock.now()) {
         case .failure(let error): return error.response
         case .success(let caller):
             do { return try body(caller) } catch { return error.response }
@@ -84,10 +84,7 @@ extension MockBackendApp {
 
     /// A token naming a content id (`conid`) only opens that video.
     private func checkTokenContent(_ caller: PlaybackCaller, _ video: CatalogVideo) throws(ErrorResponse) {
-        if let content = caller.token?.contentID, !content.isEmpty, content != video.id, content != video.referenceID {
-            throw ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenValidation,
-                                "Token is for content \(content), not video \(video.id)")
-        }
+        if let refusal = PlaybackAuth.checkContent(caller.token, video) { throw refusal }
     }
 
     /// `limit` (1…1000) and `offset` (≥ 0); anything else is `ILLEGAL_QUERY`.

@@ -1,0 +1,211 @@
+import Foundation
+import LicenseProtocol
+import WireModels
+
+/// Everything a license decision looks at, gathered by the route and the store.
+struct LicenseRequest: Sendable {
+    /// The opened SPC (kind, device, nonce, license id, creation time).
+    var context: ServerPlaybackContext
+    /// The video the key URL names.
+    var videoID: String
+    /// `X-BOLT-OFFLINE-LICENSE: true`.
+    var offline: Bool
+    /// `X-BC-CRT-CONFIG`: nil when absent, else what parsing it gave.
+    var profile: Result<LicenseProfile, LicenseProtocolError>?
+    /// The playback-restriction token's user, when a token with `uid` came along.
+    var user: RestrictedUser?
+    /// Whether the SPC's nonce was seen before.
+    var nonceAlreadyUsed: Bool
+}
+
+/// A token's user and device limit.
+struct RestrictedUser: Sendable, Equatable {
+    var userID: String
+    /// `dlimit`; nil means no limit.
+    var deviceLimit: Int?
+}
+
+/// The server's record of a license: its current terms and who holds it.
+struct LicenseRecord: Sendable, Equatable {
+    var terms: LicenseTerms
+    /// The token user it was issued to, if any (the user whose device slot it holds).
+    var userID: String?
+    var releasedAt: Date?
+}
+
+/// The devices a decision needs to know about.
+struct DeviceState: Sendable, Equatable {
+    /// Devices registered for the request's user (for release: the license's user).
+    var registered: Set<String> = []
+    /// Release only: unreleased offline licenses of that user on that device, besides this one.
+    var otherLicensesOnDevice = 0
+}
+
+/// What to do.
+enum LicenseDecision: Sendable, Equatable {
+    /// Store `record` (new or replacing the license of the same id), log the request kind,
+    /// register `registerDevice` for `record.userID`, and answer a CKC with `record.terms`.
+    case issue(LicenseRecord, registerDevice: String?)
+    /// Mark the license released at `at`; free `freeDevice` for `userID` if set.
+    case release(licenseID: String, at: Date, userID: String?, freeDevice: String?)
+    /// Answer the error.
+    case refuse(LicenseRefusal)
+}
+
+/// A refusal with its stable status, code and subcode (docs/license-protocol.md, "Errors").
+struct LicenseRefusal: Error, Sendable, Equatable {
+    var status: Int
+    var code: String
+    var subcode: String
+    var message: String
+
+    static func badRequest(_ subcode: String, _ message: String) -> LicenseRefusal {
+        LicenseRefusal(status: 400, code: "BAD_REQUEST", subcode: subcode, message: message)
+    }
+    static func denied(_ subcode: String, _ message: String) -> LicenseRefusal {
+        LicenseRefusal(status: 403, code: "ACCESS_DENIED", subcode: subcode, message: message)
+    }
+}
+
+/// The license rules: one pure function of (request, existing license, devices, clock).
+enum LicensePolicy {
+    /// How long a streaming (non-offline) license lives.
+    static let streamingLifetime: TimeInterval = 5 * 60
+    /// How old an SPC may be.
+    static let spcMaximumAge: TimeInterval = 10 * 60
+    /// How far in the future an SPC's creation time may be (clock skew).
+    static let spcMaximumSkew: TimeInterval = 60
+
+    /// Decides what to do with `request`. `existing` is the license the SPC names (if it
+    /// names one and it exists); `newLicenseID` is used for an acquire.
+    static func decide(_ request: LicenseRequest, existing: LicenseRecord?, devices: DeviceState,
+                       now: Date, newLicenseID: String) -> LicenseDecision {
+        do {
+            return try decideOrThrow(request, existing: existing, devices: devices, now: now, newLicenseID: newLicenseID)
+        } catch {
+            return .refuse(error)
+        }
+    }
+
+    private static func decideOrThrow(_ request: LicenseRequest, existing: LicenseRecord?, devices: DeviceState,
+                                      now: Date, newLicenseID: String) throws(LicenseRefusal) -> LicenseDecision {
+        let context = request.context
+        let age = now.timeIntervalSince(context.createdAt)
+        guard age <= spcMaximumAge, age >= -spcMaximumSkew else {
+            throw .badRequest("SPC_STALE", "The SPC was made at \(WireDate.string(from: context.createdAt)); the server's time is "
+                              + "\(WireDate.string(from: now)) and SPCs are accepted up to 10 minutes old and 1 minute ahead")
+        }
+        guard !request.nonceAlreadyUsed else { throw .denied("SPC_REPLAYED", "This SPC was already used; make a new one per request") }
+
+        switch context.kind {
+        case .acquire:
+            let terms = try newTerms(request, licenseID: newLicenseID, now: now, renewal: false)
+            let registering = try checkDeviceLimit(request, devices)
+            return .issue(LicenseRecord(terms: terms, userID: request.user?.userID, releasedAt: nil), registerDevice: registering)
+        case .renew:
+            let record = try held(request, existing)
+            guard record.terms.kind != .streaming else {
+                throw .badRequest("NOT_RENEWABLE", "A streaming license cannot be renewed; request a new one")
+            }
+            let terms = try newTerms(request, licenseID: record.terms.licenseID, now: now, renewal: true)
+            let registering = try checkDeviceLimit(request, devices)
+            return .issue(LicenseRecord(terms: terms, userID: record.userID, releasedAt: nil), registerDevice: registering)
+        case .firstPlay:
+            let record = try held(request, existing)
+            guard !record.terms.isExpired(at: now) else {
+                throw .denied("LICENSE_EXPIRED", "License \(record.terms.licenseID) expired at \(WireDate.string(from: record.terms.expiresAt ?? now))")
+            }
+            var terms = record.terms
+            terms.firstPlay = terms.firstPlay ?? now
+            terms.expiresAt = expiry(kind: terms.kind, issuedAt: terms.issuedAt, rentalEnd: terms.rentalEnd,
+                                     playDuration: terms.playDuration, firstPlay: terms.firstPlay)
+            terms.requestNonce = context.nonce
+            let registering = try checkDeviceLimit(request, devices)
+            return .issue(LicenseRecord(terms: terms, userID: record.userID, releasedAt: nil), registerDevice: registering)
+        case .release:
+            let record = try held(request, existing)
+            let free = record.userID != nil && devices.otherLicensesOnDevice == 0 ? record.terms.deviceID : nil
+            return .release(licenseID: record.terms.licenseID, at: now, userID: record.userID, freeDevice: free)
+        }
+    }
+
+    /// When a license ends: never for a purchase; a rental at its end, or at first play +
+    /// play duration if earlier; a streaming license a few minutes after issue.
+    static func expiry(kind: LicenseKind, issuedAt: Date, rentalEnd: Date?, playDuration: TimeInterval?, firstPlay: Date?) -> Date? {
+        switch kind {
+        case .purchase: return nil
+        case .streaming: return issuedAt.addingTimeInterval(streamingLifetime)
+        case .rental:
+            guard let firstPlay, let playDuration else { return rentalEnd }
+            let playEnd = firstPlay.addingTimeInterval(playDuration)
+            return rentalEnd.map { min($0, playEnd) } ?? playEnd
+        }
+    }
+
+    /// The terms an acquire or a renewal asks for.
+    private static func newTerms(_ request: LicenseRequest, licenseID: String, now: Date, renewal: Bool) throws(LicenseRefusal) -> LicenseTerms {
+        let context = request.context
+        func terms(_ kind: LicenseKind, rentalEnd: Date? = nil, playDuration: TimeInterval? = nil) -> LicenseTerms {
+            LicenseTerms(licenseID: licenseID, kind: kind, accountID: context.accountID, videoID: request.videoID,
+                         contentKeyID: context.contentKeyID, deviceID: context.deviceID, issuedAt: now,
+                         rentalEnd: rentalEnd, playDuration: playDuration, firstPlay: nil,
+                         expiresAt: expiry(kind: kind, issuedAt: now, rentalEnd: rentalEnd, playDuration: playDuration, firstPlay: nil),
+                         persistable: kind != .streaming, requestNonce: context.nonce)
+        }
+        guard request.offline else {
+            if renewal { throw .badRequest("CRT_REQUIRED", "A renewal needs X-BOLT-OFFLINE-LICENSE: true and X-BC-CRT-CONFIG") }
+            return terms(.streaming)
+        }
+        guard let parsed = request.profile else {
+            throw .badRequest("CRT_REQUIRED", "An offline license request needs X-BC-CRT-CONFIG (purchase or rental)")
+        }
+        let profile: LicenseProfile
+        switch parsed {
+        case .success(let p): profile = p
+        case .failure(let error): throw .badRequest("INVALID_CRT", "X-BC-CRT-CONFIG: \(error.message)")
+        }
+        if renewal, profile.bitrate != nil {
+            throw .badRequest("RENEWAL_BITRATE", "A renewal may not name a bitrate")
+        }
+        switch profile.terms {
+        case .purchase:
+            return terms(.purchase)
+        case .rental(let end, let duration):
+            guard end > now else {
+                throw .badRequest("RENTAL_IN_PAST", "absoluteExpiration \(WireDate.string(from: end)) is not after \(WireDate.string(from: now))")
+            }
+            return terms(.rental, rentalEnd: end, playDuration: duration)
+        }
+    }
+
+    /// The existing license the SPC names, checked to be live and this device's.
+    private static func held(_ request: LicenseRequest, _ existing: LicenseRecord?) throws(LicenseRefusal) -> LicenseRecord {
+        let context = request.context
+        guard let id = context.licenseID, !id.isEmpty else {
+            throw .badRequest("LICENSE_ID_REQUIRED", "\(context.kind.rawValue) needs the license id in the SPC")
+        }
+        guard let record = existing, record.terms.licenseID == id else {
+            throw LicenseRefusal(status: 404, code: "NOT_FOUND", subcode: "LICENSE_NOT_FOUND", message: "No license \(id)")
+        }
+        guard record.releasedAt == nil else {
+            throw LicenseRefusal(status: 410, code: "GONE", subcode: "LICENSE_RELEASED", message: "License \(id) was released")
+        }
+        guard record.terms.deviceID == context.deviceID, record.terms.videoID == request.videoID,
+              record.terms.contentKeyID == context.contentKeyID, record.terms.accountID == context.accountID
+        else { throw .denied("LICENSE_MISMATCH", "License \(id) was issued for another device or video") }
+        return record
+    }
+
+    /// The device to register, or a refusal when the user is at their limit. Devices
+    /// already registered always pass, whatever the limit is now.
+    private static func checkDeviceLimit(_ request: LicenseRequest, _ devices: DeviceState) throws(LicenseRefusal) -> String? {
+        guard let user = request.user else { return nil }
+        let device = request.context.deviceID
+        if devices.registered.contains(device) { return nil }
+        if let limit = user.deviceLimit, devices.registered.count >= limit {
+            throw .denied("DENIED_BY_DEVICE_LIMITING",
+                          "User \(user.userID) already holds licenses on \(devices.registered.count) devices (limit \(limit))")
+        }
+        return device
+    }
+}

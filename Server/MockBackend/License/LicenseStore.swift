@@ -1,0 +1,174 @@
+import Foundation
+import GRDB
+import LicenseProtocol
+import Synchronization
+
+/// Licenses, their history, devices per user and used nonces in SQLite. Each license
+/// request is one write transaction: the nonce is consumed, the license and devices are
+/// read, `LicensePolicy` decides, and the decision is written, so two concurrent requests
+/// can never both take a user's last device slot.
+final class LicenseStore: Sendable {
+    let database: BackendDatabase
+    /// Requests since the last nonce pruning.
+    private let sincePrune = Atomic<Int>(0)
+    private static let pruneEvery = 4096
+
+    init(database: BackendDatabase) { self.database = database }
+
+    /// Runs the policy on `request` (with `nonceAlreadyUsed` filled in here) and stores the outcome.
+    func process(_ request: LicenseRequest, accountID: String, now: Date) throws -> LicenseDecision {
+        let prune = sincePrune.add(1, ordering: .relaxed).newValue % Self.pruneEvery == 0
+        return try database.pool.write { db in
+            if prune {
+                try db.execute(sql: "DELETE FROM used_nonce WHERE expires_at < ?", arguments: [now.timeIntervalSince1970])
+            }
+            var request = request
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO used_nonce (nonce, expires_at) VALUES (?, ?)")
+                .execute(arguments: [Data(request.context.nonce),
+                                     request.context.createdAt.addingTimeInterval(LicensePolicy.spcMaximumAge).timeIntervalSince1970])
+            request.nonceAlreadyUsed = db.changesCount == 0
+            let existing = try request.context.licenseID.flatMap { try Self.license(db, id: $0) }
+            var devices = DeviceState()
+            let deviceUser = request.context.kind == .release ? existing?.userID : request.user?.userID
+            if let user = deviceUser {
+                devices.registered = Set(try String.fetchAll(
+                    db.cachedStatement(sql: "SELECT device_id FROM device WHERE account_id = ? AND user_id = ?"),
+                    arguments: [accountID, user]))
+                if let existing {
+                    devices.otherLicensesOnDevice = try Int.fetchOne(db, sql: """
+                        SELECT COUNT(*) FROM license WHERE account_id = ? AND user_id = ? AND device_id = ?
+                        AND released_at IS NULL AND persistable = 1 AND id != ?
+                        """, arguments: [accountID, user, existing.terms.deviceID, existing.terms.licenseID]) ?? 0
+                }
+            }
+            let decision = LicensePolicy.decide(request, existing: existing, devices: devices, now: now,
+                                                newLicenseID: UUID().uuidString.lowercased())
+            try Self.apply(decision, kind: request.context.kind, db: db, now: now)
+            return decision
+        }
+    }
+
+    /// A license by id, for tests and the admin view.
+    func license(id: String) throws -> LicenseRecord? {
+        try database.pool.read { db in try Self.license(db, id: id) }
+    }
+
+    /// The history of a license: (event, time) oldest first.
+    func history(licenseID: String) throws -> [(event: String, at: Date)] {
+        try database.pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT event, at FROM license_event WHERE license_id = ? ORDER BY id", arguments: [licenseID])
+                .map { (event: $0["event"], at: Date(timeIntervalSince1970: $0["at"])) }
+        }
+    }
+
+    /// The devices registered for a user.
+    func devices(accountID: String, userID: String) throws -> Set<String> {
+        try database.pool.read { db in
+            Set(try String.fetchAll(db, sql: "SELECT device_id FROM device WHERE account_id = ? AND user_id = ?",
+                                    arguments: [accountID, userID]))
+        }
+    }
+
+    // MARK: Rows
+
+    private static func license(_ db: Database, id: String) throws -> LicenseRecord? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM license WHERE id = ?"), arguments: [id]),
+              let kind = LicenseKind(rawValue: row["kind"])
+        else { return nil }
+        func date(_ column: String) -> Date? { (row[column] as Double?).map(Date.init(timeIntervalSince1970:)) }
+        let terms = LicenseTerms(
+            licenseID: row["id"], kind: kind, accountID: row["account_id"], videoID: row["video_id"],
+            contentKeyID: row["key_id"], deviceID: row["device_id"], issuedAt: date("issued_at") ?? .distantPast,
+            rentalEnd: date("rental_end"), playDuration: row["play_duration"], firstPlay: date("first_play"),
+            expiresAt: date("expires_at"), persistable: row["persistable"], requestNonce: Array(row["request_nonce"] as Data))
+        return LicenseRecord(terms: terms, userID: row["user_id"], releasedAt: date("released_at"))
+    }
+
+    private static func apply(_ decision: LicenseDecision, kind: LicenseRequestKind, db: Database, now: Date) throws {
+        switch decision {
+        case .refuse: return
+        case .issue(let record, let device):
+            let t = record.terms
+            try db.cachedStatement(sql: """
+                INSERT OR REPLACE INTO license (id, account_id, video_id, key_id, device_id, user_id, kind, issued_at, rental_end,
+                  play_duration, first_play, expires_at, persistable, request_nonce, released_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)
+                """).execute(arguments: [
+                    t.licenseID, t.accountID, t.videoID, t.contentKeyID, t.deviceID, record.userID, t.kind.rawValue,
+                    t.issuedAt.timeIntervalSince1970, t.rentalEnd?.timeIntervalSince1970, t.playDuration,
+                    t.firstPlay?.timeIntervalSince1970, t.expiresAt?.timeIntervalSince1970, t.persistable,
+                    Data(t.requestNonce), now.timeIntervalSince1970,
+                ])
+            try db.cachedStatement(sql: "INSERT INTO license_event (license_id, event, at, terms) VALUES (?, ?, ?, ?)")
+                .execute(arguments: [t.licenseID, kind.rawValue, now.timeIntervalSince1970,
+                                     String(decoding: (try? JSONEncoder().encode(t)) ?? Data(), as: UTF8.self)])
+            if let device, let user = record.userID {
+                try db.execute(sql: "INSERT OR IGNORE INTO device (account_id, user_id, device_id, registered_at) VALUES (?, ?, ?, ?)",
+                               arguments: [t.accountID, user, device, now.timeIntervalSince1970])
+            }
+        case .release(let id, let at, let user, let device):
+            try db.execute(sql: "UPDATE license SET released_at = ?, updated_at = ? WHERE id = ?",
+                           arguments: [at.timeIntervalSince1970, at.timeIntervalSince1970, id])
+            try db.execute(sql: "INSERT INTO license_event (license_id, event, at, terms) VALUES (?, 'release', ?, NULL)",
+                           arguments: [id, at.timeIntervalSince1970])
+            if let device, let user {
+                try db.execute(sql: "DELETE FROM device WHERE account_id = (SELECT account_id FROM license WHERE id = ?) AND user_id = ? AND device_id = ?",
+                               arguments: [id, user, device])
+            }
+        }
+    }
+
+    /// The "v2" tables. Never edit: later changes go in new migrations.
+    static func createTables(_ db: Database) throws {
+        try db.create(table: "application_certificate") { t in
+            t.primaryKey("account_id", .text)
+            t.column("certificate", .blob).notNull()
+            t.column("private_key", .blob).notNull()
+            t.column("created_at", .double).notNull()
+        }
+        try db.create(table: "license") { t in
+            t.primaryKey("id", .text)
+            t.column("account_id", .text).notNull()
+            t.column("video_id", .text).notNull()
+            t.column("key_id", .text).notNull()
+            t.column("device_id", .text).notNull()
+            t.column("user_id", .text)
+            t.column("kind", .text).notNull()  // LicenseKind raw values: purchase, rental, streaming
+            t.column("issued_at", .double).notNull()
+            t.column("rental_end", .double)
+            t.column("play_duration", .double)
+            t.column("first_play", .double)
+            t.column("expires_at", .double)
+            t.column("persistable", .boolean).notNull()
+            t.column("request_nonce", .blob).notNull()
+            t.column("released_at", .double)
+            t.column("updated_at", .double).notNull()
+        }
+        try db.create(index: "license_by_user_device", on: "license", columns: ["account_id", "user_id", "device_id"])
+        try db.create(table: "license_event") { t in
+            t.autoIncrementedPrimaryKey("id")
+            t.column("license_id", .text).notNull().indexed()
+            t.column("event", .text).notNull()  // LicenseRequestKind raw values: acquire, renew, first_play, release
+            t.column("at", .double).notNull()
+            t.column("terms", .text)  // the terms JSON the event produced
+        }
+        try db.create(table: "device") { t in
+            t.column("account_id", .text).notNull()
+            t.column("user_id", .text).notNull()
+            t.column("device_id", .text).notNull()
+            t.column("registered_at", .double).notNull()
+            t.primaryKey(["account_id", "user_id", "device_id"])
+        }
+        try db.create(table: "used_nonce") { t in
+            t.primaryKey("nonce", .blob)
+            t.column("expires_at", .double).notNull().indexed()
+        }
+        try db.create(table: "playback_key") { t in
+            t.column("account_id", .text).notNull()
+            t.column("key_id", .text).notNull()
+            t.column("public_key", .text).notNull()
+            t.column("created_at", .double).notNull()
+            t.primaryKey(["account_id", "key_id"])
+        }
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+
+/// The license request's JSON body, as the real key servers take it.
+public struct LicenseRequestBody: Sendable, Equatable {
+    /// `publisher_id` (ignored by the mock).
+    public var publisherID: String
+    /// `application_id` (ignored by the mock).
+    public var applicationID: String
+    /// `key_id`: empty, or the content key id.
+    public var keyID: String
+    /// `server_playback_context`: the SPC bytes (base64 on the wire).
+    public var serverPlaybackContext: [UInt8]
+
+    /// Creates a body.
+    public init(publisherID: String = "", applicationID: String = "", keyID: String = "", serverPlaybackContext: [UInt8]) {
+        self.publisherID = publisherID
+        self.applicationID = applicationID
+        self.keyID = keyID
+        self.serverPlaybackContext = serverPlaybackContext
+    }
+
+    private struct Wire: Codable {
+        var publisher_id: String?
+        var application_id: String?
+        var key_id: String?
+        var server_playback_context: String
+    }
+
+    /// The JSON bytes.
+    public func encoded() -> [UInt8] {
+        let wire = Wire(publisher_id: publisherID, application_id: applicationID, key_id: keyID,
+                        server_playback_context: Data(serverPlaybackContext).base64EncodedString())
+        return (try? ProtocolJSON.encode(wire)) ?? []
+    }
+
+    /// Why a body was refused.
+    public enum ParseError: Error, Sendable, Equatable {
+        /// Not a JSON object with a string `server_playback_context`.
+        case invalidJSON
+        /// `server_playback_context` is not base64.
+        case invalidBase64
+    }
+
+    /// Parses a body; the SPC must be standard base64 (whitespace and missing padding tolerated).
+    public init(parsing bytes: [UInt8]) throws(ParseError) {
+        guard let wire = try? JSONDecoder().decode(Wire.self, from: Data(bytes)) else { throw .invalidJSON }
+        var text = wire.server_playback_context.filter { !$0.isWhitespace }
+        if text.count % 4 != 0 { text += String(repeating: "=", count: 4 - text.count % 4) }
+        guard !text.isEmpty, let spc = Data(base64Encoded: text) else { throw .invalidBase64 }
+        self.init(publisherID: wire.publisher_id ?? "", applicationID: wire.application_id ?? "",
+                  keyID: wire.key_id ?? "", serverPlaybackContext: Array(spc))
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+
+/// The kind of a license, as the terms carry it. Raw values are persisted: never change them.
+public enum LicenseKind: String, Sendable, Codable, CaseIterable {
+    /// Bought: never expires.
+    case purchase
+    /// Rented: ends at the rental end, or earlier once the play duration runs out.
+    case rental
+    /// Online playback only: short-lived, not persistable.
+    case streaming
+}
+
+/// The signed terms inside a CKC (docs/license-protocol.md, "Terms JSON").
+public struct LicenseTerms: Sendable, Equatable, Codable {
+    /// The server's id for the license, kept across renewals.
+    public var licenseID: String
+    /// Purchase, rental or streaming.
+    public var kind: LicenseKind
+    /// The account.
+    public var accountID: String
+    /// The video (its numeric id).
+    public var videoID: String
+    /// The content key id.
+    public var contentKeyID: String
+    /// The device the license was issued to.
+    public var deviceID: String
+    /// When these terms were issued.
+    public var issuedAt: Date
+    /// Rentals: the absolute expiration.
+    public var rentalEnd: Date?
+    /// Rentals: the window that starts at the first playback, in seconds.
+    public var playDuration: TimeInterval?
+    /// When the server learnt of the first playback.
+    public var firstPlay: Date?
+    /// When the license ends; nil means never (a purchase).
+    public var expiresAt: Date?
+    /// Whether the client may store the license for offline playback.
+    public var persistable: Bool
+    /// The nonce of the SPC this CKC answers.
+    public var requestNonce: [UInt8]
+
+    /// Creates terms.
+    public init(licenseID: String, kind: LicenseKind, accountID: String, videoID: String, contentKeyID: String, deviceID: String,
+                issuedAt: Date, rentalEnd: Date? = nil, playDuration: TimeInterval? = nil, firstPlay: Date? = nil,
+                expiresAt: Date?, persistable: Bool, requestNonce: [UInt8]) {
+        self.licenseID = licenseID
+        self.kind = kind
+        self.accountID = accountID
+        self.videoID = videoID
+        self.contentKeyID = contentKeyID
+        self.deviceID = deviceID
+        self.issuedAt = issuedAt
+        self.rentalEnd = rentalEnd
+        self.playDuration = playDuration
+        self.firstPlay = firstPlay
+        self.expiresAt = expiresAt
+        self.persistable = persistable
+        self.requestNonce = requestNonce
+    }
+
+    /// Whether the license has ended at `date`.
+    public func isExpired(at date: Date) -> Bool { expiresAt.map { date >= $0 } ?? false }
+
+    /// When the license would end if it were first played at `date`: what an offline client
+    /// enforces before the server has heard of the playback.
+    public func expiry(ifFirstPlayedAt date: Date) -> Date? {
+        guard kind == .rental else { return expiresAt }
+        let start = firstPlay ?? date
+        guard let duration = playDuration else { return expiresAt }
+        let playEnd = start.addingTimeInterval(duration)
+        return expiresAt.map { min($0, playEnd) } ?? playEnd
+    }
+
+    // MARK: JSON (times in milliseconds, snake_case members, version 1)
+
+    enum CodingKeys: String, CodingKey {
+        case version, kind
+        case licenseID = "license_id", accountID = "account_id", videoID = "video_id", contentKeyID = "content_key_id"
+        case deviceID = "device_id", issuedAt = "issued_at", rentalEnd = "rental_end", playDuration = "play_duration"
+        case firstPlay = "first_play", expiresAt = "expires_at", persistable, requestNonce = "request_nonce"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        guard try c.decode(Int.self, forKey: .version) == 1 else {
+            throw DecodingError.dataCorruptedError(forKey: .version, in: c, debugDescription: "unsupported terms version")
+        }
+        func date(_ key: CodingKeys) throws -> Date? { try c.decodeIfPresent(Int64.self, forKey: key).map(Milliseconds.date) }
+        licenseID = try c.decode(String.self, forKey: .licenseID)
+        kind = try c.decode(LicenseKind.self, forKey: .kind)
+        accountID = try c.decode(String.self, forKey: .accountID)
+        videoID = try c.decode(String.self, forKey: .videoID)
+        contentKeyID = try c.decode(String.self, forKey: .contentKeyID)
+        deviceID = try c.decode(String.self, forKey: .deviceID)
+        guard let issued = try date(.issuedAt) else {
+            throw DecodingError.dataCorruptedError(forKey: .issuedAt, in: c, debugDescription: "issued_at is required")
+        }
+        issuedAt = issued
+        rentalEnd = try date(.rentalEnd)
+        playDuration = try c.decodeIfPresent(Int64.self, forKey: .playDuration).map { TimeInterval($0) / 1000 }
+        firstPlay = try date(.firstPlay)
+        expiresAt = try date(.expiresAt)
+        persistable = try c.decode(Bool.self, forKey: .persistable)
+        guard let nonce = Data(base64Encoded: try c.decode(String.self, forKey: .requestNonce)) else {
+            throw DecodingError.dataCorruptedError(forKey: .requestNonce, in: c, debugDescription: "request_nonce is not base64")
+        }
+        requestNonce = Array(nonce)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(1, forKey: .version)
+        try c.encode(licenseID, forKey: .licenseID)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(accountID, forKey: .accountID)
+        try c.encode(videoID, forKey: .videoID)
+        try c.encode(contentKeyID, forKey: .contentKeyID)
+        try c.encode(deviceID, forKey: .deviceID)
+        try c.encode(Milliseconds.from(issuedAt), forKey: .issuedAt)
+        try c.encode(rentalEnd.map(Milliseconds.from), forKey: .rentalEnd)
+        try c.encode(playDuration.map { Int64(($0 * 1000).rounded()) }, forKey: .playDuration)
+        try c.encode(firstPlay.map(Milliseconds.from), forKey: .firstPlay)
+        try c.encode(expiresAt.map(Milliseconds.from), forKey: .expiresAt)
+        try c.encode(persistable, forKey: .persistable)
+        try c.encode(Data(requestNonce).base64EncodedString(), forKey: .requestNonce)
+    }
+}

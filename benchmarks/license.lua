@@ -1,0 +1,33 @@
+-- wrk script for benchmarks/license.sh: POSTs pre-generated license-request bodies, each
+-- once (every body holds its own SPC nonce). Arguments after `--`: BODIES_FILE THREADS CRT.
+local bodies = {}
+local index = 0
+local thread_count = 0
+
+function setup(thread)
+   thread:set("thread_number", thread_count)
+   thread_count = thread_count + 1
+end
+
+function init(args)
+   local file = assert(io.open(args[1], "r"))
+   local threads = tonumber(args[2])
+   local n = 0
+   for line in file:lines() do
+      if n % threads == thread_number then bodies[#bodies + 1] = line end
+      n = n + 1
+   end
+   file:close()
+   wrk.method = "POST"
+   wrk.headers["Content-Type"] = "application/json"
+   wrk.headers["Accept"] = "application/octet-stream"
+   wrk.headers["X-BOLT-OFFLINE-LICENSE"] = "true"
+   wrk.headers["X-BC-CRT-CONFIG"] = args[3]
+end
+
+function request()
+   index = index + 1
+   -- Past the end bodies repeat: replays answer 403 and wrk counts them as non-2xx.
+   if index > #bodies then index = 1 end
+   return wrk.format(nil, nil, nil, bodies[index])
+end
