@@ -146,6 +146,7 @@ let package = Package(
         .testTarget(name: "CurlTransferTests", dependencies: ["CurlTransfer", "MicroHTTP", .product(name: "Logging", package: "swift-log")], path: "Tests/CurlTransferTests",
                     swiftSettings: swiftSettings),
         .testTarget(name: "OfflineSDKTests", dependencies: ["OfflineSDK", "MockBackend", "WireModels", "CurlTransfer", "TestKit",
+                                                            "LicenseProtocol", "SampleAES",
                                                             .product(name: "Logging", package: "swift-log")],
                     path: "Tests/OfflineSDKTests", swiftSettings: swiftSettings),
         .testTarget(name: "SampleAESTests", dependencies: ["SampleAES", .product(name: "Crypto", package: "swift-crypto"),

@@ -11,6 +11,8 @@ struct DownloadPlan: Sendable {
     var segments: [SegmentRecord]
     /// Local playlists, by path inside the package folder.
     var playlists: [String: String]
+    /// The FairPlay content key id (`skd://{id}`), for protected videos.
+    var contentKeyID: String?
 
     /// Bytes expected in all (estimates where sizes are unknown).
     var estimatedBytes: Int64 { segments.reduce(0) { $0 + ($1.bytes ?? $1.estimatedBytes) } }
@@ -92,6 +94,14 @@ struct DownloadPlanner: Sendable {
         }
     }
 
+    /// The content key id of the first `skd://` key among `keys`.
+    static func fairPlayKeyID(_ keys: [EncryptionKey]) -> String? {
+        for key in keys {
+            if let uri = key.uri, uri.hasPrefix("skd://"), uri.count > 6 { return String(uri.dropFirst(6)) }
+        }
+        return nil
+    }
+
     /// An absolute URL for `uri` as written in the playlist at `base`.
     static func resolve(_ uri: String, against base: String) -> String {
         if uri.contains("://") { return uri }
@@ -135,7 +145,9 @@ struct DownloadPlanner: Sendable {
             folders.append((choice, folder))
         }
         playlists[PackageLayout.masterPlaylist] = PackageLayout.localMaster(master, variant: variant, tracks: folders).render()
-        return DownloadPlan(masterURL: masterURL, variant: variant, tracks: tracks, segments: segments, playlists: playlists)
+        let keyID = DownloadPlanner.fairPlayKeyID(master.sessionKeys + remotes.flatMap { $0.segments.flatMap(\.keys) })
+        return DownloadPlan(masterURL: masterURL, variant: variant, tracks: tracks, segments: segments, playlists: playlists,
+                            contentKeyID: keyID)
     }
 
     /// Fresh segment URLs for the tracks of a planned download, from a fresh video object.

@@ -31,6 +31,7 @@ public actor OfflineVideoManager {
     let engine: TransferEngine
     let client: HTTPClient
     let planner: DownloadPlanner
+    let licenseClient: FairPlayLicenseClient
     let hub = EventHub()
     let packagesDirectory: URL
 
@@ -71,6 +72,7 @@ public actor OfflineVideoManager {
         engine = TransferEngine(configuration: transfer)
         client = HTTPClient(engine: engine)
         planner = DownloadPlanner(client: client)
+        licenseClient = FairPlayLicenseClient(store: store, client: client, clock: configuration.clock)
         hub.delegate = delegate
         try await recover()
     }
@@ -142,17 +144,36 @@ public actor OfflineVideoManager {
             throw OfflineVideoError(.invalidParameter, .alreadyDownloaded,
                                     "Video \(video.id) has already been downloaded or is downloading (token \(active.token))")
         }
+        // FairPlay: a preloaded license is used as it is; otherwise terms are checked before
+        // any request, and the license is acquired before any media byte is fetched.
+        let preloaded = existing.first { $0.downloadState == .licensePreloaded }
+        var requestedLicense: RequestedLicense?
         if source.fairPlay != nil {
-            throw OfflineVideoError(.unsupported, .license,
-                                    "FairPlay downloads need the license client, which this build of the SDK does not have yet")
+            if preloaded != nil {
+                if parameters.license != nil {
+                    throw OfflineVideoError(.invalidParameter, .invalidLicenseParameters,
+                                            "A license was preloaded for video \(video.id): request the download without license terms, or renew the license")
+                }
+            } else {
+                requestedLicense = try ParameterRules.validateNewLicense(parameters.license)
+            }
         }
         let selections = mediaSelections ?? MediaSelections(audioLanguages: configuration.preferredAudioLanguages,
                                                             subtitleLanguages: configuration.preferredSubtitleLanguages)
-        let token = UUID().uuidString.lowercased()
+        let token = preloaded?.token ?? UUID().uuidString.lowercased()
         let manifestSubtitles = OfflineVideoManager.manifestSubtitleLanguages(selections.subtitleLanguages, video: video)
         let plan = try await planner.plan(token: token, video: video, requestedBitrate: parameters.requestedBitrate,
                                           audioLanguages: selections.audioLanguages, subtitleLanguages: manifestSubtitles)
         try checkFreeSpace(needed: plan.estimatedBytes)
+        var license: StoredLicense?
+        if let requestedLicense, let fairPlay = source.fairPlay {
+            guard let keyID = plan.contentKeyID else {
+                throw OfflineVideoError(.noKeyRequestURLForRendition, .license, "The FairPlay playlists of video \(video.id) name no skd:// key")
+            }
+            license = try StoredLicense(try await licenseClient.offlineLicense(
+                requestedLicense, fairPlay: fairPlay, contentKeyID: keyID, accountID: video.accountID,
+                authToken: video.origin?.authToken), deviceKey: try licenseClient.deviceKey())
+        }
         let folder = packagesDirectory.appendingPathComponent(token, isDirectory: true)
         do {
             for (path, text) in plan.playlists {
@@ -164,19 +185,36 @@ public actor OfflineVideoManager {
             try? FileManager.default.removeItem(at: folder)
             throw OfflineVideoError(.downloadFailure, .storage, "Cannot write the package folder: \(error)")
         }
-        let record = try storeCall {
-            DownloadRecord(
+        let now = configuration.clock().timeIntervalSince1970
+        let allowsCellular = options.allowsCellularDownload
+        let record = try storeCall { () throws -> DownloadRecord in
+            var record = try preloaded ?? DownloadRecord(
                 token: token, videoID: video.id, accountID: video.accountID, videoJSON: try OfflineVideoManager.json(video),
-                state: OfflineVideoDownloadState.requested.rawValue, parameters: try JSONEncoder().encode(parameters),
-                selections: try JSONEncoder().encode(selections), displayName: parameters.displayName ?? video.name,
-                requestedAt: configuration.clock().timeIntervalSince1970, endedAt: nil, error: nil,
-                bitrate: plan.variant.bandwidth, masterURL: plan.masterURL, policyKey: video.origin?.policyKey,
-                serviceBaseURL: video.origin?.baseURL, allowsCellular: options.allowsCellularDownload, license: nil,
-                licenseTerms: nil, licenseRequestedAt: nil, licenseExpiresAt: nil, initialPlaybackAt: nil,
-                posterFile: nil, thumbnailFile: nil, imagesDone: false, sequence: try store.nextSequence())
+                state: OfflineVideoDownloadState.requested.rawValue, parameters: Data(), selections: nil,
+                displayName: video.name, requestedAt: now, endedAt: nil, error: nil, bitrate: nil, masterURL: nil,
+                policyKey: nil, serviceBaseURL: nil, allowsCellular: allowsCellular, license: nil, licenseTerms: nil,
+                licenseRequestedAt: nil, licenseExpiresAt: nil, initialPlaybackAt: nil, posterFile: nil,
+                thumbnailFile: nil, imagesDone: false, sequence: try store.nextSequence())
+            record.videoJSON = try OfflineVideoManager.json(video)
+            record.state = OfflineVideoDownloadState.requested.rawValue
+            record.parameters = try JSONEncoder().encode(parameters)
+            record.selections = try JSONEncoder().encode(selections)
+            record.displayName = parameters.displayName ?? video.name
+            record.requestedAt = now
+            record.bitrate = plan.variant.bandwidth
+            record.masterURL = plan.masterURL
+            record.policyKey = video.origin?.policyKey ?? record.policyKey
+            record.serviceBaseURL = video.origin?.baseURL ?? record.serviceBaseURL
+            record.allowsCellular = allowsCellular
+            if let license { license.apply(to: &record) }
+            return record
         }
         do {
-            try store.insert(record, tracks: plan.tracks, segments: plan.segments)
+            if preloaded != nil {
+                try store.attachPlan(record, tracks: plan.tracks, segments: plan.segments)
+            } else {
+                try store.insert(record, tracks: plan.tracks, segments: plan.segments)
+            }
         } catch {
             try? FileManager.default.removeItem(at: folder)
             throw OfflineVideoError(.downloadFailure, .storage, "Cannot store the download: \(error)")
@@ -236,8 +274,9 @@ public actor OfflineVideoManager {
 
     /// Removes every file of the offline video and its license, and forgets the token.
     public func deleteOfflineVideo(_ token: OfflineVideoToken) throws(OfflineVideoError) {
-        _ = try existing(token)
+        let record = try existing(token)
         stopRunning(token)
+        releaseOnServer(record)
         try storeCall { try store.delete(token) }
         removePackage(token)
         videoCache[token] = nil

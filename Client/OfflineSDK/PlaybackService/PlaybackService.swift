@@ -40,14 +40,26 @@ public struct PlaybackService: Sendable {
         public var accountID: String
         /// The policy key, if the service had one.
         public var policyKey: String?
+        /// The playback-restriction JWT, if the service had one (kept in memory only; license
+        /// requests send it as `BCOV-Auth`).
+        public var authToken: String?
+
+        /// Creates an origin.
+        public init(baseURL: String, accountID: String, policyKey: String?, authToken: String? = nil) {
+            self.baseURL = baseURL
+            self.accountID = accountID
+            self.policyKey = policyKey
+            self.authToken = authToken
+        }
     }
 
     /// This service's origin, stamped on every video it finds.
-    public var origin: Origin { Origin(baseURL: baseURL, accountID: accountID, policyKey: policyKey) }
+    public var origin: Origin { Origin(baseURL: baseURL, accountID: accountID, policyKey: policyKey, authToken: authToken) }
 
-    /// A service for `origin` (its policy key, no JWT).
+    /// A service for `origin` (its policy key and JWT).
     public init(origin: Origin, client: HTTPClient = PlaybackService.sharedClient) {
-        self.init(baseURL: origin.baseURL, accountID: origin.accountID, policyKey: origin.policyKey, client: client)
+        self.init(baseURL: origin.baseURL, accountID: origin.accountID, policyKey: origin.policyKey, authToken: origin.authToken,
+                  client: client)
     }
 
     /// The client shared by services that are not given one (its connections are reused).

@@ -95,6 +95,17 @@ final class OfflineStore: Sendable {
         }
     }
 
+    /// Gives an existing record (a preloaded license) its plan, in one transaction.
+    func attachPlan(_ record: DownloadRecord, tracks: [TrackRecord], segments: [SegmentRecord]) throws {
+        try pool.write { db in
+            try record.update(db)
+            try db.execute(sql: "DELETE FROM segment WHERE token = ?", arguments: [record.token])
+            try db.execute(sql: "DELETE FROM track WHERE token = ?", arguments: [record.token])
+            for track in tracks { try track.insert(db) }
+            for segment in segments { try segment.insert(db) }
+        }
+    }
+
     /// Percent done from what is recorded: done bytes over done plus estimated remaining.
     func percent(_ token: String) throws -> Double {
         try pool.read { db in

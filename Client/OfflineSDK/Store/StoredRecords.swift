@@ -35,7 +35,7 @@ struct DownloadRecord: Codable, Sendable, Equatable, FetchableRecord, Persistabl
     var allowsCellular: Bool
     /// The persisted license (LicenseProtocol's format), FairPlay only.
     var license: Data?
-    /// `RequestedLicense` as JSON.
+    /// The license's signed terms (`LicenseProtocol.LicenseTerms`) as JSON.
     var licenseTerms: Data?
     var licenseRequestedAt: Double?
     /// nil = never (purchase); only meaningful with a license.

@@ -1,0 +1,126 @@
+import Crypto
+import CurlTransfer
+import Foundation
+import LicenseProtocol
+import WireModels
+
+/// The SDK's side of the license exchange (docs/license-protocol.md): application
+/// certificates fetched once per URL and kept in the store, a stable device id, and the
+/// SPC/CKC round trips for acquiring, renewing and releasing licenses.
+///
+/// The device key that seals stored licenses lives in the offline store; it stands in for
+/// a platform keychain. Only the sealed license (CKC + wrapped client key) is ever written.
+struct FairPlayLicenseClient: Sendable {
+    var store: OfflineStore
+    var client: HTTPClient
+    var clock: @Sendable () -> Date
+
+    /// This installation's device id, made on first use and kept.
+    func deviceID() throws(OfflineVideoError) -> String {
+        do {
+            let data = try store.setting("device_id") { Data(UUID().uuidString.lowercased().utf8) }
+            return String(decoding: data, as: UTF8.self)
+        } catch {
+            throw OfflineVideoError(.contentKeyGenerationFailed, .storage, "Cannot read the device id: \(error)")
+        }
+    }
+
+    /// The 256-bit key stored licenses are sealed with, made on first use and kept.
+    func deviceKey() throws(OfflineVideoError) -> SymmetricKey {
+        do {
+            return SymmetricKey(data: try store.setting("device_key") { SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) } })
+        } catch {
+            throw OfflineVideoError(.contentKeyGenerationFailed, .storage, "Cannot read the device key: \(error)")
+        }
+    }
+
+    /// The certificate at `url`: from the store when it was fetched (or added) before, else
+    /// fetched now and kept.
+    func certificate(at url: String) async throws(OfflineVideoError) -> ApplicationCertificate {
+        if let stored = try? store.certificate(url) {
+            do { return try ApplicationCertificate(derEncoded: Array(stored)) } catch {
+                try? store.setCertificate(nil, identifier: url)  // damaged: fetch it again
+            }
+        }
+        let response: HTTPClientResponse
+        do {
+            response = try await client.send(HTTPClientRequest(url: url, headers: [("Accept", "application/octet-stream")]))
+        } catch {
+            throw OfflineVideoError(.applicationCertificateRequestFailed, .network, "Cannot fetch the application certificate: \(error.message)")
+        }
+        guard response.status == 200 else {
+            throw OfflineVideoError(.applicationCertificateRequestFailed, .http,
+                                    "The application certificate request answered HTTP \(response.status)",
+                                    httpStatus: response.status, responseBody: response.body)
+        }
+        let certificate: ApplicationCertificate
+        do { certificate = try ApplicationCertificate(derEncoded: response.body) } catch {
+            throw OfflineVideoError(.applicationCertificateRequestFailed, .license, "The application certificate is not valid: \(error)")
+        }
+        try? store.setCertificate(Data(response.body), identifier: url)
+        return certificate
+    }
+
+    /// Acquires (`licenseID` nil) or renews an offline license with `terms`; returns the
+    /// verified license (content key in memory only).
+    func offlineLicense(_ terms: RequestedLicense, fairPlay: KeySystem, contentKeyID: String, accountID: String,
+                        licenseID: String? = nil, authToken: String?) async throws(OfflineVideoError) -> License {
+        let profile: LicenseProfile
+        switch terms {
+        case .purchase: profile = LicenseProfile(.purchase)
+        case .rental(let duration, let playDuration):
+            profile = LicenseProfile(.rental(absoluteExpiration: clock().addingTimeInterval(duration), playDuration: playDuration))
+        }
+        let (request, answer) = try await exchange(licenseID == nil ? .acquire : .renew, fairPlay: fairPlay, contentKeyID: contentKeyID,
+                                                   accountID: accountID, licenseID: licenseID, authToken: authToken,
+                                                   headers: [("X-BOLT-OFFLINE-LICENSE", "true"), ("X-BC-CRT-CONFIG", profile.headerValue)])
+        do { return try request.open(answer) } catch {
+            throw OfflineVideoError(.contentKeyRequestFailed, .license, "The license server's answer does not verify: \(error)")
+        }
+    }
+
+    /// Gives a license back to the server (frees its device slot). 204 expected.
+    func release(licenseID: String, fairPlay: KeySystem, contentKeyID: String, accountID: String,
+                 authToken: String?) async throws(OfflineVideoError) {
+        _ = try await exchange(.release, fairPlay: fairPlay, contentKeyID: contentKeyID, accountID: accountID,
+                               licenseID: licenseID, authToken: authToken, headers: [])
+    }
+
+    private func exchange(_ kind: LicenseRequestKind, fairPlay: KeySystem, contentKeyID: String, accountID: String,
+                          licenseID: String?, authToken: String?, headers extra: [(String, String)])
+        async throws(OfflineVideoError) -> (PendingLicenseRequest, [UInt8]) {
+        guard let keyURL = fairPlay.keyRequestURL, !keyURL.isEmpty else {
+            throw OfflineVideoError(.noKeyRequestURLForRendition, .license, "The FairPlay source has no key_request_url")
+        }
+        guard let certificateURL = fairPlay.certificateURL, !certificateURL.isEmpty else {
+            throw OfflineVideoError(.applicationCertificateRequestFailed, .license, "The FairPlay source has no certificate_url")
+        }
+        let certificate = try await certificate(at: certificateURL)
+        let request: PendingLicenseRequest
+        do {
+            request = try LicenseClient.makeRequest(kind, certificate: certificate, accountID: accountID, contentKeyID: contentKeyID,
+                                                    licenseID: licenseID, deviceID: try deviceID(), now: clock())
+        } catch let error as OfflineVideoError {
+            throw error
+        } catch {
+            throw OfflineVideoError(.contentKeyGenerationFailed, .license, "Cannot build the license request: \(error)")
+        }
+        var headers: [(String, String)] = [("Content-Type", "application/json"), ("Accept", "application/octet-stream")] + extra
+        if let authToken { headers.append(("BCOV-Auth", authToken)) }
+        let response: HTTPClientResponse
+        do {
+            response = try await client.send(HTTPClientRequest(url: keyURL, method: .post, headers: headers, body: request.body()))
+        } catch {
+            throw OfflineVideoError(.contentKeyRequestFailed, .network, "Cannot reach the license server: \(error.message)")
+        }
+        guard (200...299).contains(response.status) else {
+            let detail = (try? WireJSON.decoder().decode([APIError].self, from: Data(response.body)))?.first
+            let expired = response.status == 403 && detail?.errorSubcode == "TOKEN_EXPIRED"
+            throw OfflineVideoError(.contentKeyRequestFailed, expired ? .tokenExpired : .license,
+                                    "The license server refused: HTTP \(response.status)"
+                                        + (detail.map { " \($0.errorCode)/\($0.errorSubcode ?? "-"): \($0.message ?? "")" } ?? ""),
+                                    httpStatus: response.status, responseBody: response.body)
+        }
+        return (request, response.body)
+    }
+}

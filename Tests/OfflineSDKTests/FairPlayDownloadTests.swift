@@ -1,0 +1,117 @@
+import CurlTransfer
+import Foundation
+import LicenseProtocol
+import MockBackend
+@testable import OfflineSDK
+import SampleAES
+import TestKit
+import Testing
+import WireModels
+
+@Suite("FairPlay downloads and licenses, live")
+struct FairPlayDownloadTests {
+    static let rentalVideo = "6415818918104"
+
+    /// The fixture segment the server encrypted for `file` of the 416x234 rendition.
+    static func fixture(_ relative: String) throws -> [UInt8] {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return Array(try Data(contentsOf: root.appendingPathComponent("fixtures/media/bars").appendingPathComponent(relative)))
+    }
+
+    @Test("a FairPlay download needs license terms, acquires the license first, and stores SAMPLE-AES media its key decrypts")
+    func purchase() async throws {
+        try await withBackend { server in try await withHarness(server) { h in
+            let video = try await h.service.findVideo(id: Catalog.fairPlayVideo)
+            let noTerms = await #expect(throws: OfflineVideoError.self) {
+                try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: nil)
+            }
+            #expect(noTerms?.code == .invalidParameter)
+            #expect(noTerms?.reason == .invalidLicenseParameters)
+            #expect(try await h.manager.offlineVideoStatus().isEmpty)
+
+            let token = try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: DownloadParameters(license: .purchase))
+            #expect(try await h.manager.fairPlayLicenseExpiration(token) == .distantFuture)
+            #expect(try await h.events.finished(token) == nil)
+
+            // The stored license opens only with the device key and carries the content key.
+            let record = try #require(try await h.manager.store.download(token))
+            let sealed = try #require(record.license)
+            let deviceKey = try await h.manager.licenseClient.deviceKey()
+            let license = try License(sealed: Array(sealed), deviceKey: deviceKey)
+            #expect(license.terms.kind == .purchase)
+            #expect(license.terms.expiresAt == nil)
+            #expect(!sealed.contains(Data(license.contentKey)), "the clear content key is never stored")
+
+            // Segments on disk stay encrypted and decrypt to the fixture bytes with the license's key.
+            let folder = await h.manager.packageFolder(token)
+            let segments = try await h.manager.store.segments(token)
+            let video0 = try #require(segments.first { $0.track == 0 && $0.sequence == 0 })
+            let stored = Array(try Data(contentsOf: folder.appendingPathComponent(video0.file)))
+            let clear = try Self.fixture("video/416x234/seg_000.ts")
+            #expect(stored != clear)
+            #expect(try SampleAES.decrypt(segment: stored, key: license.contentKey, iv: license.iv) == clear)
+            let master = try String(contentsOf: folder.appendingPathComponent("master.m3u8"), encoding: .utf8)
+            #expect(master.contains("#EXT-X-SESSION-KEY:METHOD=SAMPLE-AES,URI=\"skd://\(license.terms.contentKeyID)\""))
+            #expect(await h.manager.videoObject(fromOfflineVideoToken: token)?.playableOffline == true)
+
+            try await h.manager.invalidateFairPlayLicense(token)
+            #expect(try await h.manager.fairPlayLicenseExpiration(token) == nil)
+        } }
+    }
+
+    @Test("a preloaded rental is used by the download (same token); renewal turns it into a purchase; bad renewals are refused")
+    func preloadAndRenew() async throws {
+        try await withBackend { server in try await withHarness(server, { $0.clock = { server.app.clock.now() } }) { h in
+            let video = try await h.service.findVideo(id: Self.rentalVideo)
+            let clear = try await h.service.findVideo(id: Catalog.clearVideo)
+            let notFairPlay = await #expect(throws: OfflineVideoError.self) {
+                try await h.manager.preloadFairPlayLicense(clear, parameters: DownloadParameters(license: .purchase))
+            }
+            #expect(notFairPlay?.code == .unsupported)
+
+            let day: TimeInterval = 86400
+            let before = server.app.clock.now()
+            let token = try await h.manager.preloadFairPlayLicense(video, parameters: DownloadParameters(license: .rental(duration: day)))
+            let after = server.app.clock.now()
+            let preloaded = try await h.manager.status(token)
+            #expect(preloaded.downloadState == .licensePreloaded)
+            let expiry = try #require(try await h.manager.fairPlayLicenseExpiration(token))
+            // Whole seconds on the wire (absoluteExpiration): allow one either side.
+            #expect(expiry >= before.addingTimeInterval(day - 1) && expiry <= after.addingTimeInterval(day + 1))
+
+            let withTerms = await #expect(throws: OfflineVideoError.self) {
+                try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: DownloadParameters(license: .purchase))
+            }
+            #expect(withTerms?.reason == .invalidLicenseParameters)
+            let same = try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: nil)
+            #expect(same == token)
+            #expect(try await h.events.finished(token) == nil)
+            #expect(try await h.manager.status(token).downloadState == .completed)
+
+            let bitrate = await #expect(throws: OfflineVideoError.self) {
+                try await h.manager.renewFairPlayLicense(token, video: video, parameters: DownloadParameters(requestedBitrate: 1, license: .purchase))
+            }
+            #expect(bitrate?.code == .invalidParameter)
+            let fresh = try await h.service.findVideo(id: Self.rentalVideo)
+            let renewed = try await h.manager.renewFairPlayLicense(token, video: fresh, parameters: DownloadParameters(license: .purchase))
+            #expect(renewed == token)
+            #expect(try await h.manager.fairPlayLicenseExpiration(token) == .distantFuture)
+            #expect(try await h.manager.fairPlayLicenseExpiration(try await h.request(Catalog.englishOnlyVideo)) == .distantFuture,
+                    "a clear video never expires")
+        } }
+    }
+
+    @Test("the license server's refusal reaches the app with its status and body")
+    func refusal() async throws {
+        try await withBackend { server in try await withHarness(server) { h in
+            let video = try await h.service.findVideo(id: Catalog.fairPlayVideo)
+            server.app.clock.offset = 7 * 3600  // the key request URL's token has expired
+            let error = await #expect(throws: OfflineVideoError.self) {
+                try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: DownloadParameters(license: .purchase))
+            }
+            #expect(error?.code == .contentKeyRequestFailed || error?.code == .downloadFailure)
+            #expect(error?.httpStatus == 403)
+            #expect(try await h.manager.offlineVideoStatus().isEmpty, "nothing stored when the license is refused")
+        } }
+    }
+}
