@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The end-to-end demo: start the mock backend on a free port with a throwaway data
-# directory, find a video through the Playback API, fetch its master playlist and probe it
-# with ffprobe, then fetch an AES-128 video's key and decode a rendition with ffmpeg.
+# directory, find a video through the Playback API and probe its HLS with ffprobe, then
+# use the SDK (through the `offline` command) to download a clear video with two audio
+# languages and sideband subtitles, and a FairPlay video with a rental license, survive a
+# crash mid-download, and check the packages on disk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 swift build --product mock-backend >/dev/null
+swift build --product offline >/dev/null
 data=$(mktemp -d)
 log="$data/server.log"
 .build/debug/mock-backend --port 0 --data-dir "$data/backend" --log-level warning >"$data/stdout" 2>"$log" &
@@ -34,17 +37,42 @@ echo "== ffprobe on the master playlist"
 ffprobe -v error -show_entries stream=codec_type,codec_name,width,height,sample_rate -of compact=p=0 "$master" \
     | sed 's/^/   /' | sort -u | head -12
 
-echo
-echo "== search: q=tags:fairplay, sorted by name"
-curl -sf -H "BCOV-Policy: $key" "$base/playback/v1/accounts/$account/videos?q=tags:fairplay&sort=name" \
-    | python3 -c 'import json,sys; d=json.load(sys.stdin); print("  ", d["count"], "videos:"); [print("   -", v["name"]) for v in d["videos"]]'
+offline() { .build/debug/offline "$@"; }
+export OFFLINE_BASE_URL=$base OFFLINE_ACCOUNT=$account OFFLINE_POLICY_KEY=BCpkADawqM1northwindPLAYkey000002
+export OFFLINE_STORAGE=$data/sdk
 
 echo
-echo "== AES-128 video: decode the 960x540 rendition through the key endpoint with ffmpeg"
-curl -sf -H "BCOV-Policy: $key" "$base/playback/v1/accounts/$account/videos/ref:nw-aes-bars" | show_video "$data/aes-master"
-rendition=$(curl -sf "$(cat "$data/aes-master")" | grep -A1 'RESOLUTION=960x540' | tail -1)
-start=$(date +%s.%N)
-ffmpeg -v error -i "$rendition" -f null - && echo "   decoded without an error in $(python3 -c "print(f'{$(date +%s.%N)-$start:.2f}')") s"
+echo "== offline search tags:fairplay (search-enabled key)"
+OFFLINE_POLICY_KEY=$key offline search tags:fairplay --sort name | sed 's/^/   /'
+
+echo
+echo "== offline download 6415818918101 --audio en,fr --subtitles de  (clear, 960x540 at most 1.5 Mbit/s)"
+offline download 6415818918101 --audio en,fr --subtitles de --bitrate 1500000 --reserve-mb 0 | sed 's/^/   /'
+
+echo
+echo "== offline download 6415818918104 --rental-hours 48 --play-hours 6  (FairPlay: the license comes first)"
+offline download 6415818918104 --rental-hours 48 --play-hours 6 --reserve-mb 0 | sed 's/^/   /'
+
+echo
+echo "== a 2-hour download killed with SIGKILL halfway, then resumed by a new process"
+.build/debug/offline download 6415818918106 --reserve-mb 0 >"$data/long.log" 2>&1 &
+downloader=$!
+for _ in $(seq 600); do grep -qE '^[0-9a-f]{8} +([2-9]|[1-9][0-9])\.[0-9] %' "$data/long.log" 2>/dev/null && break; sleep 0.05; done
+kill -9 $downloader 2>/dev/null || echo "   (it finished before it could be killed)"
+wait $downloader 2>/dev/null || true
+echo "   killed at: $(grep -E ' %$' "$data/long.log" | tail -1 | sed 's/^ *//')"
+offline resume --reserve-mb 0 | tail -2 | sed 's/^/   /'
+
+echo
+echo "== offline list"
+offline list | sed 's/^/   /'
+
+echo
+echo "== ffprobe plays the clear package from disk"
+package=$(offline list | awk '/Color Bars \(clear\)/ {print $1}')
+ffprobe -v error -show_entries stream=codec_type,codec_name,width,height -of compact=p=0 \
+    "$OFFLINE_STORAGE/packages/$package/master.m3u8" | grep -v "^$" | sed 's/^/   /' | sort | uniq -c
+echo "   files: $(find "$OFFLINE_STORAGE/packages/$package" -type f | wc -l), sideband subtitles: $(ls "$OFFLINE_STORAGE/packages/$package/sideband")"
 
 echo
 echo "== a request without a policy key gets the Playback API's error array"

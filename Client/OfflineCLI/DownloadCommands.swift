@@ -40,6 +40,7 @@ struct DownloadCommand: AsyncParsableCommand {
     @Option(help: "Audio languages, comma-separated (default: the default audio).") var audio: String?
     @Option(help: "Subtitle languages, comma-separated.") var subtitles: String?
     @Flag(help: "Print one line per progress event instead of a status line.") var verbose = false
+    @OptionGroup var license: LicenseOptions
 
     func run() async throws {
         let playback = try service.service()
@@ -49,7 +50,7 @@ struct DownloadCommand: AsyncParsableCommand {
         let events = manager.events()
         let selections = MediaSelections(audioLanguages: Self.list(audio), subtitleLanguages: Self.list(subtitles))
         let token = try await manager.requestVideoDownload(video, mediaSelections: selections,
-                                                           parameters: DownloadParameters(requestedBitrate: bitrate))
+                                                           parameters: DownloadParameters(requestedBitrate: bitrate, license: try license.requested()))
         print("downloading \(video.name) as \(token)")
         try await Progress.follow(events, tokens: [token], manager: manager, verbose: verbose)
         await manager.close()
@@ -57,6 +58,23 @@ struct DownloadCommand: AsyncParsableCommand {
 
     static func list(_ text: String?) -> [String] {
         (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+}
+
+/// The license terms of a FairPlay download.
+struct LicenseOptions: ParsableArguments {
+    @Flag(help: "FairPlay: buy the video (the license never expires).") var purchase = false
+    @Option(name: .customLong("rental-hours"), help: "FairPlay: rent the video for this many hours.") var rentalHours: Double?
+    @Option(name: .customLong("play-hours"), help: "FairPlay rentals: the license also ends this many hours after the first playback.")
+    var playHours: Double?
+
+    func requested() throws -> RequestedLicense? {
+        switch (purchase, rentalHours) {
+        case (true, nil): return .purchase
+        case (false, let hours?): return .rental(duration: hours * 3600, playDuration: playHours.map { $0 * 3600 })
+        case (false, nil): return nil
+        case (true, _?): throw ValidationError("give --purchase or --rental-hours, not both")
+        }
     }
 }
 
@@ -71,6 +89,11 @@ struct ListCommand: AsyncParsableCommand {
         for status in statuses {
             let name = await manager.videoObject(fromOfflineVideoToken: status.token)?.name ?? "?"
             var line = "\(status.token)  \(status.downloadState)  \(String(format: "%5.1f", status.downloadPercent)) %  \(name)"
+            switch try await manager.fairPlayLicenseExpiration(status.token) {
+            case nil: line += "  [no license]"
+            case Date.distantFuture?: break
+            case let expiry?: line += "  [license until \(WireDate.string(from: expiry))]"
+            }
             if let error = status.error { line += "  error \(error.code.rawValue) \(error.reason.rawValue): \(error.message)" }
             print(line)
         }
@@ -126,30 +149,36 @@ enum Progress {
             case .progress(let token, let percent, let selection):
                 guard open.contains(token) else { continue }
                 if verbose {
-                    print("\(token.prefix(8))  \(selection)  \(String(format: "%5.1f", percent)) %")
+                    say("\(token.prefix(8))  \(selection)  \(String(format: "%5.1f", percent)) %")
                 } else if ContinuousClock.now - lastLine > .milliseconds(500) {
                     lastLine = ContinuousClock.now
                     let overall = (try? await manager.offlineVideoStatus(forToken: token))?.downloadPercent ?? percent
-                    print("\(token.prefix(8))  \(String(format: "%5.1f", overall)) %")
+                    say("\(token.prefix(8))  \(String(format: "%5.1f", overall)) %")
                 }
             case .mediaSelectionFinished(let token, let selection):
-                if open.contains(token) { print("\(token.prefix(8))  \(selection) done") }
+                if open.contains(token) { say("\(token.prefix(8))  \(selection) done") }
             case .staticImagesDownloaded(let token):
-                if open.contains(token) { print("\(token.prefix(8))  poster and thumbnail fetched") }
+                if open.contains(token) { say("\(token.prefix(8))  poster and thumbnail fetched") }
             case .downloadFinished(let token, let error):
                 guard open.remove(token) != nil else { continue }
                 if let error {
-                    print("\(token.prefix(8))  failed: \(error)")
+                    say("\(token.prefix(8))  failed: \(error)")
                     failures.append(token)
                 } else {
                     let path = await manager.videoObject(fromOfflineVideoToken: token)?.offlineVideoPath ?? "?"
-                    print("\(token.prefix(8))  completed: \(path)")
+                    say("\(token.prefix(8))  completed: \(path)")
                 }
             case .storageChanged:
-                print("offline storage changed while the manager was not running")
+                say("offline storage changed while the manager was not running")
             }
             if open.isEmpty { break }
         }
         if !failures.isEmpty { throw ExitCode(1) }
     }
+}
+
+/// Prints a line and flushes it at once, so a log file or a pipe sees progress as it happens.
+func say(_ line: String) {
+    print(line)
+    fflush(nil)  // every output stream; `stdout` itself is a C global Swift 6 will not touch
 }
