@@ -1,0 +1,93 @@
+import Foundation
+import MockBackend
+@testable import OfflineSDK
+import Synchronization
+import TestKit
+import Testing
+import WireModels
+
+@Suite("OfflineVideoManager queries, queue and delegate, live")
+struct ManagerTests {
+    @Test("playlist queries: bitrates ascending, every STREAM-INF and EXT-X-MEDIA attribute, size estimates in MB")
+    func queries() async throws {
+        try await withBackend { server in try await withHarness(server) { h in
+            let video = try await h.service.findVideo(id: Catalog.clearVideo)
+            let bitrates = try await h.manager.variantBitrates(for: video)
+            #expect(bitrates.count == 3 && bitrates == bitrates.sorted())
+            let variants = try await h.manager.variantAttributesDictionaries(for: video)
+            #expect(variants.count == 3)
+            #expect(variants.allSatisfy { $0["BANDWIDTH"] != nil && $0["CODECS"] != nil && $0["RESOLUTION"] != nil && $0["AUDIO"] == "audio" })
+            #expect(Set(variants.compactMap { $0["RESOLUTION"] }) == ["416x234", "640x360", "960x540"])
+            let renditions = try await h.manager.alternativeRenditionAttributesDictionaries(for: video)
+            #expect(renditions.filter { $0["TYPE"] == "AUDIO" }.compactMap { $0["LANGUAGE"] }.sorted() == ["en", "es", "fr"])
+            #expect(renditions.filter { $0["TYPE"] == "SUBTITLES" }.compactMap { $0["LANGUAGE"] }.sorted() == ["de", "en", "fr"])
+            #expect(renditions.allSatisfy { $0["NAME"] != nil && $0["GROUP-ID"] != nil && $0["URI"] != nil })
+
+            // Estimates: the largest rendition by default, the requested one otherwise, more with more audio.
+            let largest = try await h.manager.estimateDownloadSize(video)
+            let smallest = try await h.manager.estimateDownloadSize(video, requestedBitrate: bitrates[0])
+            let withFrench = try await h.manager.estimateDownloadSize(video, requestedBitrate: bitrates[0],
+                                                                      mediaSelections: MediaSelections(audioLanguages: ["en", "fr"]))
+            #expect(largest > smallest && withFrench > smallest)
+            let expectedLargest = Double(bitrates[2]) * 12 / 8 / 1_048_576 + 128_000.0 * 12 / 8 / 1_048_576
+            #expect(abs(largest - expectedLargest) < 0.05, "\(largest) MB, expected about \(expectedLargest)")
+            #expect(try await h.manager.offlineVideoStatus().isEmpty, "queries store nothing")
+            #expect(try h.manager.offlineSource(for: video).src.contains("/clear/"))
+        } }
+    }
+
+    @Test("at most maxConcurrentDownloads run at once; the rest wait in the order requested")
+    func queue() async throws {
+        try await withBackend({ $0.addedLatencyMilliseconds = 30 }) { server in
+            try await withHarness(server, { $0.maxConcurrentDownloads = 1 }) { h in
+                let first = try await h.request(Catalog.clearVideo)
+                let second = try await h.request(Catalog.englishOnlyVideo)
+                #expect(try await eventually { try await h.manager.status(first).downloadState == .downloading })
+                #expect(try await h.manager.status(second).downloadState == .requested)
+                #expect(try await h.events.finished(first) == nil)
+                #expect(try await h.events.finished(second) == nil)
+                let all = h.events.all
+                let firstEnd = try #require(all.firstIndex(of: .downloadFinished(first, error: nil)))
+                let secondProgress = try #require(all.firstIndex { if case .progress(second, _, _) = $0 { true } else { false } })
+                #expect(firstEnd < secondProgress, "the second download starts only when the first has ended")
+            }
+        }
+    }
+
+    @Test("the delegate gets what events() gets, in the same order; the shared manager is made once and updated after")
+    func delegate() async throws {
+        final class Recorder: OfflineVideoManagerDelegate {
+            let log = Mutex<[OfflineVideoEvent]>([])
+            func offlineVideoToken(_ token: OfflineVideoToken, didProgressTo percent: Double, forMediaSelection mediaSelection: OfflineMediaSelection) {
+                log.withLock { $0.append(.progress(token, percent: percent, mediaSelection: mediaSelection)) }
+            }
+            func offlineVideoToken(_ token: OfflineVideoToken, didFinishMediaSelectionDownload mediaSelection: OfflineMediaSelection) {
+                log.withLock { $0.append(.mediaSelectionFinished(token, mediaSelection)) }
+            }
+            func offlineVideoToken(_ token: OfflineVideoToken, didFinishDownloadWithError error: OfflineVideoError?) {
+                log.withLock { $0.append(.downloadFinished(token, error: error)) }
+            }
+            func didDownloadStaticImages(offlineVideoToken token: OfflineVideoToken) {
+                log.withLock { $0.append(.staticImagesDownloaded(token)) }
+            }
+        }
+        try await withBackend { server in
+            let storage = try TemporaryDirectory()
+            defer { storage.remove() }
+            let recorder = Recorder()
+            let manager = try await OfflineVideoManager(configuration: testConfiguration(storage), delegate: recorder)
+            let events = EventRecorder(manager)
+            let service = PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
+            let token = try await manager.requestVideoDownload(try await service.findVideo(id: Catalog.clearVideo), mediaSelections: nil, parameters: nil)
+            #expect(try await events.finished(token) == nil)
+            #expect(try await eventually { recorder.log.withLock { $0.count } == events.all.count })
+            #expect(recorder.log.withLock { $0 } == events.all)
+
+            // Options change for downloads started later; the delegate can be replaced.
+            await manager.update(delegate: nil, options: OfflineVideoManagerOptions(allowsCellularDownload: true))
+            #expect(await manager.options.allowsCellularDownload)
+            #expect(OfflineVideoManagerOptions(analyticsStorageLimit: 10).analyticsStorageLimit == 1024 * 1024, "at least 1 MiB")
+            await manager.close()
+        }
+    }
+}
