@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Segment serving and Playback API throughput of mock-backend beside nginx, in one run.
-#   benchmarks/server.sh [duration-seconds]   (default 10)
+#   benchmarks/server.sh [duration-seconds]   (default 5; ROUNDS=3 runs of each, the best kept)
 # Builds release, starts mock-backend (2 threads, warnings-only log) and nginx (2 workers,
 # sendfile, no access log) on loopback ports serving the same fixture segment, and runs
-# `wrk -t2 -c32` against each. Prints requests/s, p99 latency and the ratio to nginx.
+# `wrk -t2 -c32` against each, for a clear segment and a cached SAMPLE-AES (FairPlay) one.
+# Prints requests/s, p99 latency and the ratio to nginx.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-duration=${1:-10}
+duration=${1:-5}
 scripts/install-deps.sh nginx wrk curl python3 libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev pkg-config
 
 swift build -c release --product mock-backend >/dev/null
 work=$(mktemp -d)
+chmod 755 "$work"  # nginx workers (not root) read the SAMPLE-AES cache under it
 cleanup() {
     [ -n "${backend:-}" ] && kill "$backend" 2>/dev/null && wait "$backend" 2>/dev/null
     [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null
@@ -44,6 +46,7 @@ http {
     server {
         listen 127.0.0.1:$nginx_port;
         root $PWD/fixtures/media;
+        location /cache/ { alias $work/data/cache/; }
     }
 }
 CONF
@@ -59,6 +62,18 @@ size=$(curl -sf "$segment" | wc -c)
 nginx_segment="http://127.0.0.1:$nginx_port/bars/video/960x540/seg_000.ts"
 [ "$(curl -sf "$nginx_segment" | wc -c)" = "$size" ] || { echo "nginx does not serve the same file"; exit 1; }
 
+# A FairPlay (SAMPLE-AES) segment: the first request encrypts it into the cache; nginx then
+# serves that same cached file.
+fps_master=$(curl -sf -H "BCOV-Policy: $key" "$base/playback/v1/accounts/$account/videos/6415818918103" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["sources"][0]["src"])')
+fps_rendition=$(curl -sf "$fps_master" | grep -A1 'RESOLUTION=960x540' | tail -1)
+fps_segment=$(curl -sf "$fps_rendition" | grep -v '^#' | head -1)
+fps_size=$(curl -sf "$fps_segment" | wc -c)
+fps_cached=$(cd "$work/data/cache" && find sample-aes -name '*.ts' -size "${fps_size}c" | head -1)
+[ -n "$fps_cached" ] || { echo "no cached SAMPLE-AES segment of $fps_size bytes"; exit 1; }
+nginx_fps="http://127.0.0.1:$nginx_port/cache/$fps_cached"
+[ "$(curl -sf "$nginx_fps" | cmp - <(curl -sf "$fps_segment") && echo same)" = same ] || { echo "nginx does not serve the same SAMPLE-AES file"; exit 1; }
+
 run_wrk() {  # url [header] -> "requests/s p99-ms"
     local out
     if [ -n "${2:-}" ]; then out=$(wrk -t2 -c32 -d"${duration}s" --latency -H "$2" "$1"); else out=$(wrk -t2 -c32 -d"${duration}s" --latency "$1"); fi
@@ -69,11 +84,29 @@ run_wrk() {  # url [header] -> "requests/s p99-ms"
     echo "$rps $p99"
 }
 
-echo "segment: $size bytes (960x540 seg_000.ts), wrk -t2 -c32 -d${duration}s, $(nproc) cores"
-read -r nginx_rps nginx_p99 < <(run_wrk "$nginx_segment")
-read -r mb_rps mb_p99 < <(run_wrk "$segment")
-read -r api_rps api_p99 < <(run_wrk "$base/playback/v1/accounts/$account/videos/6415818918101" "BCOV-Policy: $key")
+best() {  # url [header] -> the best "requests/s p99" of $rounds runs (machines here are shared and noisy)
+    local best_rps=0 best_p99=- rps p99
+    for _ in $(seq "$rounds"); do
+        read -r rps p99 < <(run_wrk "$@")
+        if python3 -c "import sys; sys.exit(0 if $rps > $best_rps else 1)"; then best_rps=$rps; best_p99=$p99; fi
+    done
+    echo "$best_rps $best_p99"
+}
+rounds=${ROUNDS:-3}
+
+echo "segment: $size bytes (960x540 seg_000.ts), wrk -t2 -c32 -d${duration}s, best of $rounds alternating runs, $(nproc) cores"
+# Alternate the two servers round by round, so load from elsewhere hits both alike.
+nginx_rps=0; mb_rps=0; nginx_fps_rps=0; fps_rps=0
+for _ in $(seq "$rounds"); do
+    read -r r p < <(rounds=1 best "$nginx_segment"); if python3 -c "import sys; sys.exit(0 if $r > $nginx_rps else 1)"; then nginx_rps=$r; nginx_p99=$p; fi
+    read -r r p < <(rounds=1 best "$segment"); if python3 -c "import sys; sys.exit(0 if $r > $mb_rps else 1)"; then mb_rps=$r; mb_p99=$p; fi
+    read -r r p < <(rounds=1 best "$nginx_fps"); if python3 -c "import sys; sys.exit(0 if $r > $nginx_fps_rps else 1)"; then nginx_fps_rps=$r; nginx_fps_p99=$p; fi
+    read -r r p < <(rounds=1 best "$fps_segment"); if python3 -c "import sys; sys.exit(0 if $r > $fps_rps else 1)"; then fps_rps=$r; fps_p99=$p; fi
+done
+read -r api_rps api_p99 < <(best "$base/playback/v1/accounts/$account/videos/6415818918101" "BCOV-Policy: $key")
 printf '%-34s %12s %10s %8s\n' "target" "requests/s" "p99" "vs nginx"
 printf '%-34s %12.0f %10s %8s\n' "nginx: segment" "$nginx_rps" "$nginx_p99" "1.00x"
 printf '%-34s %12.0f %10s %7.2fx\n' "mock-backend: segment (clear)" "$mb_rps" "$mb_p99" "$(python3 -c "print($mb_rps/$nginx_rps)")"
+printf '%-34s %12.0f %10s %8s\n' "nginx: cached SAMPLE-AES segment" "$nginx_fps_rps" "$nginx_fps_p99" "1.00x"
+printf '%-34s %12.0f %10s %7.2fx\n' "mock-backend: SAMPLE-AES segment" "$fps_rps" "$fps_p99" "$(python3 -c "print($fps_rps/$nginx_fps_rps)")"
 printf '%-34s %12.0f %10s %8s\n' "mock-backend: Playback API video" "$api_rps" "$api_p99" "-"

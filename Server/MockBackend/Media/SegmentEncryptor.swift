@@ -2,6 +2,7 @@ import Crypto
 import _CryptoExtras
 import Foundation
 import SampleAES
+import Synchronization
 
 /// Encrypted segments, made once per key and fixture segment, then kept in the data
 /// directory's cache and served like any file. Cache paths include the key id, so a new key
@@ -9,19 +10,26 @@ import SampleAES
 /// - HLSe (AES-128): the fixture segment encrypted whole with AES-128-CBC and PKCS7 padding.
 /// - FairPlay (SAMPLE-AES): the fixture segment with its H.264 and AAC samples encrypted
 ///   per Apple's SAMPLE-AES format (`SampleAES`), still a valid transport stream.
-struct SegmentEncryptor: Sendable {
-    var cacheDirectory: URL
+final class SegmentEncryptor: Sendable {
+    let cacheDirectory: URL
+    /// Cached files already known to exist, by "directory/name": after the first request a
+    /// segment costs a dictionary lookup, not file-system calls (the cache only ever grows).
+    private let known = Mutex<[String: CachedSegment]>([:])
 
-    /// The path of the AES-128 copy of `source`, creating it on first use.
-    func aes128Segment(source: String, cacheName: String, key: ContentKey) throws -> String {
+    init(cacheDirectory: URL) {
+        self.cacheDirectory = cacheDirectory
+    }
+
+    /// The AES-128 copy of `source`, created on first use.
+    func aes128Segment(source: String, cacheName: String, key: ContentKey) throws -> CachedSegment {
         try cached(directory: "aes128/\(key.keyID)", cacheName: cacheName) {
             try AES._CBC.encrypt(Data(contentsOf: URL(fileURLWithPath: source)), using: SymmetricKey(data: key.key),
                                  iv: AES._CBC.IV(ivBytes: key.iv))
         }
     }
 
-    /// The path of the SAMPLE-AES copy of `source`, creating it on first use.
-    func sampleAESSegment(source: String, cacheName: String, key: ContentKey) throws -> String {
+    /// The SAMPLE-AES copy of `source`, created on first use.
+    func sampleAESSegment(source: String, cacheName: String, key: ContentKey) throws -> CachedSegment {
         try cached(directory: "sample-aes/\(key.keyID)", cacheName: cacheName) {
             let clear = Array(try Data(contentsOf: URL(fileURLWithPath: source)))
             return Data(try SampleAES.encrypt(segment: clear, key: key.key, iv: key.iv))
@@ -30,18 +38,34 @@ struct SegmentEncryptor: Sendable {
 
     /// `directory/cacheName` under the cache, written from `make` unless it exists.
     /// Concurrent first uses may both encrypt; the atomic rename makes that harmless.
-    private func cached(directory name: String, cacheName: String, make: () throws -> Data) throws -> String {
+    private func cached(directory name: String, cacheName: String, make: () throws -> Data) throws -> CachedSegment {
+        let id = name + "/" + cacheName
+        if let segment = known.withLock({ $0[id] }) { return segment }
         let directory = cacheDirectory.appendingPathComponent(name)
         let destination = directory.appendingPathComponent(cacheName)
-        if FileManager.default.fileExists(atPath: destination.path) { return destination.path }
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let encrypted = try make()
-        let temporary = directory.appendingPathComponent(".\(cacheName).\(UUID().uuidString).tmp")
-        try encrypted.write(to: temporary)
-        if rename(temporary.path, destination.path) != 0 {
-            try? FileManager.default.removeItem(at: temporary)
-            throw CocoaError(.fileWriteUnknown)
+        if !FileManager.default.fileExists(atPath: destination.path) {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let encrypted = try make()
+            let temporary = directory.appendingPathComponent(".\(cacheName).\(UUID().uuidString).tmp")
+            try encrypted.write(to: temporary)
+            if rename(temporary.path, destination.path) != 0 {
+                try? FileManager.default.removeItem(at: temporary)
+                throw CocoaError(.fileWriteUnknown)
+            }
         }
-        return destination.path
+        var info = stat()
+        guard stat(destination.path, &info) == 0 else { throw CocoaError(.fileReadNoSuchFile) }
+        let size = UInt64(info.st_size)
+        let segment = CachedSegment(path: destination.path, size: size,
+                                    etag: "\"\(String(Int(info.st_mtim.tv_sec), radix: 16))-\(String(size, radix: 16))\"")
+        known.withLock { $0[id] = segment }
+        return segment
     }
+}
+
+/// An encrypted segment in the cache: where it is, its size and its ETag.
+struct CachedSegment: Sendable, Equatable {
+    var path: String
+    var size: UInt64
+    var etag: String
 }

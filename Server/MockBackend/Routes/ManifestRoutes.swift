@@ -79,10 +79,12 @@ extension MockBackendApp {
             }
             let cacheName = "\(rendition.kind.rawValue)-\(rendition.index)-\(fixtureIndex).ts"
             do {
-                let path = video.protection == .fairplay
+                let segment = video.protection == .fairplay
                     ? try encryptor.sampleAESSegment(source: file.path, cacheName: cacheName, key: key)
                     : try encryptor.aes128Segment(source: file.path, cacheName: cacheName, key: key)
-                if let response = HTTPResponse.file(at: path, contentType: contentType) { return response }
+                var headers = HTTPHeaders([("Content-Type", contentType)])
+                headers.add("ETag", segment.etag)
+                return HTTPResponse(status: 200, headers: headers, body: .file(path: segment.path, offset: 0, length: segment.size))
             } catch {
                 logger.error("cannot encrypt \(file.path): \(error)")
             }
