@@ -9,9 +9,8 @@ enum ContentKeyContext {
     static let maximumTermsSize = 8192
 
     /// Builds and signs a CKC.
-    static func make(terms: LicenseTerms, contentKey: [UInt8], iv: [UInt8], clientKey: P256.KeyAgreement.PublicKey,
-                     certificate: ApplicationCertificate, signingKey: P256.Signing.PrivateKey,
-                     agreementKey: P256.KeyAgreement.PrivateKey) throws(LicenseProtocolError) -> [UInt8] {
+    static func make(terms: LicenseTerms, contentKey: [UInt8], iv: [UInt8], wrappingKey key: SymmetricKey,
+                     signingKey: P256.Signing.PrivateKey) throws(LicenseProtocolError) -> [UInt8] {
         guard contentKey.count == 16, iv.count == 16 else { throw LicenseProtocolError(.invalidPayload, "content key and IV must be 16 bytes") }
         let termsBytes = try ProtocolJSON.encode(terms)
         var writer = ByteWriter()
@@ -20,8 +19,6 @@ enum ContentKeyContext {
         writer.appendUInt32(termsBytes.count)
         writer.append(termsBytes)
         do {
-            let key = try wrappingKey(shared: agreementKey.sharedSecretFromKeyAgreement(with: clientKey),
-                                      certificateHash: certificate.hash, clientKey: Array(clientKey.x963Representation))
             let box = try AES.GCM.seal(contentKey + iv, using: key, authenticating: writer.bytes)
             writer.append(box.nonce)
             writer.append(box.ciphertext)
@@ -71,7 +68,7 @@ enum ContentKeyContext {
         return (terms, Array(clear.prefix(16)), Array(clear.suffix(16)))
     }
 
-    private static func wrappingKey(shared: SharedSecret, certificateHash: [UInt8], clientKey: [UInt8]) -> SymmetricKey {
+    static func wrappingKey(shared: SharedSecret, certificateHash: [UInt8], clientKey: [UInt8]) -> SymmetricKey {
         shared.hkdfDerivedSymmetricKey(using: SHA256.self, salt: certificateHash,
                                        sharedInfo: Array("mock-fairplay/ckc/v1".utf8) + clientKey, outputByteCount: 32)
     }

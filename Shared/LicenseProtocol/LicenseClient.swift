@@ -29,7 +29,7 @@ public enum LicenseClient {
             kind: kind, accountID: accountID, contentKeyID: contentKeyID, licenseID: licenseID, deviceID: deviceID,
             nonce: (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) },
             createdAt: Milliseconds.date(Milliseconds.from(now)), clientKey: Array(clientKey.publicKey.x963Representation))
-        return PendingLicenseRequest(context: context, spc: try context.sealed(to: certificate),
+        return PendingLicenseRequest(context: context, spc: try context.sealed(to: certificate, clientKey: clientKey),
                                      certificate: certificate, clientKey: clientKey)
     }
 }

@@ -62,10 +62,15 @@ public struct LicenseServerIdentity: Sendable {
     /// A signed CKC carrying `terms` and the content key wrapped for the SPC's client key.
     public func makeCKC(terms: LicenseTerms, contentKey: [UInt8], iv: [UInt8],
                         for context: ServerPlaybackContext) throws(LicenseProtocolError) -> [UInt8] {
-        guard let clientKey = try? P256.KeyAgreement.PublicKey(x963Representation: context.clientKey) else {
-            throw LicenseProtocolError(.invalidPayload, "the SPC's client key is not a P-256 key")
+        let wrappingKey: SymmetricKey
+        if let key = context.wrappingKey {
+            wrappingKey = key
+        } else {
+            guard let clientKey = try? P256.KeyAgreement.PublicKey(x963Representation: context.clientKey),
+                  let shared = try? agreementKey.sharedSecretFromKeyAgreement(with: clientKey)
+            else { throw LicenseProtocolError(.invalidPayload, "the SPC's client key is not a P-256 key") }
+            wrappingKey = ContentKeyContext.wrappingKey(shared: shared, certificateHash: certificate.hash, clientKey: context.clientKey)
         }
-        return try ContentKeyContext.make(terms: terms, contentKey: contentKey, iv: iv, clientKey: clientKey,
-                                          certificate: certificate, signingKey: signingKey, agreementKey: agreementKey)
+        return try ContentKeyContext.make(terms: terms, contentKey: contentKey, iv: iv, wrappingKey: wrappingKey, signingKey: signingKey)
     }
 }

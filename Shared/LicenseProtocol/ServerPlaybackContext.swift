@@ -15,6 +15,16 @@ public enum LicenseRequestKind: String, Sendable, Codable, CaseIterable {
 
 /// The decrypted contents of an SPC (docs/license-protocol.md, "SPC payload").
 public struct ServerPlaybackContext: Sendable, Equatable {
+    public static func == (lhs: ServerPlaybackContext, rhs: ServerPlaybackContext) -> Bool {
+        lhs.kind == rhs.kind && lhs.accountID == rhs.accountID && lhs.contentKeyID == rhs.contentKeyID
+            && lhs.licenseID == rhs.licenseID && lhs.deviceID == rhs.deviceID && lhs.nonce == rhs.nonce
+            && lhs.createdAt == rhs.createdAt && lhs.clientKey == rhs.clientKey
+    }
+
+    /// Server side: the CKC wrapping key, derived from the same key agreement that opened
+    /// the SPC, so answering costs no second ECDH.
+    var wrappingKey: SymmetricKey?
+
     /// What the client asks for.
     public var kind: LicenseRequestKind
     /// The account whose certificate sealed the SPC.
@@ -29,7 +39,8 @@ public struct ServerPlaybackContext: Sendable, Equatable {
     public var nonce: [UInt8]
     /// When the client made the SPC (millisecond precision).
     public var createdAt: Date
-    /// The fresh P-256 public key the CKC wraps the content key for (X9.63, 65 bytes).
+    /// The fresh P-256 public key the SPC is sealed with and the CKC wraps the content key
+    /// for (X9.63, 65 bytes; the SPC header carries it).
     public var clientKey: [UInt8]
 
     /// Creates a payload.
@@ -69,24 +80,19 @@ public struct ServerPlaybackContext: Sendable, Equatable {
         var device_id: String
         var nonce: String
         var created_at: Int64
-        var client_key: String
     }
 
     func payloadBytes() throws(LicenseProtocolError) -> [UInt8] {
         try ProtocolJSON.encode(Payload(
             version: 1, kind: kind, account_id: accountID, content_key_id: contentKeyID, license_id: licenseID,
-            device_id: deviceID, nonce: Data(nonce).base64EncodedString(), created_at: Milliseconds.from(createdAt),
-            client_key: Data(clientKey).base64EncodedString()))
+            device_id: deviceID, nonce: Data(nonce).base64EncodedString(), created_at: Milliseconds.from(createdAt)))
     }
 
-    init(payload bytes: [UInt8]) throws(LicenseProtocolError) {
+    init(payload bytes: [UInt8], clientKey: [UInt8]) throws(LicenseProtocolError) {
         let p = try ProtocolJSON.decode(Payload.self, bytes, "SPC payload")
         guard p.version == 1 else { throw LicenseProtocolError(.invalidPayload, "unsupported SPC payload version \(p.version)") }
         guard let nonce = Data(base64Encoded: p.nonce), nonce.count == 16 else {
             throw LicenseProtocolError(.invalidPayload, "nonce must be 16 bytes of base64")
-        }
-        guard let key = Data(base64Encoded: p.client_key), (try? P256.KeyAgreement.PublicKey(x963Representation: key)) != nil else {
-            throw LicenseProtocolError(.invalidPayload, "client_key must be a P-256 X9.63 public key in base64")
         }
         guard ServerPlaybackContext.isValidDeviceID(p.device_id) else {
             throw LicenseProtocolError(.invalidPayload, "device_id must be 1-128 of A-Z a-z 0-9 . _ : -")
@@ -98,21 +104,20 @@ public struct ServerPlaybackContext: Sendable, Equatable {
             throw LicenseProtocolError(.invalidPayload, "\(p.kind.rawValue) needs a license_id")
         }
         self.init(kind: p.kind, accountID: p.account_id, contentKeyID: p.content_key_id, licenseID: p.license_id,
-                  deviceID: p.device_id, nonce: Array(nonce), createdAt: Milliseconds.date(p.created_at), clientKey: Array(key))
+                  deviceID: p.device_id, nonce: Array(nonce), createdAt: Milliseconds.date(p.created_at), clientKey: clientKey)
     }
 
-    /// Seals this payload to `certificate` (the SPC bytes).
-    func sealed(to certificate: ApplicationCertificate) throws(LicenseProtocolError) -> [UInt8] {
-        let ephemeral = P256.KeyAgreement.PrivateKey()
+    /// Seals this payload to `certificate` with the client key (the SPC bytes).
+    func sealed(to certificate: ApplicationCertificate, clientKey: P256.KeyAgreement.PrivateKey) throws(LicenseProtocolError) -> [UInt8] {
         var writer = ByteWriter()
         writer.append(Self.magic)
         writer.append([Self.version])
         writer.append(certificate.hash)
-        writer.append(ephemeral.publicKey.x963Representation)
+        writer.append(clientKey.publicKey.x963Representation)
         let header = writer.bytes
         do {
-            let key = try Self.sealingKey(shared: ephemeral.sharedSecretFromKeyAgreement(with: certificate.agreementKey),
-                                          certificateHash: certificate.hash, ephemeral: Array(ephemeral.publicKey.x963Representation))
+            let shared = try clientKey.sharedSecretFromKeyAgreement(with: certificate.agreementKey)
+            let key = Self.sealingKey(shared: shared, certificateHash: certificate.hash, clientKey: Array(clientKey.publicKey.x963Representation))
             let box = try AES.GCM.seal(try payloadBytes(), using: key, authenticating: header)
             writer.append(box.nonce)
             writer.append(box.ciphertext)
@@ -141,26 +146,30 @@ public struct ServerPlaybackContext: Sendable, Equatable {
         guard try reader.read(32, "SPC certificate hash") == certificate.hash else {
             throw LicenseProtocolError(.certificateMismatch, "the SPC is sealed to another application certificate")
         }
-        let ephemeral = try reader.read(65, "SPC ephemeral key")
+        let clientKey = try reader.read(65, "SPC client key")
         let nonce = try reader.read(12, "SPC nonce")
         guard reader.remaining >= 16 else { throw LicenseProtocolError(.malformed, "truncated SPC ciphertext") }
         let ciphertext = try reader.read(reader.remaining - 16, "SPC ciphertext")
         let tag = try reader.read(16, "SPC tag")
         let plaintext: Data
+        let wrappingKey: SymmetricKey
         do {
-            let publicKey = try P256.KeyAgreement.PublicKey(x963Representation: ephemeral)
-            let key = try sealingKey(shared: privateKey.sharedSecretFromKeyAgreement(with: publicKey),
-                                     certificateHash: certificate.hash, ephemeral: ephemeral)
+            let publicKey = try P256.KeyAgreement.PublicKey(x963Representation: clientKey)
+            let shared = try privateKey.sharedSecretFromKeyAgreement(with: publicKey)
+            let key = sealingKey(shared: shared, certificateHash: certificate.hash, clientKey: clientKey)
+            wrappingKey = ContentKeyContext.wrappingKey(shared: shared, certificateHash: certificate.hash, clientKey: clientKey)
             let box = try AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: nonce), ciphertext: ciphertext, tag: tag)
             plaintext = try AES.GCM.open(box, using: key, authenticating: Array(spc[0..<headerSize]))
         } catch {
             throw LicenseProtocolError(.authenticationFailed, "the SPC does not open: tampered with or not for this certificate")
         }
-        return try ServerPlaybackContext(payload: Array(plaintext))
+        var context = try ServerPlaybackContext(payload: Array(plaintext), clientKey: clientKey)
+        context.wrappingKey = wrappingKey
+        return context
     }
 
-    private static func sealingKey(shared: SharedSecret, certificateHash: [UInt8], ephemeral: [UInt8]) -> SymmetricKey {
+    private static func sealingKey(shared: SharedSecret, certificateHash: [UInt8], clientKey: [UInt8]) -> SymmetricKey {
         shared.hkdfDerivedSymmetricKey(using: SHA256.self, salt: certificateHash,
-                                       sharedInfo: Array("mock-fairplay/spc/v1".utf8) + ephemeral, outputByteCount: 32)
+                                       sharedInfo: Array("mock-fairplay/spc/v1".utf8) + clientKey, outputByteCount: 32)
     }
 }

@@ -42,7 +42,7 @@ final class LicenseStore: Sendable {
                 }
             }
             let decision = LicensePolicy.decide(request, existing: existing, devices: devices, now: now,
-                                                newLicenseID: UUID().uuidString.lowercased())
+                                                newLicenseID: Self.timeOrderedID(now: now))
             try Self.apply(decision, kind: request.context.kind, db: db, now: now)
             return decision
         }
@@ -67,6 +67,19 @@ final class LicenseStore: Sendable {
             Set(try String.fetchAll(db, sql: "SELECT device_id FROM device WHERE account_id = ? AND user_id = ?",
                                     arguments: [accountID, userID]))
         }
+    }
+
+    /// A UUID-shaped id whose first 48 bits are the time in milliseconds (as UUIDv7), so
+    /// new licenses append to the end of the table's b-tree instead of dirtying random pages.
+    static func timeOrderedID(now: Date) -> String {
+        var bytes = (0..<16).map { _ in UInt8.random(in: .min ... .max) }
+        let ms = UInt64(max(0, now.timeIntervalSince1970 * 1000))
+        for i in 0..<6 { bytes[i] = UInt8(truncatingIfNeeded: ms >> (40 - 8 * UInt64(i))) }
+        bytes[6] = 0x70 | (bytes[6] & 0x0F)
+        bytes[8] = 0x80 | (bytes[8] & 0x3F)
+        let hex = bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        let parts = [hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4), hex.dropFirst(20)]
+        return parts.joined(separator: "-")
     }
 
     // MARK: Rows
@@ -99,9 +112,9 @@ final class LicenseStore: Sendable {
                     t.firstPlay?.timeIntervalSince1970, t.expiresAt?.timeIntervalSince1970, t.persistable,
                     Data(t.requestNonce), now.timeIntervalSince1970,
                 ])
-            try db.cachedStatement(sql: "INSERT INTO license_event (license_id, event, at, terms) VALUES (?, ?, ?, ?)")
-                .execute(arguments: [t.licenseID, kind.rawValue, now.timeIntervalSince1970,
-                                     String(decoding: (try? JSONEncoder().encode(t)) ?? Data(), as: UTF8.self)])
+            try db.cachedStatement(sql: "INSERT INTO license_event (license_id, event, at, kind, expires_at, first_play) VALUES (?, ?, ?, ?, ?, ?)")
+                .execute(arguments: [t.licenseID, kind.rawValue, now.timeIntervalSince1970, t.kind.rawValue,
+                                     t.expiresAt?.timeIntervalSince1970, t.firstPlay?.timeIntervalSince1970])
             if let device, let user = record.userID {
                 try db.execute(sql: "INSERT OR IGNORE INTO device (account_id, user_id, device_id, registered_at) VALUES (?, ?, ?, ?)",
                                arguments: [t.accountID, user, device, now.timeIntervalSince1970])
@@ -109,7 +122,7 @@ final class LicenseStore: Sendable {
         case .release(let id, let at, let user, let device):
             try db.execute(sql: "UPDATE license SET released_at = ?, updated_at = ? WHERE id = ?",
                            arguments: [at.timeIntervalSince1970, at.timeIntervalSince1970, id])
-            try db.execute(sql: "INSERT INTO license_event (license_id, event, at, terms) VALUES (?, 'release', ?, NULL)",
+            try db.execute(sql: "INSERT INTO license_event (license_id, event, at) VALUES (?, 'release', ?)",
                            arguments: [id, at.timeIntervalSince1970])
             if let device, let user {
                 try db.execute(sql: "DELETE FROM device WHERE account_id = (SELECT account_id FROM license WHERE id = ?) AND user_id = ? AND device_id = ?",
@@ -144,13 +157,16 @@ final class LicenseStore: Sendable {
             t.column("released_at", .double)
             t.column("updated_at", .double).notNull()
         }
-        try db.create(index: "license_by_user_device", on: "license", columns: ["account_id", "user_id", "device_id"])
+        try db.create(index: "license_by_user_device", on: "license", columns: ["account_id", "user_id", "device_id"],
+                      condition: Column("user_id") != nil)
         try db.create(table: "license_event") { t in
             t.autoIncrementedPrimaryKey("id")
             t.column("license_id", .text).notNull().indexed()
             t.column("event", .text).notNull()  // LicenseRequestKind raw values: acquire, renew, first_play, release
             t.column("at", .double).notNull()
-            t.column("terms", .text)  // the terms JSON the event produced
+            t.column("kind", .text)  // the terms the event produced (nil for a release)
+            t.column("expires_at", .double)
+            t.column("first_play", .double)
         }
         try db.create(table: "device") { t in
             t.column("account_id", .text).notNull()
