@@ -50,6 +50,12 @@ struct FairPlayDownloadTests {
             let clear = try Self.fixture("video/416x234/seg_000.ts")
             #expect(stored != clear)
             #expect(try SampleAES.decrypt(segment: stored, key: license.contentKey, iv: license.iv) == clear)
+            let client = HTTPClient()
+            for segment in segments {
+                let served = try await client.send(HTTPClientRequest(url: segment.url))
+                #expect(Array(try Data(contentsOf: folder.appendingPathComponent(segment.file))) == served.body,
+                        "\(segment.file) differs from what the server serves")
+            }
             let master = try String(contentsOf: folder.appendingPathComponent("master.m3u8"), encoding: .utf8)
             #expect(master.contains("#EXT-X-SESSION-KEY:METHOD=SAMPLE-AES,URI=\"skd://\(license.terms.contentKeyID)\""))
             #expect(await h.manager.videoObject(fromOfflineVideoToken: token)?.playableOffline == true)
