@@ -1,4 +1,5 @@
 import Dispatch
+internal import Synchronization
 
 /// A file download's state while it runs. Engine thread only, except the commit below.
 final class DownloadState {
@@ -58,7 +59,7 @@ final class DownloadState {
             return
         }
         pendingCommit = nil
-        DownloadState.commitQueue.async {
+        DownloadState.commitQueues.next().async {
             do throws(TransferError) {
                 try commit.file.commit(to: commit.destination)
                 continuation.resume(returning: outcome)
@@ -68,8 +69,24 @@ final class DownloadState {
         }
     }
 
-    /// Where finished files are synced and renamed, in parallel, away from curl's loop.
-    static let commitQueue = DispatchQueue(label: "CurlTransfer.commit", qos: .utility, attributes: .concurrent)
+    /// Where finished files are synced and renamed, away from curl's loop: four serial
+    /// queues taken in turn, so at most four fsyncs run at once and a burst of finished
+    /// files cannot make the dispatch pool grow a thread (and a malloc arena) for each.
+    static let commitQueues = CommitQueues(count: 4)
+}
+
+/// A fixed set of serial queues handed out round-robin.
+final class CommitQueues: Sendable {
+    private let queues: [DispatchQueue]
+    private let counter = Atomic<Int>(0)
+
+    init(count: Int) {
+        queues = (0..<max(1, count)).map { DispatchQueue(label: "CurlTransfer.commit.\($0)", qos: .utility) }
+    }
+
+    func next() -> DispatchQueue {
+        queues[counter.wrappingAdd(1, ordering: .relaxed).oldValue % queues.count]
+    }
 }
 
 /// A finished `.part` file on its way to the commit queue. Sendable because ownership moves
