@@ -12,7 +12,7 @@ enum ContentKeyContext {
     static func make(terms: LicenseTerms, contentKey: [UInt8], iv: [UInt8], wrappingKey key: SymmetricKey,
                      signingKey: P256.Signing.PrivateKey) throws(LicenseProtocolError) -> [UInt8] {
         guard contentKey.count == 16, iv.count == 16 else { throw LicenseProtocolError(.invalidPayload, "content key and IV must be 16 bytes") }
-        let termsBytes = try ProtocolJSON.encode(terms)
+        let termsBytes = terms.jsonBytes()
         var writer = ByteWriter()
         writer.append(magic)
         writer.append([version])

@@ -125,3 +125,47 @@ public struct LicenseTerms: Sendable, Equatable, Codable {
         try c.encode(Data(requestNonce).base64EncodedString(), forKey: .requestNonce)
     }
 }
+
+extension LicenseTerms {
+    /// The terms JSON as the CKC carries it: the same members as `encode(to:)`, keys sorted,
+    /// written directly (the CKC is built on every license request; JSONEncoder is slow).
+    public func jsonBytes() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(512)
+        var first = true
+        func key(_ name: String) {
+            out.append(first ? UInt8(ascii: "{") : UInt8(ascii: ","))
+            first = false
+            string(name)
+            out.append(UInt8(ascii: ":"))
+        }
+        func string(_ value: String) {
+            out.append(UInt8(ascii: "\""))
+            for byte in value.utf8 {
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), byte]
+                case 0..<0x20: out += Array(String(format: "\\u%04x", Int(byte)).utf8)
+                default: out.append(byte)
+                }
+            }
+            out.append(UInt8(ascii: "\""))
+        }
+        func number(_ value: Int64?) { out += Array((value.map(String.init) ?? "null").utf8) }
+        key("account_id"); string(accountID)
+        key("content_key_id"); string(contentKeyID)
+        key("device_id"); string(deviceID)
+        key("expires_at"); number(expiresAt.map(Milliseconds.from))
+        key("first_play"); number(firstPlay.map(Milliseconds.from))
+        key("issued_at"); number(Milliseconds.from(issuedAt))
+        key("kind"); string(kind.rawValue)
+        key("license_id"); string(licenseID)
+        key("persistable"); out += Array((persistable ? "true" : "false").utf8)
+        key("play_duration"); number(playDuration.map { Int64(($0 * 1000).rounded()) })
+        key("rental_end"); number(rentalEnd.map(Milliseconds.from))
+        key("request_nonce"); string(Data(requestNonce).base64EncodedString())
+        key("version"); number(1)
+        key("video_id"); string(videoID)
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+}

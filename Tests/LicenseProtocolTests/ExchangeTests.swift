@@ -113,3 +113,26 @@ struct ExchangeTests {
         }
     }
 }
+
+@Suite("LicenseProtocol: terms JSON")
+struct TermsJSONTests {
+    @Test("the CKC's hand-written terms JSON is what JSONEncoder writes, and decodes back", arguments: [false, true])
+    func matchesEncoder(optionals: Bool) throws {
+        var terms = LicenseTerms(licenseID: "lic-\"quoted\"\\", kind: .rental, accountID: "6415818918001", videoID: "v\u{1}",
+                                 contentKeyID: "key-1", deviceID: "device-A", issuedAt: Keys.now, expiresAt: nil,
+                                 persistable: false, requestNonce: Array(0..<16))
+        if optionals {
+            terms.rentalEnd = Keys.now.addingTimeInterval(86400)
+            terms.playDuration = 3600.5
+            terms.firstPlay = Keys.now.addingTimeInterval(60)
+            terms.expiresAt = Keys.now.addingTimeInterval(3660)
+            terms.persistable = true
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let viaEncoder = try JSONSerialization.jsonObject(with: encoder.encode(terms)) as? NSDictionary
+        let direct = try JSONSerialization.jsonObject(with: Data(terms.jsonBytes())) as? NSDictionary
+        #expect(viaEncoder == direct)
+        #expect(try JSONDecoder().decode(LicenseTerms.self, from: Data(terms.jsonBytes())) == terms)
+    }
+}

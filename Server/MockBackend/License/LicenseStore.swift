@@ -72,7 +72,10 @@ final class LicenseStore: Sendable {
     /// A UUID-shaped id whose first 48 bits are the time in milliseconds (as UUIDv7), so
     /// new licenses append to the end of the table's b-tree instead of dirtying random pages.
     static func timeOrderedID(now: Date) -> String {
-        var bytes = (0..<16).map { _ in UInt8.random(in: .min ... .max) }
+        var generator = SystemRandomNumberGenerator()  // two reads, not one syscall per byte
+        let high = generator.next() as UInt64, low = generator.next() as UInt64
+        var bytes = (0..<8).map { UInt8(truncatingIfNeeded: high >> (8 * UInt64($0))) }
+            + (0..<8).map { UInt8(truncatingIfNeeded: low >> (8 * UInt64($0))) }
         let ms = UInt64(max(0, now.timeIntervalSince1970 * 1000))
         for i in 0..<6 { bytes[i] = UInt8(truncatingIfNeeded: ms >> (40 - 8 * UInt64(i))) }
         bytes[6] = 0x70 | (bytes[6] & 0x0F)
