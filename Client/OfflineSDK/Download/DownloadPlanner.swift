@@ -52,7 +52,11 @@ struct DownloadPlanner: Sendable {
     }
 
     func media(_ url: String) async throws(OfflineVideoError) -> MediaPlaylist {
-        let text = try await fetchText(url, what: "media playlist")
+        try DownloadPlanner.parseMedia(try await fetchText(url, what: "media playlist"), url: url)
+    }
+
+    /// A media playlist's text, checked for what offline downloads support, URIs made absolute.
+    static func parseMedia(_ text: String, url: String) throws(OfflineVideoError) -> MediaPlaylist {
         var playlist: MediaPlaylist
         do { playlist = try MediaPlaylist(parsing: text) } catch {
             throw OfflineVideoError(.downloadFailure, .malformedPlaylist, "A media playlist is not valid HLS: \(error)")
@@ -71,15 +75,17 @@ struct DownloadPlanner: Sendable {
         return playlist
     }
 
-    /// Several media playlists fetched at once, in the order of `urls`.
-    func media(_ urls: [String]) async throws(OfflineVideoError) -> [MediaPlaylist] {
-        var playlists: [Int: MediaPlaylist] = [:]
+    /// Several media playlists' texts fetched at once, in the order of `urls`. Texts, not
+    /// parsed playlists: the caller parses one at a time, so a long video's playlists are
+    /// never all in memory as segment lists together.
+    func mediaTexts(_ urls: [String]) async throws(OfflineVideoError) -> [String] {
+        var texts: [Int: String] = [:]
         do {
-            try await withThrowingTaskGroup(of: (Int, MediaPlaylist).self) { group in
+            try await withThrowingTaskGroup(of: (Int, String).self) { group in
                 for (index, url) in urls.enumerated() {
-                    group.addTask { (index, try await self.media(url)) }
+                    group.addTask { (index, try await self.fetchText(url, what: "media playlist")) }
                 }
-                for try await (index, playlist) in group { playlists[index] = playlist }
+                for try await (index, text) in group { texts[index] = text }
             }
         } catch let error as OfflineVideoError {
             throw error
@@ -87,10 +93,10 @@ struct DownloadPlanner: Sendable {
             throw OfflineVideoError(.downloadFailure, .other, "Fetching the media playlists stopped: \(error)")
         }
         return try urls.indices.map { index throws(OfflineVideoError) in
-            guard let playlist = playlists[index] else {
+            guard let text = texts[index] else {
                 throw OfflineVideoError(.downloadFailure, .other, "A media playlist fetch did not finish")
             }
-            return playlist
+            return text
         }
     }
 
@@ -121,10 +127,13 @@ struct DownloadPlanner: Sendable {
         var folders: [(TrackChoice, folder: String)] = []
         // Audio renditions have no BANDWIDTH of their own: estimate them at 128 kbit/s,
         // subtitles at 1 kbit/s, until the real sizes arrive.
-        let remotes = try await media(choices.map(\.playlistURL))
+        var texts = try await mediaTexts(choices.map(\.playlistURL))
+        var keys = master.sessionKeys
         for (position, choice) in choices.enumerated() {
             let folder = PackageLayout.trackFolder(position: position, choice)
-            let remote = remotes[position]
+            let remote = try DownloadPlanner.parseMedia(texts[position], url: choice.playlistURL)
+            texts[position] = ""
+            keys += remote.segments.first?.keys ?? []
             let bitsPerSecond: Double = switch choice.kind {
             case .video: Double(choice.bandwidth ?? 1_000_000)
             case .audio: 128_000
@@ -145,7 +154,7 @@ struct DownloadPlanner: Sendable {
             folders.append((choice, folder))
         }
         playlists[PackageLayout.masterPlaylist] = PackageLayout.localMaster(master, variant: variant, tracks: folders).render()
-        let keyID = DownloadPlanner.fairPlayKeyID(master.sessionKeys + remotes.flatMap { $0.segments.flatMap(\.keys) })
+        let keyID = DownloadPlanner.fairPlayKeyID(keys)
         return DownloadPlan(masterURL: masterURL, variant: variant, tracks: tracks, segments: segments, playlists: playlists,
                             contentKeyID: keyID)
     }
@@ -162,7 +171,8 @@ struct DownloadPlanner: Sendable {
             playlistURLs.append(playlistURL)
         }
         var urls: [(track: Int, sequence: Int, url: String)] = []
-        for (track, remote) in zip(tracks, try await media(playlistURLs)) {
+        for (track, (text, playlistURL)) in zip(tracks, zip(try await mediaTexts(playlistURLs), playlistURLs)) {
+            let remote = try DownloadPlanner.parseMedia(text, url: playlistURL)
             for (index, segment) in remote.segments.enumerated() { urls.append((track.position, index, segment.uri)) }
         }
         return urls

@@ -74,6 +74,7 @@ struct DownloadRunner: Sendable {
         try store.markDone(token: token, reconciled)
 
         var pending = segments.filter { !$0.done }
+        segments = []  // only the pending ones are needed from here on
         var finishedTracks = tracks.filter { trackOpen[$0, default: 0] == 0 }.sorted()
         var streak = FailureStreak()
         var meter = ProgressMeter(interval: progressInterval)
@@ -178,7 +179,7 @@ struct DownloadRunner: Sendable {
         if case .failure(let error) = result, error.reason == .diskFull {
             // The partial files of unfinished segments are what filled the disk: give that room
             // back so the failure itself can be recorded. Finished segments stay.
-            for segment in segments where !segment.done {
+            for segment in (try? store.segments(token)) ?? [] where !segment.done {
                 unlink(packageDirectory.appendingPathComponent(segment.file).path + ".part")
             }
         }

@@ -14,6 +14,10 @@ final class OfflineStore: Sendable {
         configuration.prepareDatabase { db in
             // WAL + NORMAL: a committed transaction survives a process crash (not always a power loss).
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            // A small page cache per connection (256 KiB, not SQLite's 2 MiB): the store is read
+            // and written in a few sequential passes, and a long video's plan would otherwise
+            // grow every connection's cache by megabytes of memory an app never gets back.
+            try db.execute(sql: "PRAGMA cache_size = -256")
         }
         pool = try DatabasePool(path: directory.appendingPathComponent("offline.sqlite").path, configuration: configuration)
         try OfflineStore.migrator.migrate(pool)
