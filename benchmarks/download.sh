@@ -53,19 +53,26 @@ measure() {  # name command... -> "wall cpu rss_kb"
     awk '{printf "%s %.2f %s\n", $1, $2 + $3, $4}' "$work/time.$name"
 }
 
-read -r sdk_wall sdk_cpu sdk_rss < <(measure sdk .build/release/offline download --base-url "$base" --account "$account" \
-    --policy-key "$key" --storage "$work/sdk" --reserve-mb 0 --parallel 8 "$video")
-mkdir -p "$work/aria"
-read -r aria_wall aria_cpu aria_rss < <(measure aria2c aria2c -q -j 8 -x 1 --auto-file-renaming=false --allow-overwrite=true \
-    -d "$work/aria" -i "$work/urls")
-mkdir -p "$work/yt"
 yt() { "$work/venv/bin/yt-dlp" -q -N 8 --no-part --hls-prefer-native -o "$work/yt/%(id)s-$1.%(ext)s" "$2"; }
-read -r yt_wall yt_cpu yt_rss < <(measure yt-dlp bash -c "$(declare -f yt); work=$work; yt video '$video_playlist' && yt audio '$audio_playlist'")
+rounds=${ROUNDS:-3}
+# Each tool runs $rounds times, the tools taking turns, from empty folders; the median run
+# of each is reported (the machines here are shared and noisy).
+for round in $(seq "$rounds"); do
+    rm -rf "$work/sdk" "$work/aria" "$work/yt"; mkdir -p "$work/aria" "$work/yt"
+    measure sdk .build/release/offline download --base-url "$base" --account "$account" \
+        --policy-key "$key" --storage "$work/sdk" --reserve-mb 0 --parallel 8 "$video" >>"$work/runs.sdk"
+    sdk_files=$(find "$work/sdk/packages" -name '*.ts' | wc -l)
+    [ "$sdk_files" -eq "$count" ] || { echo "the SDK stored $sdk_files segments, expected $count" >&2; exit 1; }
+    measure aria2c aria2c -q -j 8 -x 1 --auto-file-renaming=false --allow-overwrite=true \
+        -d "$work/aria" -i "$work/urls" >>"$work/runs.aria"
+    measure yt-dlp bash -c "$(declare -f yt); work=$work; yt video '$video_playlist' && yt audio '$audio_playlist'" >>"$work/runs.yt"
+done
+median() { sort -n "$1" | awk -v n="$rounds" 'NR == int((n + 1) / 2)'; }
+read -r sdk_wall sdk_cpu sdk_rss < <(median "$work/runs.sdk")
+read -r aria_wall aria_cpu aria_rss < <(median "$work/runs.aria")
+read -r yt_wall yt_cpu yt_rss < <(median "$work/runs.yt")
 
-sdk_files=$(find "$work/sdk/packages" -name '*.ts' | wc -l)
-[ "$sdk_files" -eq "$count" ] || { echo "the SDK stored $sdk_files segments, expected $count" >&2; exit 1; }
-
-echo "10-minute video: $count segments (416x234 + en audio), ${latency} ms added per response, $(nproc) cores"
+echo "10-minute video: $count segments (416x234 + en audio), ${latency} ms added per response, median of $rounds, $(nproc) cores"
 printf '%-10s %9s %9s %11s\n' tool "wall s" "CPU s" "peak RSS"
 printf '%-10s %9s %9s %8d MB\n' "SDK" "$sdk_wall" "$sdk_cpu" $((sdk_rss / 1024))
 printf '%-10s %9s %9s %8d MB\n' "aria2c" "$aria_wall" "$aria_cpu" $((aria_rss / 1024))

@@ -73,7 +73,9 @@ struct DownloadRunner: Sendable {
         }
         try store.markDone(token: token, reconciled)
 
-        var pending = segments.filter { !$0.done }
+        // Tracks advance together (segment n of every track before n + 1), so a video and
+        // its audio are playable up to the same point if the download stops halfway.
+        var pending = segments.filter { !$0.done }.sorted { ($0.sequence, $0.track) < ($1.sequence, $1.track) }
         segments = []  // only the pending ones are needed from here on
         var finishedTracks = tracks.filter { trackOpen[$0, default: 0] == 0 }.sorted()
         var streak = FailureStreak()

@@ -155,9 +155,13 @@ extension OfflineVideoManager {
     func fetchImages(_ token: OfflineVideoToken) async {
         guard let record = try? store.download(token), let video = try? PlaybackVideo(json: Array(record.videoJSON)) else { return }
         let folder = packageFolder(token)
-        for (url, file) in [(video.video.poster, PackageLayout.posterFile), (video.video.thumbnail, PackageLayout.thumbnailFile)] {
-            guard let url, !url.isEmpty else { continue }
-            _ = try? await engine.download(FileDownload(url: url, destination: folder.appendingPathComponent(file).path))
+        let engine = self.engine
+        await withTaskGroup(of: Void.self) { group in
+            for (url, file) in [(video.video.poster, PackageLayout.posterFile), (video.video.thumbnail, PackageLayout.thumbnailFile)] {
+                guard let url, !url.isEmpty else { continue }
+                let destination = folder.appendingPathComponent(file).path
+                group.addTask { _ = try? await engine.download(FileDownload(url: url, destination: destination)) }
+            }
         }
         _ = try? store.update(token) { record in
             record.posterFile = video.video.poster == nil ? nil : PackageLayout.posterFile
