@@ -70,8 +70,12 @@ offline list | sed 's/^/   /'
 echo
 echo "== ffprobe plays the clear package from disk"
 package=$(offline list | awk '/Color Bars \(clear\)/ {print $1}')
-ffprobe -v error -show_entries stream=codec_type,codec_name,width,height -of compact=p=0 \
-    "$OFFLINE_STORAGE/packages/$package/master.m3u8" | grep -v "^$" | sed 's/^/   /' | sort | uniq -c
+ffprobe -v error -show_entries stream=codec_type,codec_name,width,height -of json \
+    "$OFFLINE_STORAGE/packages/$package/master.m3u8" | python3 -c '
+import json, sys
+for s in json.load(sys.stdin)["streams"]:
+    size = "%sx%s" % (s["width"], s["height"]) if "width" in s else ""
+    print("   ", s["codec_type"], s["codec_name"], size)'
 echo "   files: $(find "$OFFLINE_STORAGE/packages/$package" -type f | wc -l), sideband subtitles: $(ls "$OFFLINE_STORAGE/packages/$package/sideband")"
 
 echo
