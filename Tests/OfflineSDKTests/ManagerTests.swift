@@ -38,18 +38,27 @@ struct ManagerTests {
 
     @Test("at most maxConcurrentDownloads run at once; the rest wait in the order requested")
     func queue() async throws {
-        try await withBackend({ $0.addedLatencyMilliseconds = 30 }) { server in
+        try await withBackend({ $0.addedLatencyMilliseconds = 20 }) { server in
             try await withHarness(server, { $0.maxConcurrentDownloads = 1 }) { h in
-                let first = try await h.request(Catalog.clearVideo)
-                let second = try await h.request(Catalog.englishOnlyVideo)
-                #expect(try await eventually { try await h.manager.status(first).downloadState == .downloading })
+                let first = try await h.request(Catalog.marathonVideo)
+                let second = try await h.request(Catalog.clearVideo)
+                let third = try await h.request(Catalog.englishOnlyVideo)
+                #expect(try await eventually { try await h.manager.status(first).downloadPercent > 0 })
+                #expect(try await h.manager.status(first).downloadState == .downloading)
                 #expect(try await h.manager.status(second).downloadState == .requested)
-                #expect(try await h.events.finished(first) == nil)
+                #expect(try await h.manager.status(third).downloadState == .requested)
+                try await Task.sleep(for: .milliseconds(200))
+                #expect(!h.events.all.contains { if case .progress(second, _, _) = $0 { true } else { false } },
+                        "nothing of the second download is fetched while the first holds the only slot")
+
+                try await h.manager.pauseVideoDownload(first)  // frees the slot: the next in line goes
                 #expect(try await h.events.finished(second) == nil)
+                #expect(try await h.events.finished(third) == nil)
                 let all = h.events.all
-                let firstEnd = try #require(all.firstIndex(of: .downloadFinished(first, error: nil)))
-                let secondProgress = try #require(all.firstIndex { if case .progress(second, _, _) = $0 { true } else { false } })
-                #expect(firstEnd < secondProgress, "the second download starts only when the first has ended")
+                let secondEnd = try #require(all.firstIndex(of: .downloadFinished(second, error: nil)))
+                let thirdStart = try #require(all.firstIndex { if case .progress(third, _, _) = $0 { true } else { false } })
+                #expect(secondEnd < thirdStart, "the third starts only when the second has ended")
+                #expect(try await h.manager.status(first).downloadState == .suspended)
             }
         }
     }
@@ -88,6 +97,28 @@ struct ManagerTests {
             #expect(await manager.options.allowsCellularDownload)
             #expect(OfflineVideoManagerOptions(analyticsStorageLimit: 10).analyticsStorageLimit == 1024 * 1024, "at least 1 MiB")
             await manager.close()
+        }
+    }
+
+    @Test("forceStopAllDownloadTasks ends running and queued downloads with an error and their files; completed ones stay")
+    func forceStop() async throws {
+        try await withBackend({ $0.addedLatencyMilliseconds = 20 }) { server in
+            try await withHarness(server, { $0.maxConcurrentDownloads = 1 }) { h in
+                let done = try await h.request(Catalog.englishOnlyVideo)
+                #expect(try await h.events.finished(done) == nil)
+                let running = try await h.request(Catalog.marathonVideo)
+                let queued = try await h.request(Catalog.clearVideo)
+                #expect(try await eventually { try await h.manager.status(running).downloadPercent > 0 })
+                try await h.manager.forceStopAllDownloadTasks()
+                for token in [running, queued] {
+                    let status = try await h.manager.status(token)
+                    #expect(status.downloadState == .error)
+                    #expect(status.error?.reason == .cancelled)
+                    #expect(!FileManager.default.fileExists(atPath: await h.manager.packageFolder(token).path))
+                }
+                #expect(try await h.manager.status(done).downloadState == .completed)
+                #expect(await h.manager.videoObject(fromOfflineVideoToken: done)?.playableOffline == true)
+            }
         }
     }
 }

@@ -256,7 +256,7 @@ public actor OfflineVideoManager {
 
     /// Cancels a download: state `cancelled`, its media files removed, the record kept
     /// (status queries still answer) until `deleteOfflineVideo`.
-    public func cancelVideoDownload(_ token: OfflineVideoToken) throws(OfflineVideoError) {
+    public func cancelVideoDownload(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
         let record = try existing(token)
         guard [.requested, .downloading, .suspended, .error].contains(record.downloadState) else {
             throw OfflineVideoError(.invalidParameter, .invalidState, "Download \(token) is \(record.downloadState) and cannot be cancelled")
@@ -269,28 +269,28 @@ public actor OfflineVideoManager {
                 stored.endedAt = now
             }
         }
-        removePackage(token)
+        await removePackage(token)
     }
 
     /// Removes every file of the offline video and its license, and forgets the token.
-    public func deleteOfflineVideo(_ token: OfflineVideoToken) throws(OfflineVideoError) {
+    public func deleteOfflineVideo(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
         let record = try existing(token)
         stopRunning(token)
         releaseOnServer(record)
         try storeCall { try store.delete(token) }
-        removePackage(token)
+        await removePackage(token)
         videoCache[token] = nil
     }
 
     /// Ends every requested and running download with an error and deletes its files;
     /// completed ones are left alone.
-    public func forceStopAllDownloadTasks() throws(OfflineVideoError) {
+    public func forceStopAllDownloadTasks() async throws(OfflineVideoError) {
         let active = try storeCall { try store.allDownloads().filter { $0.downloadState.isActive || $0.downloadState == .suspended } }
         for record in active {
             stopRunning(record.token)
             let error = OfflineVideoError(.downloadFailure, .cancelled, "Stopped by forceStopAllDownloadTasks")
             try fail(record.token, error)
-            removePackage(record.token)
+            await removePackage(record.token)
         }
     }
 
@@ -367,7 +367,10 @@ public actor OfflineVideoManager {
         packagesDirectory.appendingPathComponent(token, isDirectory: true)
     }
 
-    func removePackage(_ token: OfflineVideoToken) {
+    /// Removes a package folder once its download task, if one was just stopped, has ended:
+    /// a transfer finishing meanwhile would otherwise put files back into it.
+    func removePackage(_ token: OfflineVideoToken) async {
+        if let stopping = winding.removeValue(forKey: token) { await stopping.value }
         try? FileManager.default.removeItem(at: packageFolder(token))
     }
 
