@@ -33,7 +33,7 @@ public struct PlaybackService: Sendable {
     }
 
     /// Where a video came from, enough to build the same service again.
-    public struct Origin: Sendable, Equatable, Codable {
+    public struct Origin: Sendable, Equatable {
         /// The Playback API's base URL.
         public var baseURL: String
         /// The account.
