@@ -119,6 +119,13 @@ struct FairPlayPackagingTests {
             let leftovers = try FileManager.default.subpathsOfDirectory(atPath: directory.appendingPathComponent("cache").path)
                 .filter { $0.hasSuffix(".tmp") }
             #expect(leftovers.isEmpty)
+
+            // A cache deleted while the server runs is made again, never a 404.
+            try FileManager.default.removeItem(at: directory.appendingPathComponent("cache"))
+            let third = try app.get(url: playlist.segments[2].uri)
+            #expect(third.status == 200)
+            #expect(third.body == .file(path: path, offset: 0, length: length))
+            #expect(FileManager.default.fileExists(atPath: path))
         }
     }
 

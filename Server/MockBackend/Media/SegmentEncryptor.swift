@@ -12,8 +12,8 @@ import Synchronization
 ///   per Apple's SAMPLE-AES format (`SampleAES`), still a valid transport stream.
 final class SegmentEncryptor: Sendable {
     let cacheDirectory: URL
-    /// Cached files already known to exist, by "directory/name": after the first request a
-    /// segment costs a dictionary lookup, not file-system calls (the cache only ever grows).
+    /// Cached files already made, by "directory/name": after the first request a segment
+    /// costs a dictionary lookup and one access() call, not path building and FileManager calls.
     private let known = Mutex<[String: CachedSegment]>([:])
 
     init(cacheDirectory: URL) {
@@ -40,7 +40,8 @@ final class SegmentEncryptor: Sendable {
     /// Concurrent first uses may both encrypt; the atomic rename makes that harmless.
     private func cached(directory name: String, cacheName: String, make: () throws -> Data) throws -> CachedSegment {
         let id = name + "/" + cacheName
-        if let segment = known.withLock({ $0[id] }) { return segment }
+        // One access() call: a cache folder deleted while the server runs is made again.
+        if let segment = known.withLock({ $0[id] }), access(segment.path, F_OK) == 0 { return segment }
         let directory = cacheDirectory.appendingPathComponent(name)
         let destination = directory.appendingPathComponent(cacheName)
         if !FileManager.default.fileExists(atPath: destination.path) {
