@@ -89,8 +89,11 @@ private struct ParsedToken {
 
     init?(_ token: String) {
         // Tolerate a still percent-encoded token, and a query parser that turned '+' into ' '.
-        var base64 = token.contains("%") ? (token.removingPercentEncoding ?? token) : token
-        base64 = base64.replacingOccurrences(of: " ", with: "+")
+        // (Checked byte-wise first: this runs on every media request, and Foundation's string
+        // search costs more than the HMAC.)
+        let utf8 = token.utf8
+        var base64 = utf8.contains(UInt8(ascii: "%")) ? (token.removingPercentEncoding ?? token) : token
+        if base64.utf8.contains(UInt8(ascii: " ")) { base64 = base64.replacingOccurrences(of: " ", with: "+") }
         guard let data = Data(base64Encoded: base64) else { return nil }
         let bytes = Array(data)
         guard bytes.count == 8 + 1 + 64, bytes[8] == UInt8(ascii: "_"),
