@@ -110,14 +110,20 @@ struct FairPlayDownloadTests {
     @Test("the license server's refusal reaches the app with its status and body")
     func refusal() async throws {
         try await withBackend { server in try await withHarness(server) { h in
-            let video = try await h.service.findVideo(id: Catalog.fairPlayVideo)
-            server.app.clock.offset = 7 * 3600  // the key request URL's token has expired
+            // The playlists are fetched without the JWT; only the license request carries it,
+            // and the license server refuses a token signed by no key registered for the account.
+            var video = try await h.service.findVideo(id: Catalog.fairPlayVideo)
+            video.origin?.authToken = "eyJhbGciOiJSUzI1NiJ9.eyJhY2NpZCI6IjY0MTU4MTg5MTgwMDEifQ.c2lnbmF0dXJl"
             let error = await #expect(throws: OfflineVideoError.self) {
                 try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: DownloadParameters(license: .purchase))
             }
-            #expect(error?.code == .contentKeyRequestFailed || error?.code == .downloadFailure)
-            #expect(error?.httpStatus == 403)
+            #expect(error?.code == .contentKeyRequestFailed)
+            #expect(error?.httpStatus == 401)
+            let body = try JSONDecoder().decode([APIError].self, from: Data(try #require(error?.responseBody)))
+            #expect(body.first?.errorSubcode == "TOKEN_VALIDATION", "the server's error array reaches the app")
             #expect(try await h.manager.offlineVideoStatus().isEmpty, "nothing stored when the license is refused")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: h.storage.url.appendingPathComponent("packages").path).isEmpty,
+                    "no package folder left behind")
         } }
     }
 }

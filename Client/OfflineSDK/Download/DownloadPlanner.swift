@@ -51,10 +51,6 @@ struct DownloadPlanner: Sendable {
         }
     }
 
-    func media(_ url: String) async throws(OfflineVideoError) -> MediaPlaylist {
-        try DownloadPlanner.parseMedia(try await fetchText(url, what: "media playlist"), url: url)
-    }
-
     /// A media playlist's text, checked for what offline downloads support, URIs made absolute.
     static func parseMedia(_ text: String, url: String) throws(OfflineVideoError) -> MediaPlaylist {
         var playlist: MediaPlaylist

@@ -39,14 +39,8 @@ extension OfflineVideoManager {
         let now = configuration.clock().timeIntervalSince1970
         let allowsCellular = options.allowsCellularDownload
         try storeCall {
-            var record = DownloadRecord(
-                token: token, videoID: video.id, accountID: video.accountID, videoJSON: try OfflineVideoManager.json(video),
-                state: OfflineVideoDownloadState.licensePreloaded.rawValue, parameters: try JSONEncoder().encode(parameters),
-                selections: nil, displayName: parameters.displayName ?? video.name, requestedAt: now, endedAt: nil, error: nil,
-                bitrate: nil, masterURL: nil, policyKey: video.origin?.policyKey, serviceBaseURL: video.origin?.baseURL,
-                allowsCellular: allowsCellular, license: nil, licenseTerms: nil, licenseRequestedAt: nil,
-                licenseExpiresAt: nil, initialPlaybackAt: nil, posterFile: nil, thumbnailFile: nil, imagesDone: false,
-                sequence: try store.nextSequence())
+            var record = try DownloadRecord.new(token: token, video: video, state: .licensePreloaded, parameters: parameters,
+                                                requestedAt: now, allowsCellular: allowsCellular, sequence: try store.nextSequence())
             license.apply(to: &record)
             try store.insert(record, tracks: [], segments: [])
         }

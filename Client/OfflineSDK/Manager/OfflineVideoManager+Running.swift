@@ -166,7 +166,6 @@ extension OfflineVideoManager {
         _ = try? store.update(token) { record in
             record.posterFile = video.video.poster == nil ? nil : PackageLayout.posterFile
             record.thumbnailFile = video.video.thumbnail == nil ? nil : PackageLayout.thumbnailFile
-            record.imagesDone = true
         }
         hub.emit(.staticImagesDownloaded(token))
     }

@@ -165,15 +165,6 @@ public actor OfflineVideoManager {
         let plan = try await planner.plan(token: token, video: video, requestedBitrate: parameters.requestedBitrate,
                                           audioLanguages: selections.audioLanguages, subtitleLanguages: manifestSubtitles)
         try checkFreeSpace(needed: plan.estimatedBytes)
-        var license: StoredLicense?
-        if let requestedLicense, let fairPlay = source.fairPlay {
-            guard let keyID = plan.contentKeyID else {
-                throw OfflineVideoError(.noKeyRequestURLForRendition, .license, "The FairPlay playlists of video \(video.id) name no skd:// key")
-            }
-            license = try StoredLicense(try await licenseClient.offlineLicense(
-                requestedLicense, fairPlay: fairPlay, contentKeyID: keyID, accountID: video.accountID,
-                authToken: video.origin?.authToken), deviceKey: try licenseClient.deviceKey())
-        }
         let folder = packagesDirectory.appendingPathComponent(token, isDirectory: true)
         do {
             for (path, text) in plan.playlists {
@@ -185,27 +176,42 @@ public actor OfflineVideoManager {
             try? FileManager.default.removeItem(at: folder)
             throw OfflineVideoError(.downloadFailure, .storage, "Cannot write the package folder: \(error)")
         }
+        // The license comes after the local playlists (a failure there costs the server nothing)
+        // and before any media byte.
+        var license: StoredLicense?
+        if let requestedLicense, let fairPlay = source.fairPlay {
+            do throws(OfflineVideoError) {
+                guard let keyID = plan.contentKeyID else {
+                    throw OfflineVideoError(.noKeyRequestURLForRendition, .license, "The FairPlay playlists of video \(video.id) name no skd:// key")
+                }
+                license = try StoredLicense(try await licenseClient.offlineLicense(
+                    requestedLicense, fairPlay: fairPlay, contentKeyID: keyID, accountID: video.accountID,
+                    authToken: video.origin?.authToken), deviceKey: try licenseClient.deviceKey())
+            } catch {
+                try? FileManager.default.removeItem(at: folder)
+                throw error
+            }
+        }
         let now = configuration.clock().timeIntervalSince1970
         let allowsCellular = options.allowsCellularDownload
         let record = try storeCall { () throws -> DownloadRecord in
-            var record = try preloaded ?? DownloadRecord(
-                token: token, videoID: video.id, accountID: video.accountID, videoJSON: try OfflineVideoManager.json(video),
-                state: OfflineVideoDownloadState.requested.rawValue, parameters: Data(), selections: nil,
-                displayName: video.name, requestedAt: now, endedAt: nil, error: nil, bitrate: nil, masterURL: nil,
-                policyKey: nil, serviceBaseURL: nil, allowsCellular: allowsCellular, license: nil, licenseTerms: nil,
-                licenseRequestedAt: nil, licenseExpiresAt: nil, initialPlaybackAt: nil, posterFile: nil,
-                thumbnailFile: nil, imagesDone: false, sequence: try store.nextSequence())
-            record.videoJSON = try OfflineVideoManager.json(video)
-            record.state = OfflineVideoDownloadState.requested.rawValue
-            record.parameters = try JSONEncoder().encode(parameters)
+            // A preloaded record keeps its token, sequence and license; everything else is this request's.
+            var record = try preloaded ?? DownloadRecord.new(token: token, video: video, state: .requested, parameters: parameters,
+                                                             requestedAt: now, allowsCellular: allowsCellular,
+                                                             sequence: try store.nextSequence())
+            if preloaded != nil {
+                record.videoJSON = try OfflineVideoManager.json(video)
+                record.state = OfflineVideoDownloadState.requested.rawValue
+                record.parameters = try JSONEncoder().encode(parameters)
+                record.displayName = parameters.displayName ?? video.name
+                record.requestedAt = now
+                record.policyKey = video.origin?.policyKey ?? record.policyKey
+                record.serviceBaseURL = video.origin?.baseURL ?? record.serviceBaseURL
+                record.allowsCellular = allowsCellular
+            }
             record.selections = try JSONEncoder().encode(selections)
-            record.displayName = parameters.displayName ?? video.name
-            record.requestedAt = now
             record.bitrate = plan.variant.bandwidth
             record.masterURL = plan.masterURL
-            record.policyKey = video.origin?.policyKey ?? record.policyKey
-            record.serviceBaseURL = video.origin?.baseURL ?? record.serviceBaseURL
-            record.allowsCellular = allowsCellular
             if let license { license.apply(to: &record) }
             return record
         }
@@ -217,6 +223,7 @@ public actor OfflineVideoManager {
             }
         } catch {
             try? FileManager.default.removeItem(at: folder)
+            if license != nil { releaseOnServer(record) }  // nothing here holds that license now
             throw OfflineVideoError(.downloadFailure, .storage, "Cannot store the download: \(error)")
         }
         queue.append(token)

@@ -50,7 +50,6 @@ final class OfflineStore: Sendable {
                 t.column("initial_playback_at", .double)
                 t.column("poster_file", .text)
                 t.column("thumbnail_file", .text)
-                t.column("images_done", .boolean).notNull()
                 t.column("sequence", .integer).notNull()
             }
             try db.create(table: "track") { t in

@@ -43,7 +43,6 @@ struct DownloadRecord: Codable, Sendable, Equatable, FetchableRecord, Persistabl
     var initialPlaybackAt: Double?
     var posterFile: String?
     var thumbnailFile: String?
-    var imagesDone: Bool
     /// Order of requests, for the download queue.
     var sequence: Int64
 
@@ -54,10 +53,21 @@ struct DownloadRecord: Codable, Sendable, Equatable, FetchableRecord, Persistabl
         case serviceBaseURL = "service_base_url", allowsCellular = "allows_cellular", licenseTerms = "license_terms"
         case licenseRequestedAt = "license_requested_at", licenseExpiresAt = "license_expires_at"
         case initialPlaybackAt = "initial_playback_at", posterFile = "poster_file", thumbnailFile = "thumbnail_file"
-        case imagesDone = "images_done"
     }
 
     var downloadState: OfflineVideoDownloadState { OfflineVideoDownloadState(rawValue: state) ?? .error }
+
+    /// A new record for `video`, nothing planned or licensed yet.
+    static func new(token: String, video: PlaybackVideo, state: OfflineVideoDownloadState, parameters: DownloadParameters,
+                    requestedAt: Double, allowsCellular: Bool, sequence: Int64) throws -> DownloadRecord {
+        DownloadRecord(
+            token: token, videoID: video.id, accountID: video.accountID, videoJSON: try OfflineVideoManager.json(video),
+            state: state.rawValue, parameters: try JSONEncoder().encode(parameters), selections: nil,
+            displayName: parameters.displayName ?? video.name, requestedAt: requestedAt, endedAt: nil, error: nil,
+            bitrate: nil, masterURL: nil, policyKey: video.origin?.policyKey, serviceBaseURL: video.origin?.baseURL,
+            allowsCellular: allowsCellular, license: nil, licenseTerms: nil, licenseRequestedAt: nil, licenseExpiresAt: nil,
+            initialPlaybackAt: nil, posterFile: nil, thumbnailFile: nil, sequence: sequence)
+    }
 }
 
 /// One playlist of a download (video variant, audio or subtitles) and where it lives locally.
