@@ -26,39 +26,72 @@ package struct RequestTarget: Sendable {
     package var query: [(name: String, value: String)]
 
     package init(parsing target: String) throws(RequestTargetError) {
-        guard target.hasPrefix("/") else { throw .notOriginForm }
-        let pathEnd = target.firstIndex(where: { $0 == "?" || $0 == "#" }) ?? target.endIndex
-        path = String(target[..<pathEnd])
-        var segments: [String] = []
-        for raw in path.split(separator: "/", omittingEmptySubsequences: true) {
-            guard let segment = RequestTarget.percentDecode(raw, plusAsSpace: false) else { throw .badPercentEncoding }
-            if segment == "." || segment == ".." || segment.contains(where: { $0 == "/" || $0 == "\\" || $0 == "\0" }) {
-                throw .pathTraversal
-            }
-            segments.append(segment)
-        }
-        self.segments = segments
-        query = []
-        guard pathEnd < target.endIndex, target[pathEnd] == "?" else { return }
-        var queryString = target[target.index(after: pathEnd)...]
-        if let hash = queryString.firstIndex(of: "#") { queryString = queryString[..<hash] }
-        for pair in queryString.split(separator: "&", omittingEmptySubsequences: true) {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = RequestTarget.percentDecode(parts[0], plusAsSpace: true),
-                  let value = RequestTarget.percentDecode(parts.count > 1 ? parts[1] : "", plusAsSpace: true)
-            else { throw .badPercentEncoding }
-            query.append((name: name, value: value))
-        }
+        // Byte-wise on the UTF-8 buffer: this runs on every request, and Character-based
+        // `split`/`firstIndex` cost more than everything else a segment request does.
+        var target = target
+        let parsed = target.withUTF8 { bytes in Result { () throws(RequestTargetError) in try RequestTarget.parse(bytes) } }
+        (path, segments, query) = try parsed.get()
     }
 
-    /// Percent-decodes `text`; nil when an escape is malformed or the result is not UTF-8.
-    package static func percentDecode(_ text: Substring, plusAsSpace: Bool) -> String? {
-        if !text.utf8.contains(where: { $0 == UInt8(ascii: "%") || (plusAsSpace && $0 == UInt8(ascii: "+")) }) {
-            return String(text)
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(RequestTargetError)
+        -> (String, [String], [(name: String, value: String)]) {
+        let slash = UInt8(ascii: "/"), question = UInt8(ascii: "?"), hash = UInt8(ascii: "#")
+        guard bytes.first == slash else { throw .notOriginForm }
+        let pathEnd = bytes.firstIndex { $0 == question || $0 == hash } ?? bytes.endIndex
+        let path = string(bytes[..<pathEnd])
+
+        var segments: [String] = []
+        var start = 0
+        while start < pathEnd {
+            let end = bytes[start..<pathEnd].firstIndex(of: slash) ?? pathEnd
+            if end > start {
+                guard let segment = decode(bytes[start..<end], plusAsSpace: false) else { throw .badPercentEncoding }
+                if segment == "." || segment == ".."
+                    || segment.utf8.contains(where: { $0 == slash || $0 == UInt8(ascii: "\\") || $0 == 0 }) {
+                    throw .pathTraversal
+                }
+                segments.append(segment)
+            }
+            start = end + 1
         }
+
+        var query: [(name: String, value: String)] = []
+        guard pathEnd < bytes.endIndex, bytes[pathEnd] == question else { return (path, segments, query) }
+        let queryEnd = bytes[(pathEnd + 1)...].firstIndex(of: hash) ?? bytes.endIndex
+        start = pathEnd + 1
+        while start < queryEnd {
+            let end = bytes[start..<queryEnd].firstIndex(of: UInt8(ascii: "&")) ?? queryEnd
+            if end > start {
+                let pair = bytes[start..<end]
+                let equals = pair.firstIndex(of: UInt8(ascii: "=")) ?? end
+                guard let name = decode(bytes[start..<equals], plusAsSpace: true),
+                      let value = decode(equals < end ? bytes[(equals + 1)..<end] : bytes[end..<end], plusAsSpace: true)
+                else { throw .badPercentEncoding }
+                query.append((name: name, value: value))
+            }
+            start = end + 1
+        }
+        return (path, segments, query)
+    }
+
+    private static func string(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> String {
+        String(decoding: UnsafeBufferPointer(rebasing: bytes), as: UTF8.self)
+    }
+
+    /// Percent-decodes bytes cut from a valid UTF-8 target at ASCII delimiters.
+    private static func decode(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, plusAsSpace: Bool) -> String? {
+        if !bytes.contains(where: { $0 == UInt8(ascii: "%") || (plusAsSpace && $0 == UInt8(ascii: "+")) }) {
+            return string(bytes)
+        }
+        return decodeEscapes(bytes, plusAsSpace: plusAsSpace)
+    }
+
+    /// Decodes "%XX" escapes (and "+" as space when asked); nil when an escape is malformed
+    /// or the result is not UTF-8.
+    private static func decodeEscapes(_ text: some Collection<UInt8>, plusAsSpace: Bool) -> String? {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count)
-        var iterator = text.utf8.makeIterator()
+        bytes.reserveCapacity(text.count)
+        var iterator = text.makeIterator()
         while let byte = iterator.next() {
             switch byte {
             case UInt8(ascii: "%"):

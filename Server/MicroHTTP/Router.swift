@@ -1,14 +1,17 @@
 /// Values captured from a matched route pattern (`:name` segments and a trailing `*name`).
 public struct RouteParameters: Sendable {
-    private var values: [String: String] = [:]
+    // A handful of pairs: a linear search beats hashing every name on every request.
+    private var values: [(name: String, value: String)] = []
 
     /// Creates parameters from captured values.
-    public init(_ values: [String: String] = [:]) { self.values = values }
+    public init(_ values: [String: String] = [:]) { self.values = values.map { (name: $0.key, value: $0.value) } }
 
     /// The captured value for `name`, or "" when the pattern has no such parameter.
-    public subscript(name: String) -> String { values[name] ?? "" }
+    public subscript(name: String) -> String { values.first { $0.name == name }?.value ?? "" }
 
-    fileprivate mutating func set(_ name: String, _ value: String) { values[name] = value }
+    fileprivate mutating func set(_ name: String, _ value: String) {
+        if let index = values.firstIndex(where: { $0.name == name }) { values[index].value = value } else { values.append((name, value)) }
+    }
 }
 
 /// Maps a method and decoded path segments to a handler. Patterns are "/"-separated:

@@ -36,20 +36,23 @@ struct SocketAddress {
     /// Text for a peer address MHD reports, e.g. "127.0.0.1" or "::1".
     static func describe(_ address: UnsafePointer<sockaddr>?) -> String? {
         guard let address else { return nil }
-        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-        switch Int32(address.pointee.sa_family) {
-        case AF_INET:
-            return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { v4 in
-                var addr = v4.pointee.sin_addr
-                return inet_ntop(AF_INET, &addr, &buffer, socklen_t(buffer.count)).map { String(cString: $0) }
+        // A stack buffer: this runs for every request.
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(INET6_ADDRSTRLEN) + 1) { buffer -> String? in
+            let length = socklen_t(buffer.count)
+            switch Int32(address.pointee.sa_family) {
+            case AF_INET:
+                return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { v4 in
+                    var addr = v4.pointee.sin_addr
+                    return inet_ntop(AF_INET, &addr, buffer.baseAddress, length).map { String(cString: $0) }
+                }
+            case AF_INET6:
+                return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { v6 in
+                    var addr = v6.pointee.sin6_addr
+                    return inet_ntop(AF_INET6, &addr, buffer.baseAddress, length).map { String(cString: $0) }
+                }
+            default:
+                return nil
             }
-        case AF_INET6:
-            return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { v6 in
-                var addr = v6.pointee.sin6_addr
-                return inet_ntop(AF_INET6, &addr, &buffer, socklen_t(buffer.count)).map { String(cString: $0) }
-            }
-        default:
-            return nil
         }
     }
 }

@@ -7,8 +7,15 @@ import WireModels
 /// signs and checks the `fastly_token` on the ones that carry it.
 struct Links: Sendable {
     /// Scheme, host and port, without a trailing slash.
-    var base: String
-    var secret: SymmetricKey
+    let base: String
+    let secret: SymmetricKey
+    private let verifier: URLToken.Verifier
+
+    init(base: String, secret: SymmetricKey) {
+        self.base = base
+        self.secret = secret
+        verifier = URLToken.Verifier(secret: secret)
+    }
 
     // MARK: Shapes (paths only; `url(_:)` and `signed(_:expiresAt:)` add the base)
 
@@ -68,7 +75,7 @@ struct Links: Sendable {
                                  "URL has no fastly_token; fetch the video from the Playback API for signed URLs")
         }
         do {
-            try URLToken.verify(token, path: request.path, secret: secret, now: now)
+            try verifier.verify(token, path: request.path, now: now)
             return nil
         } catch .expired(let at) {
             return ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, "TOKEN_EXPIRED",
