@@ -120,6 +120,12 @@ struct RulesTests {
         #expect(local.render().contains("skd://abc"))
         #expect(PackageLayout.segmentFile(trackFolder: "2-subtitles-fr", sequence: 7, remoteURL: "http://h/x/7.vtt?t=1", kind: .subtitles)
                 == "2-subtitles-fr/00007.vtt")
+        #expect(PackageLayout.segmentFile(trackFolder: "0-video", sequence: 123_456, remoteURL: "http://h/a.b/seg.aac", kind: .audio)
+                == "0-video/123456.aac")
+        // No extension, a long one, or one that is not alphanumeric: the kind's default.
+        for url in ["http://h/x/7", "http://h/x/7.segment", "http://h/x/7.t-s", "http://h/x.y/7?f=a.b"] {
+            #expect(PackageLayout.segmentFile(trackFolder: "0-video", sequence: 7, remoteURL: url, kind: .video) == "0-video/00007.ts")
+        }
         #expect(PackageLayout.trackFolder(position: 3, TrackChoice(kind: .audio, language: "../x", name: "", playlistURL: "")) == "3-audio-___x")
     }
 }

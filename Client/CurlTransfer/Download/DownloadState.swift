@@ -5,7 +5,7 @@ internal import Synchronization
 final class DownloadState {
     let job: FileDownload
     let progress: DownloadProgress?
-    private var continuation: CheckedContinuation<Result<FileDownloadResult, TransferError>, Never>?
+    private var continuation: CheckedContinuation<Result<ReceivedFile, TransferError>, Never>?
     /// Bytes already in the `.part` file that the request asked the rest for (0: whole file).
     var resumeOffset: Int64 = 0
     /// Decided from the final response's head when its first body byte (or its end) arrives.
@@ -16,13 +16,10 @@ final class DownloadState {
     var bytesWritten: Int64 = 0
     var lastReport: ContinuousClock.Instant?
     var lastReportedBytes: Int64 = -1
-    private var outcome: Result<FileDownloadResult, TransferError>?
-    /// A complete `.part` file still to be synced and renamed: done off the engine thread by
-    /// `deliver()`, so one download's fsync never stalls the others.
-    private var pendingCommit: PendingCommit?
+    private var outcome: Result<ReceivedFile, TransferError>?
 
     init(job: FileDownload, progress: DownloadProgress?,
-         continuation: CheckedContinuation<Result<FileDownloadResult, TransferError>, Never>) {
+         continuation: CheckedContinuation<Result<ReceivedFile, TransferError>, Never>) {
         self.job = job
         self.progress = progress
         self.continuation = continuation
@@ -36,37 +33,24 @@ final class DownloadState {
     }
 
     /// Settles the outcome (the first one wins) and closes the file; the `.part` file stays on disk.
-    func answer(_ result: Result<FileDownloadResult, TransferError>) {
+    func answer(_ result: Result<ReceivedFile, TransferError>) {
         if outcome == nil { outcome = result }
         file = nil
     }
 
-    /// Settles a successful outcome that still needs `file` synced and renamed into place.
+    /// Settles a successful outcome: a complete `.part` file that the caller syncs and renames
+    /// into place (`ReceivedFile.commit()`), off the engine thread.
     func answer(committing file: PartFile, result: FileDownloadResult) {
         guard outcome == nil else { return }
-        outcome = .success(result)
-        pendingCommit = PendingCommit(file: file, destination: job.destination)
+        outcome = .success(ReceivedFile(result: result, pending: PendingCommit(file: file, destination: job.destination)))
         self.file = nil
     }
 
-    /// Resumes the caller with the settled outcome, once; a pending commit runs first, on
-    /// the commit queue, and its failure replaces the success.
+    /// Resumes the caller with the settled outcome, once.
     func deliver() {
         guard let outcome, let continuation else { return }
         self.continuation = nil
-        guard let commit = pendingCommit else {
-            continuation.resume(returning: outcome)
-            return
-        }
-        pendingCommit = nil
-        DownloadState.commitQueues.next().async {
-            do throws(TransferError) {
-                try commit.file.commit(to: commit.destination)
-                continuation.resume(returning: outcome)
-            } catch {
-                continuation.resume(returning: .failure(error))
-            }
-        }
+        continuation.resume(returning: outcome)
     }
 
     /// Where finished files are synced and renamed, away from curl's loop: four serial
@@ -86,6 +70,35 @@ final class CommitQueues: Sendable {
 
     func next() -> DispatchQueue {
         queues[counter.wrappingAdd(1, ordering: .relaxed).oldValue % queues.count]
+    }
+}
+
+/// A complete download whose `.part` file is not yet synced and renamed into place.
+///
+/// `TransferEngine.receive(_:progress:)` hands it over as soon as the last byte is in and its
+/// length checked, so the caller can start its next request while this one is committed.
+public struct ReceivedFile: Sendable {
+    /// What the download did; `totalSize` is the size the committed file will have.
+    public let result: FileDownloadResult
+    let pending: PendingCommit
+
+    /// Syncs the file, renames it over the destination and syncs the folder, on one of the
+    /// commit queues. Call once. If it is never called the `.part` file stays, complete, and a
+    /// later download of the same destination finds it so.
+    public func commit() async throws(TransferError) -> FileDownloadResult {
+        let pending = self.pending
+        let outcome: Result<Void, TransferError> = await withCheckedContinuation { continuation in
+            DownloadState.commitQueues.next().async {
+                do throws(TransferError) {
+                    try pending.file.commit(to: pending.destination)
+                    continuation.resume(returning: .success(()))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        try outcome.get()
+        return result
     }
 }
 

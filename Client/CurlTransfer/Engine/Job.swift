@@ -8,7 +8,7 @@ struct Job: Sendable {
     let work: Work
 
     enum Work: Sendable {
-        case download(FileDownload, DownloadProgress?, CheckedContinuation<Result<FileDownloadResult, TransferError>, Never>)
+        case download(FileDownload, DownloadProgress?, CheckedContinuation<Result<ReceivedFile, TransferError>, Never>)
         case request(HTTPClientRequest, CheckedContinuation<Result<HTTPClientResponse, TransferError>, Never>)
     }
 

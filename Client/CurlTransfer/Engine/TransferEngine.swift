@@ -77,6 +77,13 @@ public final class TransferEngine: Sendable {
     /// failure the `.part` file keeps what arrived, for a later resume. Run at most one
     /// download per destination at a time: two would append to the same `.part` file.
     public func download(_ job: FileDownload, progress: DownloadProgress? = nil) async throws(TransferError) -> FileDownloadResult {
+        try await receive(job, progress: progress).commit()
+    }
+
+    /// As `download(_:progress:)`, but returns as soon as the whole body is in the `.part`
+    /// file and its length checked: the caller commits it (`ReceivedFile.commit()`), so the
+    /// sync and rename need not hold up its next request.
+    public func receive(_ job: FileDownload, progress: DownloadProgress? = nil) async throws(TransferError) -> ReceivedFile {
         let ticket = JobTicket(id: job.id)
         let core = self.core
         let result = await withTaskCancellationHandler {

@@ -40,43 +40,48 @@ struct DownloadRunner: Sendable {
     var clock: @Sendable () -> Date = { Date() }
 
     private enum Outcome: Sendable {
+        /// The body is in the `.part` file: the request slot is free, the commit starts.
+        case received(SegmentRecord, ReceivedFile)
+        /// Committed: the segment's file is in place.
         case finished(SegmentRecord, Int64)
-        case failed(SegmentRecord, TransferError)
+        case failed(SegmentRecord, TransferError, whileCommitting: Bool)
         case networkUnavailable(SegmentRecord)
     }
 
     /// Runs to completion. Throws `CancellationError` when the task is cancelled (paused or
     /// cancelled by the app): finished segments are kept and recorded.
     func run() async throws -> Result<Void, OfflineVideoError> {
-        var segments = try store.segments(token)
-        let tracks = Set(segments.map(\.track))
+        // One pass over the stored segments (no URLs), checking them against the disk.
+        var tracks: Set<Int> = []
         var trackDone: [Int: Int64] = [:], trackRemaining: [Int: Int64] = [:], trackOpen: [Int: Int] = [:]
         var reconciled: [(track: Int, sequence: Int, bytes: Int64)] = []
-        for index in segments.indices {
-            let segment = segments[index]
-            let path = packageDirectory.appendingPathComponent(segment.file).path
-            let size = fileSize(path)
-            if let size, !segment.done {
+        var missing: [(track: Int, sequence: Int)] = []
+        try store.forEachSegmentState(token) { segment in
+            tracks.insert(segment.track)
+            let size = fileSize(packageDirectory.appendingPathComponent(segment.file).path)
+            var done = segment.done, bytes = segment.bytes
+            if let size, !done {
                 // Renamed into place but not yet recorded when the process stopped.
-                segments[index].done = true
-                segments[index].bytes = size
+                done = true
+                bytes = size
                 reconciled.append((segment.track, segment.sequence, size))
-            } else if segment.done, size == nil {
-                segments[index].done = false  // deleted behind our back: fetch it again
+            } else if done, size == nil {
+                done = false  // deleted behind our back: fetch it again
+                missing.append((segment.track, segment.sequence))
             }
-            if segments[index].done {
-                trackDone[segment.track, default: 0] += segments[index].bytes ?? size ?? 0
+            if done {
+                trackDone[segment.track, default: 0] += bytes ?? size ?? 0
             } else {
                 trackRemaining[segment.track, default: 0] += segment.estimatedBytes
                 trackOpen[segment.track, default: 0] += 1
             }
         }
         try store.markDone(token: token, reconciled)
+        try store.markMissing(token: token, missing)
 
         // Tracks advance together (segment n of every track before n + 1), so a video and
         // its audio are playable up to the same point if the download stops halfway.
-        var pending = segments.filter { !$0.done }.sorted { ($0.sequence, $0.track) < ($1.sequence, $1.track) }
-        segments = []  // only the pending ones are needed from here on
+        var pending = PendingSegments(store: store, token: token)
         var finishedTracks = tracks.filter { trackOpen[$0, default: 0] == 0 }.sorted()
         var streak = FailureStreak()
         var meter = ProgressMeter(interval: progressInterval)
@@ -89,32 +94,38 @@ struct DownloadRunner: Sendable {
             return RunnerProgress(trackDone: trackDone, trackRemaining: trackRemaining, finishedTracks: finishedTracks, complete: complete)
         }
 
-        if pending.isEmpty {
+        if try pending.isEmpty() {
             await report(progress(complete: true))
             return .success(())
         }
         await report(progress(complete: false))
 
         // Fresh URLs first if the stored ones have expired (a download resumed days later).
-        if let first = pending.first, let expiry = URLToken.expiry(ofURL: first.url), expiry <= clock() {
+        if let first = try pending.peek(), let expiry = URLToken.expiry(ofURL: first.url), expiry <= clock() {
             try await refreshURLs()
-            pending = try reload(pending)
+            try pending.reloadURLs()
         }
 
         let result: Result<Void, OfflineVideoError> = try await withThrowingTaskGroup(of: Outcome.self) { group in
-            var running = 0
+            // Requests in flight, and received files being synced and renamed: a request slot is
+            // free again as soon as its body is in, so the disk never holds up the network.
+            var running = 0, committing = 0
             var retryDelay: [String: Duration] = [:]
             func key(_ s: SegmentRecord) -> String { "\(s.track)/\(s.sequence)" }
             func launch(_ segment: SegmentRecord, after delay: Duration?) {
                 running += 1
                 group.addTask { try await self.fetch(segment, after: delay) }
             }
-            while !pending.isEmpty && running < parallelism { launch(pending.removeFirst(), after: nil) }
+            while running < parallelism, let next = try pending.next() { launch(next, after: nil) }
 
             while let outcome = try await group.next() {
-                running -= 1
                 switch outcome {
+                case .received(let segment, let file):
+                    running -= 1
+                    committing += 1
+                    group.addTask { await self.commit(segment, file) }
                 case .finished(let segment, let bytes):
+                    committing -= 1
                     streak.recordProgress()
                     refreshedAfterFailure = false
                     trackDone[segment.track, default: 0] += bytes
@@ -127,17 +138,19 @@ struct DownloadRunner: Sendable {
                     unrecorded.append((segment.track, segment.sequence, bytes))
                     retryDelay[key(segment)] = nil
                 case .networkUnavailable(let segment):
-                    pending.insert(segment, at: 0)
-                case .failed(let segment, let error):
+                    running -= 1
+                    pending.putBack(segment)
+                case .failed(let segment, let error, let whileCommitting):
+                    if whileCommitting { committing -= 1 } else { running -= 1 }
                     if error.code == .cancelled { throw CancellationError() }
                     if error.code == .diskFull {
                         group.cancelAll()
                         return .failure(DownloadRunner.diskFull(error.message))
                     }
                     let refused = error.code.httpStatus.map { $0 == 403 || $0 == 410 } ?? false
-                    if refused, let current = try reload([segment]).first, current.url != segment.url {
+                    if refused, let current = try reload(segment), current.url != segment.url {
                         // Failed on a URL that a refresh has replaced meanwhile: not an error of its own.
-                        pending.append(current)
+                        pending.retryLater(current)
                     } else if refused && !refreshedAfterFailure {
                         // Most likely an expired URL token: fresh URLs, then try again at once.
                         refreshedAfterFailure = true
@@ -145,15 +158,20 @@ struct DownloadRunner: Sendable {
                             group.cancelAll()
                             return .failure(error)
                         }
-                        pending = try reload(pending + [segment])
+                        try pending.reloadURLs()
+                        pending.retryLater(try reload(segment) ?? segment)
                     } else {
                         if streak.recordFailure(policy: retry) {
                             group.cancelAll()
                             return .failure(DownloadRunner.failure(error, segment: segment, attempts: retry.maxConsecutiveFailures))
                         }
                         retryDelay[key(segment)] = retry.delay(afterFailures: streak.consecutive)
-                        pending.append(segment)
+                        pending.retryLater(segment)
                     }
+                }
+                // Refill the request slots first: recording and reporting must not keep them idle.
+                while running < parallelism, let next = try pending.next() {
+                    launch(next, after: retryDelay[key(next)])
                 }
                 let now = ContinuousClock.now
                 let reportNow = meter.shouldReport(at: now) || !finishedTracks.isEmpty
@@ -169,11 +187,7 @@ struct DownloadRunner: Sendable {
                     lastFlush = now
                 }
                 if reportNow { await report(progress(complete: false)) }
-                while !pending.isEmpty && running < parallelism {
-                    let next = pending.removeFirst()
-                    launch(next, after: retryDelay[key(next)])
-                }
-                if running == 0 && pending.isEmpty { break }
+                if running == 0 && committing == 0, try pending.isEmpty() { break }
             }
             // Every segment was launched and came back finished: nothing is left pending.
             return .success(())
@@ -181,8 +195,8 @@ struct DownloadRunner: Sendable {
         if case .failure(let error) = result, error.reason == .diskFull {
             // The partial files of unfinished segments are what filled the disk: give that room
             // back so the failure itself can be recorded. Finished segments stay.
-            for segment in (try? store.segments(token)) ?? [] where !segment.done {
-                unlink(packageDirectory.appendingPathComponent(segment.file).path + ".part")
+            try? store.forEachSegmentState(token) { segment in
+                if !segment.done { unlink(packageDirectory.appendingPathComponent(segment.file).path + ".part") }
             }
         }
         do {
@@ -209,23 +223,29 @@ struct DownloadRunner: Sendable {
         try await NetworkGate.wait(network, allowsCellular: allowsCellular)
         let destination = packageDirectory.appendingPathComponent(segment.file).path
         do {
-            let result = try await engine.download(FileDownload(url: segment.url, destination: destination))
-            return .finished(segment, result.totalSize)
+            return .received(segment, try await engine.receive(FileDownload(url: segment.url, destination: destination)))
         } catch {
             if Task.isCancelled { throw CancellationError() }
             if !NetworkGate.allows(network.currentPath, allowsCellular: allowsCellular) { return .networkUnavailable(segment) }
-            return .failed(segment, error)
+            return .failed(segment, error, whileCommitting: false)
         }
     }
 
-    /// The same segments with the URLs now in the store.
-    private func reload(_ segments: [SegmentRecord]) throws -> [SegmentRecord] {
-        let fresh = Dictionary(try store.segments(token).map { ("\($0.track)/\($0.sequence)", $0.url) }, uniquingKeysWith: { a, _ in a })
-        return segments.map { segment in
-            var copy = segment
-            if let url = fresh["\(segment.track)/\(segment.sequence)"] { copy.url = url }
-            return copy
+    private func commit(_ segment: SegmentRecord, _ file: ReceivedFile) async -> Outcome {
+        do {
+            return .finished(segment, try await file.commit().totalSize)
+        } catch {
+            return .failed(segment, error, whileCommitting: true)
         }
+    }
+
+    /// The segment with the URL now in the store (nil if the store no longer has it).
+    private func reload(_ segment: SegmentRecord) throws -> SegmentRecord? {
+        let urls = try store.segmentURLs(token, [(track: segment.track, sequence: segment.sequence)])
+        guard let url = urls[SegmentKey(track: segment.track, sequence: segment.sequence)] else { return nil }
+        var copy = segment
+        copy.url = url
+        return copy
     }
 
     private func fileSize(_ path: String) -> Int64? {

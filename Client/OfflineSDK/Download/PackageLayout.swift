@@ -20,12 +20,18 @@ enum PackageLayout {
 
     /// The file of segment `sequence`, keeping the remote file's extension (`.ts`, `.vtt`, `.aac`).
     static func segmentFile(trackFolder: String, sequence: Int, remoteURL: String, kind: TrackChoice.Kind) -> String {
-        let last = URLToken.path(ofURL: remoteURL).split(separator: "/").last.map(String.init) ?? ""
-        var ext = last.split(separator: ".").count > 1 ? String(last.split(separator: ".").last ?? "") : ""
-        if ext.isEmpty || ext.count > 5 || !ext.allSatisfy({ $0.isLetter || $0.isNumber }) {
+        // Byte-wise and without String(format:): this runs twice for every segment planned.
+        let path = URLToken.path(ofURL: remoteURL)
+        let name = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { path[path.utf8.index(after: $0)...] } ?? path[...]
+        var ext = name.utf8.lastIndex(of: UInt8(ascii: ".")).map { String(name[name.utf8.index(after: $0)...]) } ?? ""
+        let isAlphanumeric = { (byte: UInt8) in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+        }
+        if ext.isEmpty || ext.utf8.count > 5 || !ext.utf8.allSatisfy(isAlphanumeric) {
             ext = kind == .subtitles ? "vtt" : "ts"
         }
-        return "\(trackFolder)/\(String(format: "%05d", sequence)).\(ext)"
+        let number = String(sequence)
+        return trackFolder + "/" + String(repeating: "0", count: max(0, 5 - number.utf8.count)) + number + "." + ext
     }
 
     /// The local media playlist: the remote one with each segment URI replaced by its file

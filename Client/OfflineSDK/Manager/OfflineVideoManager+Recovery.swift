@@ -44,13 +44,15 @@ extension OfflineVideoManager {
 
     /// The first file of a completed download that is not on disk, or nil when all are.
     func missingFile(_ record: DownloadRecord) -> String? {
-        let folder = packageFolder(record.token)
-        var files = [PackageLayout.masterPlaylist]
-        files += ((try? store.tracks(record.token)) ?? []).map(\.localPlaylist)
-        files += ((try? store.segments(record.token)) ?? []).map(\.file)
-        for file in files where !FileManager.default.fileExists(atPath: folder.appendingPathComponent(file).path) {
-            return file
+        let folder = packageFolder(record.token).path
+        func exists(_ file: String) -> Bool { access(folder + "/" + file, F_OK) == 0 }
+        let playlists = [PackageLayout.masterPlaylist] + ((try? store.tracks(record.token)) ?? []).map(\.localPlaylist)
+        if let missing = playlists.first(where: { !exists($0) }) { return missing }
+        // Segment by segment from the store: a long video's records are never all in memory.
+        var missing: String?
+        try? store.forEachSegmentState(record.token) { segment in
+            if missing == nil, !exists(segment.file) { missing = segment.file }
         }
-        return nil
+        return missing
     }
 }

@@ -175,6 +175,58 @@ final class OfflineStore: Sendable {
         }
     }
 
+    /// What the runner needs to know of every segment of a download, without its URL:
+    /// visited in (track, sequence) order, never all in memory at once.
+    func forEachSegmentState(_ token: String, _ body: (SegmentState) throws -> Void) throws {
+        try pool.read { db in
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT track, sequence, file, estimated_bytes, bytes, done FROM segment
+                WHERE token = ? ORDER BY track, sequence
+                """, arguments: [token])
+            while let row = try rows.next() {
+                try body(SegmentState(track: row[0], sequence: row[1], file: row[2], estimatedBytes: row[3],
+                                      bytes: row[4], done: row[5]))
+            }
+        }
+    }
+
+    /// Up to `limit` unfinished segments in download order (sequence, then track), after
+    /// `position` when given: the runner pages through a long video's segments.
+    func pendingSegments(_ token: String, after position: (sequence: Int, track: Int)?, limit: Int) throws -> [SegmentRecord] {
+        try pool.read { db in
+            let after = position ?? (sequence: -1, track: -1)
+            return try SegmentRecord.fetchAll(db, sql: """
+                SELECT * FROM segment WHERE token = ? AND done = 0 AND (sequence > ? OR (sequence = ? AND track > ?))
+                ORDER BY sequence, track LIMIT ?
+                """, arguments: [token, after.sequence, after.sequence, after.track, limit])
+        }
+    }
+
+    /// The stored URLs of some segments, by (track, sequence).
+    func segmentURLs(_ token: String, _ keys: [(track: Int, sequence: Int)]) throws -> [SegmentKey: String] {
+        try pool.read { db in
+            var urls: [SegmentKey: String] = [:]
+            let statement = try db.cachedStatement(sql: "SELECT url FROM segment WHERE token = ? AND track = ? AND sequence = ?")
+            for key in keys {
+                if let url = try String.fetchOne(statement, arguments: [token, key.track, key.sequence]) {
+                    urls[SegmentKey(track: key.track, sequence: key.sequence)] = url
+                }
+            }
+            return urls
+        }
+    }
+
+    /// Marks segments whose files have gone missing as not done, to be fetched again.
+    func markMissing(token: String, _ missing: [(track: Int, sequence: Int)]) throws {
+        guard !missing.isEmpty else { return }
+        try pool.write { db in
+            for item in missing {
+                try db.execute(sql: "UPDATE segment SET done = 0, bytes = NULL WHERE token = ? AND track = ? AND sequence = ?",
+                               arguments: [token, item.track, item.sequence])
+            }
+        }
+    }
+
     /// Marks fetched segments done with their real sizes, in one transaction.
     func markDone(token: String, _ finished: [(track: Int, sequence: Int, bytes: Int64)]) throws {
         guard !finished.isEmpty else { return }

@@ -114,6 +114,22 @@ struct SegmentRecord: Codable, Sendable, Equatable, FetchableRecord, Persistable
     }
 }
 
+/// A segment's progress without its URL (see `OfflineStore.forEachSegmentState`).
+struct SegmentState: Sendable {
+    var track: Int
+    var sequence: Int
+    var file: String
+    var estimatedBytes: Int64
+    var bytes: Int64?
+    var done: Bool
+}
+
+/// A segment's identity within its download.
+struct SegmentKey: Hashable, Sendable {
+    var track: Int
+    var sequence: Int
+}
+
 /// An `OfflineVideoError` as stored with a failed download.
 struct StoredError: Codable, Sendable {
     var code: Int

@@ -13,7 +13,9 @@ final class BackendDatabase: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var configuration = Configuration()
         configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA page_size = 1024")
             try db.execute(sql: "PRAGMA synchronous = NORMAL")  // durable across process crashes in WAL mode
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 8000")
         }
         pool = try DatabasePool(path: directory.appendingPathComponent("backend.sqlite").path, configuration: configuration)
         try BackendDatabase.migrator.migrate(pool)

@@ -32,13 +32,17 @@ extension URLToken {
 
     /// The path of a URL exactly as written: no scheme, host, query or fragment (`/` if it has none).
     public static func path(ofURL url: String) -> String {
-        var rest = Substring(split(split(url, at: "#").0, at: "?").0)
-        if let schemeEnd = rest.range(of: "://") {
-            rest = rest[schemeEnd.upperBound...]
-            guard let slash = rest.firstIndex(of: "/") else { return "/" }
-            rest = rest[slash...]
+        // Byte-wise: clients call this for every segment of a download.
+        let utf8 = url.utf8
+        let end = utf8.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? utf8.endIndex
+        var start = utf8.startIndex
+        if let colon = utf8[..<end].firstIndex(of: UInt8(ascii: ":")),
+           utf8[colon...].starts(with: "://".utf8) {
+            let host = utf8.index(colon, offsetBy: 3)
+            guard let slash = utf8[host..<end].firstIndex(of: UInt8(ascii: "/")) else { return "/" }
+            start = slash
         }
-        return rest.isEmpty ? "/" : String(rest)
+        return start == end ? "/" : String(url[start..<end])
     }
 
     /// Percent-encodes everything but RFC 3986 unreserved characters (so `+`, `/`, `=` become `%2B`, `%2F`, `%3D`).

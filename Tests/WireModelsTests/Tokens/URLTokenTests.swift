@@ -121,6 +121,10 @@ struct URLTokenTests {
         ("http://h", "/"),
         ("/relative/p.ts?q", "/relative/p.ts"),
         ("https://h/", "/"),
+        ("http://h?x=1", "/"),
+        ("http://h#/not/a/path", "/"),
+        ("", "/"),
+        ("https://h/a?u=http://other/b", "/a"),
     ])
     func pathOfURL(url: String, path: String) {
         #expect(URLToken.path(ofURL: url) == path)
