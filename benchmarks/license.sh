@@ -6,7 +6,8 @@
 #   benchmarks/license.sh [duration-seconds] [connections]   (default 10, 32)
 # Every license is a durable SQLite (WAL) transaction: nonce, license row, history row.
 # synchronous=NORMAL (the backend's setting): a commit survives a crash of the process,
-# and the WAL is fsynced at each checkpoint; only a power loss can drop the latest commits.
+# and the WAL is fsynced at each checkpoint (every 8,000 pages of 1 KiB); only a power loss
+# can drop the latest commits.
 # FULL would fsync every commit, which measures the disk, not the license server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
