@@ -135,14 +135,14 @@ struct DownloadPlanner: Sendable {
             case .audio: 128_000
             case .subtitles: 1_000
             }
+            // The local playlist names each segment's file; the records use the same names.
+            let local = PackageLayout.localMediaPlaylist(remote, trackFolder: folder, kind: choice.kind)
             for (index, segment) in remote.segments.enumerated() {
-                let file = PackageLayout.segmentFile(trackFolder: folder, sequence: index, remoteURL: segment.uri, kind: choice.kind)
-                segments.append(SegmentRecord(token: token, track: position, sequence: index, url: segment.uri, file: file,
-                                              duration: segment.duration,
+                segments.append(SegmentRecord(token: token, track: position, sequence: index, url: segment.uri,
+                                              file: folder + "/" + local.segments[index].uri, duration: segment.duration,
                                               estimatedBytes: Int64((bitsPerSecond * segment.duration / 8).rounded(.up)),
                                               bytes: nil, done: false))
             }
-            let local = PackageLayout.localMediaPlaylist(remote, trackFolder: folder, kind: choice.kind)
             playlists["\(folder)/index.m3u8"] = local.render()
             tracks.append(TrackRecord(token: token, position: position, kind: choice.kind.rawValue, language: choice.language,
                                       name: choice.name, playlistURL: choice.playlistURL, bandwidth: choice.bandwidth,

@@ -55,7 +55,7 @@ struct DownloadRunner: Sendable {
         var tracks: Set<Int> = []
         var trackDone: [Int: Int64] = [:], trackRemaining: [Int: Int64] = [:], trackOpen: [Int: Int] = [:]
         var reconciled: [(track: Int, sequence: Int, bytes: Int64)] = []
-        var missing: [(track: Int, sequence: Int)] = []
+        var missing: [SegmentKey] = []
         try store.forEachSegmentState(token) { segment in
             tracks.insert(segment.track)
             let size = fileSize(packageDirectory.appendingPathComponent(segment.file).path)
@@ -67,7 +67,7 @@ struct DownloadRunner: Sendable {
                 reconciled.append((segment.track, segment.sequence, size))
             } else if done, size == nil {
                 done = false  // deleted behind our back: fetch it again
-                missing.append((segment.track, segment.sequence))
+                missing.append(SegmentKey(track: segment.track, sequence: segment.sequence))
             }
             if done {
                 trackDone[segment.track, default: 0] += bytes ?? size ?? 0
@@ -110,8 +110,7 @@ struct DownloadRunner: Sendable {
             // Requests in flight, and received files being synced and renamed: a request slot is
             // free again as soon as its body is in, so the disk never holds up the network.
             var running = 0, committing = 0
-            var retryDelay: [String: Duration] = [:]
-            func key(_ s: SegmentRecord) -> String { "\(s.track)/\(s.sequence)" }
+            var retryDelay: [SegmentKey: Duration] = [:]
             func launch(_ segment: SegmentRecord, after delay: Duration?) {
                 running += 1
                 group.addTask { try await self.fetch(segment, after: delay) }
@@ -136,7 +135,7 @@ struct DownloadRunner: Sendable {
                         finishedTracks.append(segment.track)
                     }
                     unrecorded.append((segment.track, segment.sequence, bytes))
-                    retryDelay[key(segment)] = nil
+                    retryDelay[segment.key] = nil
                 case .networkUnavailable(let segment):
                     running -= 1
                     pending.putBack(segment)
@@ -165,13 +164,13 @@ struct DownloadRunner: Sendable {
                             group.cancelAll()
                             return .failure(DownloadRunner.failure(error, segment: segment, attempts: retry.maxConsecutiveFailures))
                         }
-                        retryDelay[key(segment)] = retry.delay(afterFailures: streak.consecutive)
+                        retryDelay[segment.key] = retry.delay(afterFailures: streak.consecutive)
                         pending.retryLater(segment)
                     }
                 }
                 // Refill the request slots first: recording and reporting must not keep them idle.
                 while running < parallelism, let next = try pending.next() {
-                    launch(next, after: retryDelay[key(next)])
+                    launch(next, after: retryDelay[next.key])
                 }
                 let now = ContinuousClock.now
                 let reportNow = meter.shouldReport(at: now) || !finishedTracks.isEmpty
@@ -241,8 +240,7 @@ struct DownloadRunner: Sendable {
 
     /// The segment with the URL now in the store (nil if the store no longer has it).
     private func reload(_ segment: SegmentRecord) throws -> SegmentRecord? {
-        let urls = try store.segmentURLs(token, [(track: segment.track, sequence: segment.sequence)])
-        guard let url = urls[SegmentKey(track: segment.track, sequence: segment.sequence)] else { return nil }
+        guard let url = try store.segmentURLs(token, [segment.key])[segment.key] else { return nil }
         var copy = segment
         copy.url = url
         return copy

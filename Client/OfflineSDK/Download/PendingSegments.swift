@@ -53,10 +53,10 @@ struct PendingSegments {
     /// later pages are read fresh anyway.
     mutating func reloadURLs() throws {
         let held = front + page[head...] + retries
-        let urls = try store.segmentURLs(token, held.map { (track: $0.track, sequence: $0.sequence) })
+        let urls = try store.segmentURLs(token, held.map(\.key))
         func refresh(_ segments: inout [SegmentRecord], from start: Int) {
             for index in segments.indices where index >= start {
-                if let url = urls[SegmentKey(track: segments[index].track, sequence: segments[index].sequence)] {
+                if let url = urls[segments[index].key] {
                     segments[index].url = url
                 }
             }

@@ -203,13 +203,13 @@ final class OfflineStore: Sendable {
     }
 
     /// The stored URLs of some segments, by (track, sequence).
-    func segmentURLs(_ token: String, _ keys: [(track: Int, sequence: Int)]) throws -> [SegmentKey: String] {
+    func segmentURLs(_ token: String, _ keys: [SegmentKey]) throws -> [SegmentKey: String] {
         try pool.read { db in
             var urls: [SegmentKey: String] = [:]
             let statement = try db.cachedStatement(sql: "SELECT url FROM segment WHERE token = ? AND track = ? AND sequence = ?")
             for key in keys {
                 if let url = try String.fetchOne(statement, arguments: [token, key.track, key.sequence]) {
-                    urls[SegmentKey(track: key.track, sequence: key.sequence)] = url
+                    urls[key] = url
                 }
             }
             return urls
@@ -217,7 +217,7 @@ final class OfflineStore: Sendable {
     }
 
     /// Marks segments whose files have gone missing as not done, to be fetched again.
-    func markMissing(token: String, _ missing: [(track: Int, sequence: Int)]) throws {
+    func markMissing(token: String, _ missing: [SegmentKey]) throws {
         guard !missing.isEmpty else { return }
         try pool.write { db in
             for item in missing {

@@ -108,6 +108,9 @@ struct SegmentRecord: Codable, Sendable, Equatable, FetchableRecord, Persistable
     var bytes: Int64?
     var done: Bool
 
+    /// The segment's identity within its download.
+    var key: SegmentKey { SegmentKey(track: track, sequence: sequence) }
+
     enum CodingKeys: String, CodingKey {
         case token, track, sequence, url, file, duration, bytes, done
         case estimatedBytes = "estimated_bytes"
