@@ -102,22 +102,77 @@ struct RulesTests {
         #expect(reports <= 10)
     }
 
+    @Test("segment URLs kept front-coded read back exactly, in order")
+    func segmentURLs() {
+        let urls = [
+            "http://h/media/v1/x/0.ts?fastly_token=abc", "http://h/media/v1/x/1.ts?fastly_token=abd",
+            "http://h/media/v1/x/1.ts?fastly_token=abd",  // the same URL twice
+            "http://h/media/v1/x/1.ts",  // a prefix of the one before
+            "https://other/é/10.ts?t=ü", "", "h", "http://h/media/v1/x/11.ts?fastly_token=zz",
+        ]
+        let list = SegmentURLs(urls)
+        #expect(list.count == urls.count)
+        #expect(Array(list) == urls)
+        #expect(Array(list) == urls)  // iterating again starts over
+        #expect(Array(SegmentURLs()).isEmpty)
+    }
+
+    @Test("media playlists offline downloads cannot take are refused, wherever the tag stands")
+    func refusedMediaPlaylists() throws {
+        let head = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\na.ts\n"
+        let cases: [(String, OfflineVideoError.Reason)] = [
+            (head + "#EXT-X-KEY:METHOD=AES-128,URI=\"k\"\n#EXTINF:2,\nb.ts\n", .hlseNotSupported),
+            // The AES-128 key stays in effect for the segments after it.
+            ("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-KEY:METHOD=AES-128,URI=\"k\"\n#EXTINF:2,\na.ts\n#EXTINF:2,\nb.ts\n", .hlseNotSupported),
+            (head + "#EXT-X-BYTERANGE:100@0\n#EXTINF:2,\nb.ts\n", .malformedPlaylist),
+            (head + "#EXT-X-MAP:URI=\"init.mp4\"\n#EXTINF:2,\nb.m4s\n", .malformedPlaylist),
+            (head + "#EXTINF:2,\n", .malformedPlaylist),
+        ]
+        for (text, reason) in cases {
+            do {
+                _ = try DownloadPlanner.readMedia(text, url: "http://h/p.m3u8") { _, _ in }
+                Issue.record("not refused: \(text)")
+            } catch {
+                #expect(error.reason == reason, "\(text)")
+            }
+        }
+        // A key that ends (METHOD=NONE) before any AES-128 one is fine; relative URIs are made absolute.
+        var urls: [String] = []
+        _ = try DownloadPlanner.readMedia(head + "#EXT-X-KEY:METHOD=NONE\n#EXTINF:2,\nb.ts\n", url: "http://h/x/p.m3u8") { _, segment in
+            urls.append(segment.uri)
+        }
+        #expect(urls == ["http://h/x/a.ts", "http://h/x/b.ts"])
+    }
+
     @Test("local playlists point at relative files named by track and sequence")
     func layout() throws {
-        let media = try MediaPlaylist(parsing: """
+        let text = """
             #EXTM3U
             #EXT-X-TARGETDURATION:2
             #EXT-X-KEY:METHOD=SAMPLE-AES,URI="skd://abc",KEYFORMAT="com.apple.streamingkeydelivery",KEYFORMATVERSIONS="1"
             #EXTINF:2.000,
             http://h/media/v1/x/0.ts?fastly_token=abc
-            #EXTINF:2.000,
-            http://h/media/v1/x/1.ts?fastly_token=abc
+            #EXTINF:1.500,
+            1.ts?fastly_token=abc
             #EXT-X-ENDLIST
 
-            """)
-        let local = PackageLayout.localMediaPlaylist(media, trackFolder: "1-audio-en", kind: .audio)
-        #expect(local.segments.map(\.uri) == ["00000.ts", "00001.ts"])
-        #expect(local.render().contains("skd://abc"))
+            """
+        let choice = TrackChoice(kind: .audio, language: "en", name: "English", playlistURL: "http://h/media/v1/x/index.m3u8?t=1")
+        let (track, local, firstKeys) = try DownloadPlanner.planTrack(text, token: "t", position: 1, choice: choice)
+        #expect(track.folder == "1-audio-en" && track.record.localPlaylist == "1-audio-en/index.m3u8")
+        #expect(Array(track.urls) == ["http://h/media/v1/x/0.ts?fastly_token=abc", "http://h/media/v1/x/1.ts?fastly_token=abc"])
+        #expect(track.durations == [2, 1.5])
+        #expect(firstKeys.first?.uri == "skd://abc")
+        let parsed = try MediaPlaylist(parsing: local)
+        #expect(parsed.segments.map(\.uri) == ["00000.ts", "00001.ts"])
+        #expect(parsed.segments.map(\.duration) == [2, 1.5])
+        #expect(parsed.segments[0].key?.uri == "skd://abc" && parsed.endList)
+        let plan = DownloadPlan(masterURL: "", variant: VariantStream(bandwidth: 1, uri: ""), tracks: [track], playlists: [:])
+        let records = Array(plan.segmentRecords)
+        #expect(records.map(\.file) == ["1-audio-en/00000.ts", "1-audio-en/00001.ts"])
+        #expect(records.map(\.url) == Array(track.urls) && records.map(\.sequence) == [0, 1] && records.allSatisfy { $0.track == 1 })
+        #expect(records.map(\.estimatedBytes) == [32_000, 24_000])  // 128 kbit/s for audio
+        #expect(plan.estimatedBytes == 56_000)
         #expect(PackageLayout.segmentFile(trackFolder: "2-subtitles-fr", sequence: 7, remoteURL: "http://h/x/7.vtt?t=1", kind: .subtitles)
                 == "2-subtitles-fr/00007.vtt")
         #expect(PackageLayout.segmentFile(trackFolder: "0-video", sequence: 123_456, remoteURL: "http://h/a.b/seg.aac", kind: .audio)

@@ -7,15 +7,47 @@ import WireModels
 struct DownloadPlan: Sendable {
     var masterURL: String
     var variant: VariantStream
-    var tracks: [TrackRecord]
-    var segments: [SegmentRecord]
+    var tracks: [PlannedTrack]
     /// Local playlists, by path inside the package folder.
     var playlists: [String: String]
     /// The FairPlay content key id (`skd://{id}`), for protected videos.
     var contentKeyID: String?
 
-    /// Bytes expected in all (estimates where sizes are unknown).
-    var estimatedBytes: Int64 { segments.reduce(0) { $0 + ($1.bytes ?? $1.estimatedBytes) } }
+    /// Bytes expected in all (estimates: sizes are known only once fetched).
+    var estimatedBytes: Int64 {
+        tracks.reduce(0) { total, track in track.durations.reduce(total) { $0 + track.estimatedBytes(duration: $1) } }
+    }
+
+    var trackRecords: [TrackRecord] { tracks.map(\.record) }
+
+    /// The rows to store for the segments, made one at a time as the store inserts them: a
+    /// long video's plan holds its URLs once and compactly, never as records.
+    var segmentRecords: some Sequence<SegmentRecord> {
+        tracks.lazy.flatMap { track in
+            zip(track.urls, track.durations).enumerated().lazy.map { sequence, segment in
+                SegmentRecord(token: track.record.token, track: track.record.position, sequence: sequence, url: segment.0,
+                              file: PackageLayout.segmentFile(trackFolder: track.folder, sequence: sequence, remoteURL: segment.0,
+                                                              kind: track.kind),
+                              duration: segment.1, estimatedBytes: track.estimatedBytes(duration: segment.1), bytes: nil, done: false)
+            }
+        }
+    }
+}
+
+/// One track of a plan and its segments, in order.
+struct PlannedTrack: Sendable {
+    var record: TrackRecord
+    var kind: TrackChoice.Kind
+    /// The track's folder inside the package folder.
+    var folder: String
+    /// The rate sizes are estimated at until they are known.
+    var bitsPerSecond: Double
+    /// The segments' absolute URLs and durations.
+    var urls: SegmentURLs
+    var durations: [Double]
+
+    /// Bandwidth x duration, until the real size is known.
+    func estimatedBytes(duration: Double) -> Int64 { Int64((bitsPerSecond * duration / 8).rounded(.up)) }
 }
 
 /// Reads a video's master and media playlists and plans its download. Network only; the
@@ -51,23 +83,35 @@ struct DownloadPlanner: Sendable {
         }
     }
 
-    /// A media playlist's text, checked for what offline downloads support, URIs made absolute.
-    static func parseMedia(_ text: String, url: String) throws(OfflineVideoError) -> MediaPlaylist {
-        var playlist: MediaPlaylist
-        do { playlist = try MediaPlaylist(parsing: text) } catch {
+    /// Reads a media playlist's text segment by segment, checking it for what offline
+    /// downloads support and making each segment URI absolute before `segment` sees it.
+    /// Returns the playlist without its segments.
+    static func readMedia(_ text: String, url: String,
+                          segment: (_ index: Int, Segment) -> Void) throws(OfflineVideoError) -> MediaPlaylist {
+        var index = 0
+        var keysInEffect: [EncryptionKey] = []
+        var refusal: OfflineVideoError?
+        let playlist: MediaPlaylist
+        do {
+            playlist = try MediaPlaylist.parse(text) { parsed in
+                guard refusal == nil else { return }
+                if !parsed.keys.isEmpty { keysInEffect = parsed.keys }
+                if keysInEffect.first(where: { $0.method != .none })?.method == .aes128 {
+                    refusal = OfflineVideoError(.unsupported, .hlseNotSupported, "Offline playback is not supported for HLSe content")
+                } else if parsed.byteRange != nil || parsed.map != nil {
+                    refusal = OfflineVideoError(.unsupported, .malformedPlaylist,
+                                                "Byte-range and fMP4 (EXT-X-MAP) playlists are not supported offline")
+                } else {
+                    var absolute = parsed
+                    absolute.uri = DownloadPlanner.resolve(parsed.uri, against: url)
+                    segment(index, absolute)
+                    index += 1
+                }
+            }
+        } catch {
             throw OfflineVideoError(.downloadFailure, .malformedPlaylist, "A media playlist is not valid HLS: \(error)")
         }
-        for index in playlist.segments.indices {
-            if playlist.keyInEffect(forSegmentAt: index)?.method == .aes128 {
-                throw OfflineVideoError(.unsupported, .hlseNotSupported, "Offline playback is not supported for HLSe content")
-            }
-            if playlist.segments[index].byteRange != nil || playlist.segments[index].map != nil {
-                throw OfflineVideoError(.unsupported, .malformedPlaylist, "Byte-range and fMP4 (EXT-X-MAP) playlists are not supported offline")
-            }
-        }
-        for index in playlist.segments.indices {
-            playlist.segments[index].uri = DownloadPlanner.resolve(playlist.segments[index].uri, against: url)
-        }
+        if let refusal { throw refusal }
         return playlist
     }
 
@@ -119,40 +163,56 @@ struct DownloadPlanner: Sendable {
         }
         let choices = try RenditionChooser.tracks(master: master, variant: variant, audioLanguages: audioLanguages,
                                                   subtitleLanguages: subtitleLanguages)
-        var tracks: [TrackRecord] = [], segments: [SegmentRecord] = [], playlists: [String: String] = [:]
+        var tracks: [PlannedTrack] = [], playlists: [String: String] = [:]
         var folders: [(TrackChoice, folder: String)] = []
-        // Audio renditions have no BANDWIDTH of their own: estimate them at 128 kbit/s,
-        // subtitles at 1 kbit/s, until the real sizes arrive.
         var texts = try await mediaTexts(choices.map(\.playlistURL))
         var keys = master.sessionKeys
         for (position, choice) in choices.enumerated() {
-            let folder = PackageLayout.trackFolder(position: position, choice)
-            let remote = try DownloadPlanner.parseMedia(texts[position], url: choice.playlistURL)
+            let (track, local, firstKeys) = try DownloadPlanner.planTrack(texts[position], token: token, position: position, choice: choice)
             texts[position] = ""
-            keys += remote.segments.first?.keys ?? []
-            let bitsPerSecond: Double = switch choice.kind {
-            case .video: Double(choice.bandwidth ?? 1_000_000)
-            case .audio: 128_000
-            case .subtitles: 1_000
-            }
-            // The local playlist names each segment's file; the records use the same names.
-            let local = PackageLayout.localMediaPlaylist(remote, trackFolder: folder, kind: choice.kind)
-            for (index, segment) in remote.segments.enumerated() {
-                segments.append(SegmentRecord(token: token, track: position, sequence: index, url: segment.uri,
-                                              file: folder + "/" + local.segments[index].uri, duration: segment.duration,
-                                              estimatedBytes: Int64((bitsPerSecond * segment.duration / 8).rounded(.up)),
-                                              bytes: nil, done: false))
-            }
-            playlists["\(folder)/index.m3u8"] = local.render()
-            tracks.append(TrackRecord(token: token, position: position, kind: choice.kind.rawValue, language: choice.language,
-                                      name: choice.name, playlistURL: choice.playlistURL, bandwidth: choice.bandwidth,
-                                      localPlaylist: "\(folder)/index.m3u8"))
-            folders.append((choice, folder))
+            keys += firstKeys
+            playlists[track.record.localPlaylist] = local
+            tracks.append(track)
+            folders.append((choice, track.folder))
         }
         playlists[PackageLayout.masterPlaylist] = PackageLayout.localMaster(master, variant: variant, tracks: folders).render()
         let keyID = DownloadPlanner.fairPlayKeyID(keys)
-        return DownloadPlan(masterURL: masterURL, variant: variant, tracks: tracks, segments: segments, playlists: playlists,
-                            contentKeyID: keyID)
+        return DownloadPlan(masterURL: masterURL, variant: variant, tracks: tracks, playlists: playlists, contentKeyID: keyID)
+    }
+
+    /// Plans one track from its remote media playlist's text, in one pass: each segment
+    /// becomes a planned segment and an entry of the local playlist naming its file (the parsed
+    /// playlist is never held whole). Returns the track, its local playlist and the keys before
+    /// its first segment.
+    static func planTrack(_ text: String, token: String, position: Int,
+                          choice: TrackChoice) throws(OfflineVideoError) -> (PlannedTrack, local: String, firstKeys: [EncryptionKey]) {
+        let folder = PackageLayout.trackFolder(position: position, choice)
+        // Audio renditions have no BANDWIDTH of their own: estimate them at 128 kbit/s,
+        // subtitles at 1 kbit/s, until the real sizes arrive.
+        let bitsPerSecond: Double = switch choice.kind {
+        case .video: Double(choice.bandwidth ?? 1_000_000)
+        case .audio: 128_000
+        case .subtitles: 1_000
+        }
+        var urls = SegmentURLs(), durations: [Double] = [], localSegments = "", firstKeys: [EncryptionKey] = []
+        let remote = try readMedia(text, url: choice.playlistURL) { index, segment in
+            if index == 0 { firstKeys = segment.keys }
+            // The same name as the segment's record gets (`PackageLayout.segmentFile`).
+            var local = segment
+            local.uri = PackageLayout.segmentName(sequence: index, remoteURL: segment.uri, kind: choice.kind)
+            local.render(into: &localSegments)
+            urls.append(segment.uri)
+            durations.append(segment.duration)
+        }
+        var local = ""
+        remote.renderHead(into: &local)
+        local += localSegments
+        remote.renderTail(into: &local)
+        let record = TrackRecord(token: token, position: position, kind: choice.kind.rawValue, language: choice.language,
+                                 name: choice.name, playlistURL: choice.playlistURL, bandwidth: choice.bandwidth,
+                                 localPlaylist: "\(folder)/index.m3u8")
+        return (PlannedTrack(record: record, kind: choice.kind, folder: folder, bitsPerSecond: bitsPerSecond, urls: urls,
+                             durations: durations), local, firstKeys)
     }
 
     /// Fresh segment URLs for the tracks of a planned download, from a fresh video object.
@@ -168,8 +228,7 @@ struct DownloadPlanner: Sendable {
         }
         var urls: [(track: Int, sequence: Int, url: String)] = []
         for (track, (text, playlistURL)) in zip(tracks, zip(try await mediaTexts(playlistURLs), playlistURLs)) {
-            let remote = try DownloadPlanner.parseMedia(text, url: playlistURL)
-            for (index, segment) in remote.segments.enumerated() { urls.append((track.position, index, segment.uri)) }
+            _ = try DownloadPlanner.readMedia(text, url: playlistURL) { index, segment in urls.append((track.position, index, segment.uri)) }
         }
         return urls
     }

@@ -18,9 +18,15 @@ enum PackageLayout {
         return name
     }
 
-    /// The file of segment `sequence`, keeping the remote file's extension (`.ts`, `.vtt`, `.aac`).
+    /// The file of segment `sequence` inside the package folder: `{trackFolder}/{segmentName}`.
     static func segmentFile(trackFolder: String, sequence: Int, remoteURL: String, kind: TrackChoice.Kind) -> String {
-        // Byte-wise and without String(format:): this runs twice for every segment planned.
+        trackFolder + "/" + segmentName(sequence: sequence, remoteURL: remoteURL, kind: kind)
+    }
+
+    /// The file name of segment `sequence` in its track's folder (`00042.ts`), keeping the
+    /// remote file's extension (`.ts`, `.vtt`, `.aac`).
+    static func segmentName(sequence: Int, remoteURL: String, kind: TrackChoice.Kind) -> String {
+        // Byte-wise and without String(format:): this runs for every segment planned.
         let path = URLToken.path(ofURL: remoteURL)
         let name = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { path[path.utf8.index(after: $0)...] } ?? path[...]
         var ext = name.utf8.lastIndex(of: UInt8(ascii: ".")).map { String(name[name.utf8.index(after: $0)...]) } ?? ""
@@ -31,19 +37,7 @@ enum PackageLayout {
             ext = kind == .subtitles ? "vtt" : "ts"
         }
         let number = String(sequence)
-        return trackFolder + "/" + String(repeating: "0", count: max(0, 5 - number.utf8.count)) + number + "." + ext
-    }
-
-    /// The local media playlist: the remote one with each segment URI replaced by its file
-    /// name (relative to the playlist's folder). Keys stay as they are (FairPlay's `skd://`).
-    static func localMediaPlaylist(_ remote: MediaPlaylist, trackFolder: String, kind: TrackChoice.Kind) -> MediaPlaylist {
-        var local = remote
-        let prefix = trackFolder + "/"
-        for index in local.segments.indices {
-            let file = segmentFile(trackFolder: trackFolder, sequence: index, remoteURL: remote.segments[index].uri, kind: kind)
-            local.segments[index].uri = String(file.dropFirst(prefix.count))
-        }
-        return local
+        return String(repeating: "0", count: max(0, 5 - number.utf8.count)) + number + "." + ext
     }
 
     /// The local master playlist: only the chosen variant and renditions, with relative URIs.

@@ -217,9 +217,9 @@ public actor OfflineVideoManager {
         }
         do {
             if preloaded != nil {
-                try store.attachPlan(record, tracks: plan.tracks, segments: plan.segments)
+                try store.attachPlan(record, tracks: plan.trackRecords, segments: plan.segmentRecords)
             } else {
-                try store.insert(record, tracks: plan.tracks, segments: plan.segments)
+                try store.insert(record, tracks: plan.trackRecords, segments: plan.segmentRecords)
             }
         } catch {
             try? FileManager.default.removeItem(at: folder)

@@ -90,7 +90,7 @@ final class OfflineStore: Sendable {
     // MARK: Downloads
 
     /// Stores a new download with its plan, in one transaction.
-    func insert(_ record: DownloadRecord, tracks: [TrackRecord], segments: [SegmentRecord]) throws {
+    func insert(_ record: DownloadRecord, tracks: [TrackRecord], segments: some Sequence<SegmentRecord>) throws {
         try pool.write { db in
             try record.insert(db)
             for track in tracks { try track.insert(db) }
@@ -99,7 +99,7 @@ final class OfflineStore: Sendable {
     }
 
     /// Gives an existing record (a preloaded license) its plan, in one transaction.
-    func attachPlan(_ record: DownloadRecord, tracks: [TrackRecord], segments: [SegmentRecord]) throws {
+    func attachPlan(_ record: DownloadRecord, tracks: [TrackRecord], segments: some Sequence<SegmentRecord>) throws {
         try pool.write { db in
             try record.update(db)
             try db.execute(sql: "DELETE FROM segment WHERE token = ?", arguments: [record.token])
@@ -152,16 +152,6 @@ final class OfflineStore: Sendable {
     }
 
     // MARK: Plan
-
-    /// Replaces the tracks and segments of a download (a new plan, or fresh URLs).
-    func savePlan(token: String, tracks: [TrackRecord], segments: [SegmentRecord]) throws {
-        try pool.write { db in
-            try db.execute(sql: "DELETE FROM segment WHERE token = ?", arguments: [token])
-            try db.execute(sql: "DELETE FROM track WHERE token = ?", arguments: [token])
-            for track in tracks { try track.insert(db) }
-            for segment in segments { try segment.insert(db) }
-        }
-    }
 
     func tracks(_ token: String) throws -> [TrackRecord] {
         try pool.read { db in

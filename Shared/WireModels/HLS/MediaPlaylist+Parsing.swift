@@ -1,58 +1,92 @@
 extension MediaPlaylist {
     /// Parses a media playlist; master-playlist tags in it are an error.
     public init(parsing text: String) throws(HLSParseError) {
-        try self.init(lines: PlaylistLines.split(text))
+        var segments: [Segment] = []
+        self = try MediaPlaylist.parse(text) { segments.append($0) }
+        self.segments = segments
+    }
+
+    /// Parses a media playlist one segment at a time, for playlists too long to hold as a
+    /// segment list: `segment` is called with each segment, in order, as soon as its URI line
+    /// is read. Returns the playlist without its segments (`segments` is empty). The same
+    /// errors as `init(parsing:)`; segments before an error have been visited.
+    public static func parse(_ text: String, segment: (Segment) -> Void) throws(HLSParseError) -> MediaPlaylist {
+        var reader = MediaPlaylistReader()
+        try PlaylistLines.forEach(text) { line throws(HLSParseError) in
+            if let finished = try reader.read(line) { segment(finished) }
+        }
+        return try reader.finish()
     }
 
     init(lines: [PlaylistLine]) throws(HLSParseError) {
-        var targetDuration: Int?
-        self.init(targetDuration: 0)
-        var next = SegmentBuilder()
-        // Where a missing EXT-X-TARGETDURATION is reported: the first EXTINF, else the header.
-        var firstSegmentLine: Int?
+        var reader = MediaPlaylistReader()
+        var segments: [Segment] = []
         for line in lines {
-            switch line.kind {
-            case .ignorable:
-                continue
-            case let .uri(uri):
-                segments.append(try next.finish(uri: uri, line: line.number))
-                next = SegmentBuilder()
-            case let .tag(name, value):
-                if HLSTagNames.masterOnly.contains(name) {
-                    throw HLSParseError(line: line.number, message: "master playlist tag \(name) in a media playlist")
-                }
-                switch name {
-                case "EXT-X-VERSION":
-                    version = try integerValue(of: name, value, line: line.number)
-                case "EXT-X-TARGETDURATION":
-                    targetDuration = try integerValue(of: name, value, line: line.number)
-                case "EXT-X-MEDIA-SEQUENCE":
-                    mediaSequence = try integerValue(of: name, value, line: line.number)
-                case "EXT-X-DISCONTINUITY-SEQUENCE":
-                    discontinuitySequence = try integerValue(of: name, value, line: line.number)
-                case "EXT-X-PLAYLIST-TYPE":
-                    guard let type = value.flatMap(PlaylistType.init(rawValue:)) else {
-                        throw HLSParseError(line: line.number, message: "EXT-X-PLAYLIST-TYPE must be VOD or EVENT")
-                    }
-                    playlistType = type
-                case "EXT-X-INDEPENDENT-SEGMENTS":
-                    independentSegments = true
-                case "EXT-X-ENDLIST":
-                    endList = true
-                default:
-                    if name == "EXTINF", firstSegmentLine == nil { firstSegmentLine = line.number }
-                    try next.add(tag: name, value: value, line: line)
-                }
-            }
+            if let segment = try reader.read(line) { segments.append(segment) }
         }
+        self = try reader.finish()
+        self.segments = segments
+    }
+}
+
+/// Reads a media playlist line by line: the playlist-level tags into `playlist`, each
+/// segment handed back as its URI line is read.
+private struct MediaPlaylistReader {
+    var playlist = MediaPlaylist(targetDuration: 0)
+    var targetDuration: Int?
+    var next = SegmentBuilder()
+    /// Where a missing EXT-X-TARGETDURATION is reported: the first EXTINF, else the header.
+    var firstSegmentLine: Int?
+
+    mutating func read(_ line: PlaylistLine) throws(HLSParseError) -> Segment? {
+        switch line.kind {
+        case .ignorable:
+            return nil
+        case let .uri(uri):
+            let segment = try next.finish(uri: uri, line: line.number)
+            next = SegmentBuilder()
+            return segment
+        case let .tag(name, value):
+            if HLSTagNames.masterOnly.contains(name) {
+                throw HLSParseError(line: line.number, message: "master playlist tag \(name) in a media playlist")
+            }
+            switch name {
+            case "EXT-X-VERSION":
+                playlist.version = try integerValue(of: name, value, line: line.number)
+            case "EXT-X-TARGETDURATION":
+                targetDuration = try integerValue(of: name, value, line: line.number)
+            case "EXT-X-MEDIA-SEQUENCE":
+                playlist.mediaSequence = try integerValue(of: name, value, line: line.number)
+            case "EXT-X-DISCONTINUITY-SEQUENCE":
+                playlist.discontinuitySequence = try integerValue(of: name, value, line: line.number)
+            case "EXT-X-PLAYLIST-TYPE":
+                guard let type = value.flatMap(PlaylistType.init(rawValue:)) else {
+                    throw HLSParseError(line: line.number, message: "EXT-X-PLAYLIST-TYPE must be VOD or EVENT")
+                }
+                playlist.playlistType = type
+            case "EXT-X-INDEPENDENT-SEGMENTS":
+                playlist.independentSegments = true
+            case "EXT-X-ENDLIST":
+                playlist.endList = true
+            default:
+                if name == "EXTINF", firstSegmentLine == nil { firstSegmentLine = line.number }
+                try next.add(tag: name, value: value, line: line)
+            }
+            return nil
+        }
+    }
+
+    func finish() throws(HLSParseError) -> MediaPlaylist {
         if let extinf = next.extinf {
             throw HLSParseError(line: extinf.line, message: "EXTINF is not followed by a URI line")
         }
-        trailingTags = next.rawLines
         guard let targetDuration else {
             throw HLSParseError(line: firstSegmentLine ?? 1, message: "media playlist without EXT-X-TARGETDURATION")
         }
-        self.targetDuration = targetDuration
+        var playlist = playlist
+        playlist.trailingTags = next.rawLines
+        playlist.targetDuration = targetDuration
+        return playlist
     }
 }
 

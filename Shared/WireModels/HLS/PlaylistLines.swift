@@ -21,41 +21,60 @@ struct PlaylistLine {
 /// Accepts LF and CRLF endings and a leading UTF-8 byte-order mark. The header line itself is not returned.
 enum PlaylistLines {
     static func split(_ text: String) throws(HLSParseError) -> [PlaylistLine] {
-        var scalars = Substring(text).unicodeScalars
-        if scalars.first == "\u{FEFF}" { scalars.removeFirst() }
-        // Split on LF bytes: Swift treats "\r\n" as one Character, so working on UTF-8 keeps CRLF simple.
-        let rawLines = Substring(scalars).utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         var lines: [PlaylistLine] = []
-        lines.reserveCapacity(rawLines.count)
-        for (index, raw) in rawLines.enumerated() {
-            let text = trimmed(String(decoding: raw, as: UTF8.self))
-            if index == 0 {
-                guard text == "#EXTM3U" else {
+        try forEach(text) { line in lines.append(line) }
+        return lines
+    }
+
+    /// Visits the lines one at a time: a long playlist's lines are never all in memory.
+    static func forEach(_ text: String, _ body: (PlaylistLine) throws(HLSParseError) -> Void) throws(HLSParseError) {
+        var text = text
+        text.makeContiguousUTF8()
+        var bytes = Substring(text).utf8[...]
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
+        // Split on LF bytes: Swift treats "\r\n" as one Character, so working on UTF-8 keeps CRLF simple.
+        var number = 0
+        while true {
+            number += 1
+            let end = bytes.firstIndex(of: UInt8(ascii: "\n"))
+            let line = trimmed(bytes[..<(end ?? bytes.endIndex)])
+            if number == 1 {
+                guard line == "#EXTM3U" else {
                     throw HLSParseError(line: 1, message: "the first line must be #EXTM3U")
                 }
-                continue
+            } else {
+                try body(PlaylistLine(number: number, text: line, kind: classify(line)))
             }
-            lines.append(PlaylistLine(number: index + 1, text: text, kind: classify(text)))
+            guard let end else { return }
+            bytes = bytes[bytes.index(after: end)...]
         }
-        return lines
     }
 
     private static func classify(_ text: String) -> PlaylistLine.Kind {
         if text.isEmpty { return .ignorable }
         guard text.hasPrefix("#") else { return .uri(text) }
         guard text.hasPrefix("#EXT") else { return .ignorable }
-        let body = text.dropFirst()
-        if let colon = body.firstIndex(of: ":") {
-            return .tag(name: String(body[..<colon]), value: String(body[body.index(after: colon)...]))
+        let body = text.utf8.dropFirst()
+        if let colon = body.firstIndex(of: UInt8(ascii: ":")) {
+            return .tag(name: String(Substring(body[..<colon])), value: String(Substring(body[body.index(after: colon)...])))
         }
-        return .tag(name: String(body), value: nil)
+        return .tag(name: String(Substring(body)), value: nil)
     }
 
-    private static func trimmed(_ text: String) -> String {
-        var view = Substring(text)
-        while let first = view.first, first.isWhitespace { view.removeFirst() }
-        while let last = view.last, last.isWhitespace { view.removeLast() }
-        return String(view)
+    /// The line without leading and trailing whitespace (ASCII byte-wise; other Unicode
+    /// whitespace, which playlists rarely have, by characters).
+    private static func trimmed(_ bytes: Substring.UTF8View.SubSequence) -> String {
+        let isSpace = { (byte: UInt8) in byte == 0x20 || (0x09...0x0D).contains(byte) }
+        var view = bytes
+        while let first = view.first, isSpace(first) { view = view.dropFirst() }
+        while let last = view.last, isSpace(last) { view = view.dropLast() }
+        guard let first = view.first, let last = view.last, first >= 0x80 || last >= 0x80 else {
+            return String(Substring(view))
+        }
+        var characters = Substring(view)
+        while let first = characters.first, first.isWhitespace { characters.removeFirst() }
+        while let last = characters.last, last.isWhitespace { characters.removeLast() }
+        return String(characters)
     }
 }
 

@@ -22,24 +22,41 @@ extension MediaPlaylist {
     ///
     /// Before each segment: `DISCONTINUITY`, its `KEY`s, `MAP`, its other tags, `EXTINF`, `BYTERANGE`, URI.
     public func render() -> String {
-        var lines = ["#EXTM3U"]
-        if let version { lines.append("#EXT-X-VERSION:\(version)") }
-        lines.append("#EXT-X-TARGETDURATION:\(targetDuration)")
-        lines.append("#EXT-X-MEDIA-SEQUENCE:\(mediaSequence)")
-        if let discontinuitySequence { lines.append("#EXT-X-DISCONTINUITY-SEQUENCE:\(discontinuitySequence)") }
-        if let playlistType { lines.append("#EXT-X-PLAYLIST-TYPE:\(playlistType.rawValue)") }
-        if independentSegments { lines.append("#EXT-X-INDEPENDENT-SEGMENTS") }
-        for segment in segments {
-            if segment.discontinuity { lines.append("#EXT-X-DISCONTINUITY") }
-            lines += segment.keys.map { "#EXT-X-KEY:\($0.attributes)" }
-            if let map = segment.map { lines.append("#EXT-X-MAP:\(map.attributes)") }
-            lines += segment.otherTags
-            lines.append("#EXTINF:\(HLSValue.fixed(segment.duration, decimals: 3)),\(segment.title ?? "")")
-            if let byteRange = segment.byteRange { lines.append("#EXT-X-BYTERANGE:\(byteRange)") }
-            lines.append(segment.uri)
-        }
-        lines += trailingTags
-        if endList { lines.append("#EXT-X-ENDLIST") }
-        return lines.joined(separator: "\n") + "\n"
+        var text = ""
+        renderHead(into: &text)
+        for segment in segments { segment.render(into: &text) }
+        renderTail(into: &text)
+        return text
+    }
+
+    /// Appends the lines before the first segment. With `Segment.render(into:)` and
+    /// `renderTail(into:)`, writes a playlist whose segments are never all in memory.
+    public func renderHead(into text: inout String) {
+        text += "#EXTM3U\n"
+        if let version { text += "#EXT-X-VERSION:\(version)\n" }
+        text += "#EXT-X-TARGETDURATION:\(targetDuration)\n"
+        text += "#EXT-X-MEDIA-SEQUENCE:\(mediaSequence)\n"
+        if let discontinuitySequence { text += "#EXT-X-DISCONTINUITY-SEQUENCE:\(discontinuitySequence)\n" }
+        if let playlistType { text += "#EXT-X-PLAYLIST-TYPE:\(playlistType.rawValue)\n" }
+        if independentSegments { text += "#EXT-X-INDEPENDENT-SEGMENTS\n" }
+    }
+
+    /// Appends the lines after the last segment: trailing tags and `EXT-X-ENDLIST`.
+    public func renderTail(into text: inout String) {
+        for tag in trailingTags { text += tag + "\n" }
+        if endList { text += "#EXT-X-ENDLIST\n" }
+    }
+}
+
+extension Segment {
+    /// Appends the segment's lines (see `MediaPlaylist.render()`).
+    public func render(into text: inout String) {
+        if discontinuity { text += "#EXT-X-DISCONTINUITY\n" }
+        for key in keys { text += "#EXT-X-KEY:\(key.attributes)\n" }
+        if let map { text += "#EXT-X-MAP:\(map.attributes)\n" }
+        for tag in otherTags { text += tag + "\n" }
+        text += "#EXTINF:" + HLSValue.fixed(duration, decimals: 3) + "," + (title ?? "") + "\n"
+        if let byteRange { text += "#EXT-X-BYTERANGE:\(byteRange)\n" }
+        text += uri + "\n"
     }
 }
