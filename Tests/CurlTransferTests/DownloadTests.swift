@@ -137,4 +137,66 @@ struct DownloadTests {
         #expect(highest.value <= 3)
         #expect(highest.value >= 2)
     }
+
+    @Test func groupLimitsHoldWithinTheEngineCap() async throws {
+        let served = try TemporaryDirectory()
+        defer { served.remove() }
+        try write(testBytes(count: 10_000, seed: 4), to: served.file("a.ts"))
+        // One server per group, so each server's requests in flight are its group's.
+        var servers: [(TestServer, TransferGroup, Locked<Int>)] = []
+        for limit in [2, 3] {
+            let highest = Locked(0)
+            let box = Locked<TestServer?>(nil)
+            let server = try fileServer(served.path, latencyMilliseconds: 40) { _ in
+                let active = box.value?.server.activeRequests ?? 0
+                highest.update { $0 = max($0, active) }
+            }
+            box.update { $0 = server }
+            servers.append((server, TransferGroup(limit: limit), highest))
+        }
+        defer { for (server, _, _) in servers { server.shutdown() } }
+        var configuration = TransferEngine.Configuration()
+        configuration.maxConcurrentTransfers = 16
+        configuration.maxTotalConnections = 16
+        configuration.maxHostConnections = 16
+        let engine = TransferEngine(configuration: configuration)
+
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            for index in 0..<12 {
+                for (number, (server, group, _)) in servers.enumerated() {
+                    let job = FileDownload(url: server.url("/files/a.ts"), destination: served.file("out/\(number)-\(index).ts"), group: group)
+                    tasks.addTask { _ = try await engine.download(job) }
+                }
+            }
+            try await tasks.waitForAll()
+        }
+
+        for (server, group, highest) in servers {
+            #expect(server.requests.count == 12)
+            #expect(highest.value == group.limit)
+        }
+        #expect(engine.statistics.queued == 0 && engine.statistics.running == 0)
+    }
+
+    @Test func aFailedDownloadLeavesNoPartFileItMadeButKeepsOneThatWasThere() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let server = try fileServer(folder.path, latencyMilliseconds: 3_000)
+        defer { server.shutdown() }
+        let engine = TransferEngine()
+        // Cancelled while waiting for the answer: the empty .part made for it goes.
+        let destination = folder.file("out/cancelled.ts")
+        let task = Task { try await engine.download(FileDownload(url: server.url("/files/none.ts"), destination: destination)) }
+        while !fileExists(destination + ".part") { try await Task.sleep(for: .milliseconds(2)) }
+        task.cancel()
+        #expect(transferErrorCode(await task.result) == .cancelled)
+        #expect(!fileExists(destination + ".part"))
+        // A .part that was there before is kept, even empty, when the download fails.
+        let kept = folder.file("out/kept.ts")
+        try write([], to: kept + ".part")
+        let quick = try fileServer(folder.path)
+        defer { quick.shutdown() }
+        await #expect(throws: TransferError.self) { try await engine.download(FileDownload(url: quick.url("/files/none.ts"), destination: kept)) }
+        #expect(fileExists(kept + ".part"))
+    }
 }

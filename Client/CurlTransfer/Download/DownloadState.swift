@@ -18,9 +18,13 @@ final class DownloadState {
     var lastReportedBytes: Int64 = -1
     private var outcome: Result<ReceivedFile, TransferError>?
 
+    /// The `.part` file was made empty for this job (see `Job.createdPart`).
+    let createdPart: Bool
+
     init(job: FileDownload, progress: DownloadProgress?,
-         continuation: CheckedContinuation<Result<ReceivedFile, TransferError>, Never>) {
+         continuation: CheckedContinuation<Result<ReceivedFile, TransferError>, Never>, createdPart: Bool) {
         self.job = job
+        self.createdPart = createdPart
         self.progress = progress
         self.continuation = continuation
     }
@@ -32,10 +36,14 @@ final class DownloadState {
         }
     }
 
-    /// Settles the outcome (the first one wins) and closes the file; the `.part` file stays on disk.
+    /// Settles the outcome (the first one wins) and closes the file; the `.part` file stays on
+    /// disk, unless it was made for this job and a failure left it empty.
     func answer(_ result: Result<ReceivedFile, TransferError>) {
-        if outcome == nil { outcome = result }
+        guard outcome == nil else { return }
+        outcome = result
+        let written = file?.size ?? 0
         file = nil
+        if case .failure = result, createdPart, written == 0, resumeOffset == 0 { PartFile.remove(at: job.partialPath) }
     }
 
     /// Settles a successful outcome: a complete `.part` file that the caller syncs and renames

@@ -13,13 +13,17 @@ public struct FileDownload: Sendable {
     public var headers: [(String, String)]
     /// The path of the finished file. Missing parent folders are created.
     public var destination: String
+    /// The group whose limit this download counts against, if any.
+    public var group: TransferGroup?
 
     /// Creates a job with a fresh id.
-    public init(url: String, destination: String, headers: [(String, String)] = [], id: TransferID = TransferID()) {
+    public init(url: String, destination: String, headers: [(String, String)] = [], id: TransferID = TransferID(),
+                group: TransferGroup? = nil) {
         self.id = id
         self.url = url
         self.headers = headers
         self.destination = destination
+        self.group = group
     }
 
     /// Where the bytes are written until the download completes; kept for a later resume.
@@ -66,4 +70,21 @@ public struct TransferID: Hashable, Sendable, CustomStringConvertible {
 
     /// "transfer-N".
     public var description: String { "transfer-\(rawValue)" }
+}
+
+/// Downloads that share a limit of their own within the engine's: at most `limit` of a
+/// group's downloads run at once, the others wait in the engine's queue. A caller can so queue
+/// its next files ahead: when one of the group's transfers ends, the engine thread starts the
+/// next at once, without a round trip through the caller's tasks.
+public struct TransferGroup: Hashable, Sendable {
+    /// The group's identity.
+    public let id: TransferID
+    /// Downloads of the group running at once (at least 1).
+    public let limit: Int
+
+    /// A new group.
+    public init(limit: Int) {
+        id = TransferID()
+        self.limit = max(1, limit)
+    }
 }

@@ -27,6 +27,20 @@ final class PartFile {
         return Int64(info.st_size)
     }
 
+    /// Creates the folders and an empty `.part` file at `path` unless one is there, on the
+    /// caller's thread: making a file can take a file system a while, and the engine thread
+    /// must not stall every transfer for it. True when this call created the file.
+    static func prepare(at path: String) throws(TransferError) -> Bool {
+        try createParentDirectories(of: path)
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        if fd >= 0 {
+            close(fd)
+            return true
+        }
+        guard errno == EEXIST else { throw error("cannot create \(path)") }
+        return false
+    }
+
     /// Opens (creating folders and the file as needed) for appending; `truncate` empties it first.
     init(path: String, truncate: Bool) throws(TransferError) {
         try PartFile.createParentDirectories(of: path)

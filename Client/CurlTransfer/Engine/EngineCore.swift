@@ -4,7 +4,8 @@ internal import Synchronization
 /// of running jobs and the means to wake the thread. Everything mutable is behind one Mutex.
 ///
 /// Queue discipline: file downloads wait in FIFO order and at most
-/// `maxConcurrentTransfers` run at once; `HTTPClient` requests skip the queue (API calls
+/// `maxConcurrentTransfers` run at once, at most its `TransferGroup`'s limit of one group's
+/// (a download whose group is full lets the ones behind it pass); `HTTPClient` requests skip the queue (API calls
 /// must not wait behind hundreds of segments) and are limited only by curl's connection caps.
 final class EngineCore: Sendable {
     let configuration: TransferEngine.Configuration
@@ -17,6 +18,8 @@ final class EngineCore: Sendable {
         var downloads: [Job] = []
         var requests: [Job] = []
         var running: [UInt64: JobTicket] = [:]
+        /// Running downloads per group.
+        var groupRunning: [TransferID: Int] = [:]
         var waker: MultiWaker?
         /// Set when the engine shut down or could not start; new jobs fail with it.
         var stopped: TransferError?
@@ -107,15 +110,27 @@ final class EngineCore: Sendable {
         }
     }
 
-    /// Takes every waiting request and up to `freeDownloadSlots` downloads (oldest first)
-    /// and records them as running; nil when the engine must stop.
+    /// Takes every waiting request and up to `freeDownloadSlots` downloads (oldest first,
+    /// passing over those whose group is at its limit) and records them as running; nil when
+    /// the engine must stop.
     func takeWork(freeDownloadSlots: Int) -> [Job]? {
         state.withLock { state in
             guard state.stopped == nil else { return nil }
-            let count = min(max(0, freeDownloadSlots), state.downloads.count)
-            let jobs = state.requests + state.downloads.prefix(count)
+            var jobs = state.requests
             state.requests = []
-            state.downloads.removeFirst(count)
+            var free = freeDownloadSlots, index = state.downloads.startIndex
+            while free > 0, index < state.downloads.endIndex {
+                let job = state.downloads[index]
+                if let group = job.ticket.group {
+                    guard state.groupRunning[group.id, default: 0] < group.limit else {
+                        index += 1
+                        continue
+                    }
+                    state.groupRunning[group.id, default: 0] += 1
+                }
+                jobs.append(state.downloads.remove(at: index))
+                free -= 1
+            }
             for job in jobs { state.running[job.ticket.key] = job.ticket }
             return jobs
         }
@@ -125,7 +140,11 @@ final class EngineCore: Sendable {
     func finished(_ ticket: JobTicket, newConnections: Int) {
         connectionsOpened.add(newConnections, ordering: .relaxed)
         transfersFinished.add(1, ordering: .relaxed)
-        _ = state.withLock { $0.running.removeValue(forKey: ticket.key) }
+        state.withLock { state in
+            guard state.running.removeValue(forKey: ticket.key) != nil, let group = ticket.group else { return }
+            state.groupRunning[group.id, default: 1] -= 1
+            if state.groupRunning[group.id] == 0 { state.groupRunning[group.id] = nil }
+        }
     }
 
     /// Withdraws the waker before the multi handle is freed; marks the engine stopped with
@@ -134,7 +153,7 @@ final class EngineCore: Sendable {
         state.withLock { state in
             state.waker = nil
             if state.stopped == nil { state.stopped = reason }
-            defer { state.downloads = []; state.requests = []; state.running = [:] }
+            defer { state.downloads = []; state.requests = []; state.running = [:]; state.groupRunning = [:] }
             return state.downloads + state.requests
         }
     }

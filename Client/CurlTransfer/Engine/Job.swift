@@ -6,6 +6,9 @@ internal import Synchronization
 struct Job: Sendable {
     let ticket: JobTicket
     let work: Work
+    /// A download whose empty `.part` file was made for it (`PartFile.prepare`): removed
+    /// again if the job fails with nothing written, so a failure leaves no file behind.
+    var createdPart = false
 
     enum Work: Sendable {
         case download(FileDownload, DownloadProgress?, CheckedContinuation<Result<ReceivedFile, TransferError>, Never>)
@@ -16,10 +19,12 @@ struct Job: Sendable {
         if case .download = work { true } else { false }
     }
 
-    /// Resumes the waiting caller with `error`. Call once.
+    /// Resumes the waiting caller with `error`. Call once, for a job that never started.
     func fail(_ error: TransferError) {
         switch work {
-        case .download(_, _, let continuation): continuation.resume(returning: .failure(error))
+        case .download(let download, _, let continuation):
+            if createdPart { PartFile.remove(at: download.partialPath) }
+            continuation.resume(returning: .failure(error))
         case .request(_, let continuation): continuation.resume(returning: .failure(error))
         }
     }
@@ -34,11 +39,14 @@ final class JobTicket: Sendable {
     let key: UInt64
     /// The caller's id for `TransferEngine.cancel(_:)`; nil for `HTTPClient` requests.
     let id: TransferID?
+    /// The download's group, whose limit it counts against.
+    let group: TransferGroup?
     private let cancelled = Atomic<Bool>(false)
 
-    init(id: TransferID?) {
+    init(id: TransferID?, group: TransferGroup? = nil) {
         key = JobTicket.serial.wrappingAdd(1, ordering: .relaxed).newValue
         self.id = id
+        self.group = group
     }
 
     var isCancelled: Bool { cancelled.load(ordering: .acquiring) }

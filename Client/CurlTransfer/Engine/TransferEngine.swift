@@ -14,7 +14,7 @@ internal import Foundation
 /// ```
 ///
 /// Hundreds of jobs may be submitted at once: `maxConcurrentTransfers` run, the rest wait
-/// in FIFO order. Cancelling the calling task, `cancel(_:)` or `cancelAll()` stops a job with
+/// in FIFO order (and at most its `TransferGroup`'s limit of a group's downloads run). Cancelling the calling task, `cancel(_:)` or `cancelAll()` stops a job with
 /// `.cancelled` and keeps its `.part` file, so the next `download` of it resumes.
 public final class TransferEngine: Sendable {
     /// Limits and timeouts of an engine, fixed when it is made.
@@ -84,11 +84,12 @@ public final class TransferEngine: Sendable {
     /// file and its length checked: the caller commits it (`ReceivedFile.commit()`), so the
     /// sync and rename need not hold up its next request.
     public func receive(_ job: FileDownload, progress: DownloadProgress? = nil) async throws(TransferError) -> ReceivedFile {
-        let ticket = JobTicket(id: job.id)
+        let ticket = JobTicket(id: job.id, group: job.group)
         let core = self.core
+        let createdPart = try PartFile.prepare(at: job.partialPath)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                core.submit(Job(ticket: ticket, work: .download(job, progress, continuation)))
+                core.submit(Job(ticket: ticket, work: .download(job, progress, continuation), createdPart: createdPart))
             }
         } onCancel: {
             core.cancel(ticket)

@@ -58,7 +58,7 @@ struct DownloadRunner: Sendable {
         var missing: [SegmentKey] = []
         try store.forEachSegmentState(token) { segment in
             tracks.insert(segment.track)
-            let size = fileSize(packageDirectory.appendingPathComponent(segment.file).path)
+            let size = fileSize(path(of: segment.file))
             var done = segment.done, bytes = segment.bytes
             if let size, !done {
                 // Renamed into place but not yet recorded when the process stopped.
@@ -106,16 +106,20 @@ struct DownloadRunner: Sendable {
             try pending.reloadURLs()
         }
 
+        // `parallelism` requests run at once (the engine holds the download's transfers to that),
+        // and as many again wait queued in the engine, which starts one the moment another ends.
+        let transfers = TransferGroup(limit: parallelism)
+        let outstanding = 2 * parallelism
         let result: Result<Void, OfflineVideoError> = try await withThrowingTaskGroup(of: Outcome.self) { group in
-            // Requests in flight, and received files being synced and renamed: a request slot is
-            // free again as soon as its body is in, so the disk never holds up the network.
+            // Requests running or queued, and received files being synced and renamed: a request
+            // slot is free again as soon as its body is in, so the disk never holds up the network.
             var running = 0, committing = 0
             var retryDelay: [SegmentKey: Duration] = [:]
             func launch(_ segment: SegmentRecord, after delay: Duration?) {
                 running += 1
-                group.addTask { try await self.fetch(segment, after: delay) }
+                group.addTask { try await self.fetch(segment, in: transfers, after: delay) }
             }
-            while running < parallelism, let next = try pending.next() { launch(next, after: nil) }
+            while running < outstanding, let next = try pending.next() { launch(next, after: nil) }
 
             while let outcome = try await group.next() {
                 switch outcome {
@@ -169,7 +173,7 @@ struct DownloadRunner: Sendable {
                     }
                 }
                 // Refill the request slots first: recording and reporting must not keep them idle.
-                while running < parallelism, let next = try pending.next() {
+                while running < outstanding, let next = try pending.next() {
                     launch(next, after: retryDelay[next.key])
                 }
                 let now = ContinuousClock.now
@@ -195,7 +199,7 @@ struct DownloadRunner: Sendable {
             // The partial files of unfinished segments are what filled the disk: give that room
             // back so the failure itself can be recorded. Finished segments stay.
             try? store.forEachSegmentState(token) { segment in
-                if !segment.done { unlink(packageDirectory.appendingPathComponent(segment.file).path + ".part") }
+                if !segment.done { unlink(path(of: segment.file) + ".part") }
             }
         }
         do {
@@ -217,12 +221,12 @@ struct DownloadRunner: Sendable {
         (error as? DatabaseError)?.resultCode == .SQLITE_FULL
     }
 
-    private func fetch(_ segment: SegmentRecord, after delay: Duration?) async throws -> Outcome {
+    private func fetch(_ segment: SegmentRecord, in transfers: TransferGroup, after delay: Duration?) async throws -> Outcome {
         if let delay { try await Task.sleep(for: delay) }
         try await NetworkGate.wait(network, allowsCellular: allowsCellular)
-        let destination = packageDirectory.appendingPathComponent(segment.file).path
+        let destination = path(of: segment.file)
         do {
-            return .received(segment, try await engine.receive(FileDownload(url: segment.url, destination: destination)))
+            return .received(segment, try await engine.receive(FileDownload(url: segment.url, destination: destination, group: transfers)))
         } catch {
             if Task.isCancelled { throw CancellationError() }
             if !NetworkGate.allows(network.currentPath, allowsCellular: allowsCellular) { return .networkUnavailable(segment) }
@@ -244,6 +248,12 @@ struct DownloadRunner: Sendable {
         var copy = segment
         copy.url = url
         return copy
+    }
+
+    /// Where a segment's file goes. Plain string work: `URL.appendingPathComponent` asks the
+    /// file system whether the path is a folder, and this runs for every segment.
+    private func path(of file: String) -> String {
+        packageDirectory.path + "/" + file
     }
 
     private func fileSize(_ path: String) -> Int64? {
