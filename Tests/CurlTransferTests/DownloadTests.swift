@@ -16,6 +16,28 @@ func fileServer(_ folder: String, latencyMilliseconds: Int = 0,
 
 @Suite("File downloads")
 struct DownloadTests {
+    /// A file server that records the most requests it had in flight at once (each waits out
+    /// the latency, so requests sent together overlap there).
+    private func countingServer(_ folder: String, latencyMilliseconds: Int) throws -> (TestServer, Locked<Int>) {
+        let highest = Locked(0)
+        let box = Locked<TestServer?>(nil)
+        let server = try fileServer(folder, latencyMilliseconds: latencyMilliseconds) { _ in
+            let active = box.value?.server.activeRequests ?? 0
+            highest.update { $0 = max($0, active) }
+        }
+        box.update { $0 = server }
+        return (server, highest)
+    }
+
+    /// An engine running `transfers` downloads at once over up to 16 connections.
+    private func engine(transfers: Int) -> TransferEngine {
+        var configuration = TransferEngine.Configuration()
+        configuration.maxConcurrentTransfers = transfers
+        configuration.maxTotalConnections = 16
+        configuration.maxHostConnections = 16
+        return TransferEngine(configuration: configuration)
+    }
+
     @Test func fiftyFilesDownloadInParallelByteForByte() async throws {
         let served = try TemporaryDirectory(), saved = try TemporaryDirectory()
         defer { served.remove(); saved.remove() }
@@ -110,20 +132,9 @@ struct DownloadTests {
         let served = try TemporaryDirectory()
         defer { served.remove() }
         try write(testBytes(count: 10_000, seed: 3), to: served.file("a.ts"))
-        let highest = Locked(0)
-        let serverBox = Locked<TestServer?>(nil)
-        let server = try fileServer(served.path, latencyMilliseconds: 60) { _ in
-            // Requests in flight at the server, this one included (they wait out the latency).
-            let active = serverBox.value?.server.activeRequests ?? 0
-            highest.update { $0 = max($0, active) }
-        }
-        serverBox.update { $0 = server }
+        let (server, highest) = try countingServer(served.path, latencyMilliseconds: 60)
         defer { server.shutdown() }
-        var configuration = TransferEngine.Configuration()
-        configuration.maxConcurrentTransfers = 3
-        configuration.maxTotalConnections = 16
-        configuration.maxHostConnections = 16
-        let engine = TransferEngine(configuration: configuration)
+        let engine = engine(transfers: 3)
 
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<20 {
@@ -145,21 +156,11 @@ struct DownloadTests {
         // One server per group, so each server's requests in flight are its group's.
         var servers: [(TestServer, TransferGroup, Locked<Int>)] = []
         for limit in [2, 3] {
-            let highest = Locked(0)
-            let box = Locked<TestServer?>(nil)
-            let server = try fileServer(served.path, latencyMilliseconds: 40) { _ in
-                let active = box.value?.server.activeRequests ?? 0
-                highest.update { $0 = max($0, active) }
-            }
-            box.update { $0 = server }
+            let (server, highest) = try countingServer(served.path, latencyMilliseconds: 40)
             servers.append((server, TransferGroup(limit: limit), highest))
         }
         defer { for (server, _, _) in servers { server.shutdown() } }
-        var configuration = TransferEngine.Configuration()
-        configuration.maxConcurrentTransfers = 16
-        configuration.maxTotalConnections = 16
-        configuration.maxHostConnections = 16
-        let engine = TransferEngine(configuration: configuration)
+        let engine = engine(transfers: 16)
 
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             for index in 0..<12 {
