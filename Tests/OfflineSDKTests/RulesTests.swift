@@ -130,7 +130,7 @@ struct RulesTests {
         ]
         for (text, reason) in cases {
             do {
-                _ = try DownloadPlanner.readMedia(text, url: "http://h/p.m3u8") { _, _ in }
+                _ = try DownloadPlanner.readMedia(Array(text.utf8), url: "http://h/p.m3u8") { _, _ in }
                 Issue.record("not refused: \(text)")
             } catch {
                 #expect(error.reason == reason, "\(text)")
@@ -138,7 +138,7 @@ struct RulesTests {
         }
         // A key that ends (METHOD=NONE) before any AES-128 one is fine; relative URIs are made absolute.
         var urls: [String] = []
-        _ = try DownloadPlanner.readMedia(head + "#EXT-X-KEY:METHOD=NONE\n#EXTINF:2,\nb.ts\n", url: "http://h/x/p.m3u8") { _, segment in
+        _ = try DownloadPlanner.readMedia(Array((head + "#EXT-X-KEY:METHOD=NONE\n#EXTINF:2,\nb.ts\n").utf8), url: "http://h/x/p.m3u8") { _, segment in
             urls.append(segment.uri)
         }
         #expect(urls == ["http://h/x/a.ts", "http://h/x/b.ts"])
@@ -158,7 +158,7 @@ struct RulesTests {
 
             """
         let choice = TrackChoice(kind: .audio, language: "en", name: "English", playlistURL: "http://h/media/v1/x/index.m3u8?t=1")
-        let (track, local, firstKeys) = try DownloadPlanner.planTrack(text, token: "t", position: 1, choice: choice)
+        let (track, local, firstKeys) = try DownloadPlanner.planTrack(Array(text.utf8), token: "t", position: 1, choice: choice)
         #expect(track.folder == "1-audio-en" && track.record.localPlaylist == "1-audio-en/index.m3u8")
         #expect(Array(track.urls) == ["http://h/media/v1/x/0.ts?fastly_token=abc", "http://h/media/v1/x/1.ts?fastly_token=abc"])
         #expect(track.durations == [2, 1.5])

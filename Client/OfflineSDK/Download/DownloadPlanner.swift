@@ -83,17 +83,17 @@ struct DownloadPlanner: Sendable {
         }
     }
 
-    /// Reads a media playlist's text segment by segment, checking it for what offline
-    /// downloads support and making each segment URI absolute before `segment` sees it.
-    /// Returns the playlist without its segments.
-    static func readMedia(_ text: String, url: String,
+    /// Reads a media playlist (its bytes as received) segment by segment, checking it for what
+    /// offline downloads support and making each segment URI absolute before `segment` sees
+    /// it. Returns the playlist without its segments.
+    static func readMedia(_ body: [UInt8], url: String,
                           segment: (_ index: Int, Segment) -> Void) throws(OfflineVideoError) -> MediaPlaylist {
         var index = 0
         var keysInEffect: [EncryptionKey] = []
         var refusal: OfflineVideoError?
         let playlist: MediaPlaylist
         do {
-            playlist = try MediaPlaylist.parse(text) { parsed in
+            playlist = try MediaPlaylist.parse(utf8: body) { parsed in
                 guard refusal == nil else { return }
                 if !parsed.keys.isEmpty { keysInEffect = parsed.keys }
                 if keysInEffect.first(where: { $0.method != .none })?.method == .aes128 {
@@ -115,17 +115,17 @@ struct DownloadPlanner: Sendable {
         return playlist
     }
 
-    /// Several media playlists' texts fetched at once, in the order of `urls`. Texts, not
-    /// parsed playlists: the caller parses one at a time, so a long video's playlists are
-    /// never all in memory as segment lists together.
-    func mediaTexts(_ urls: [String]) async throws(OfflineVideoError) -> [String] {
-        var texts: [Int: String] = [:]
+    /// Several media playlists fetched at once, their bodies in the order of `urls`. Bytes, not
+    /// parsed playlists: the caller reads one at a time, so a long video's playlists are
+    /// never in memory as segment lists together.
+    func mediaBodies(_ urls: [String]) async throws(OfflineVideoError) -> [[UInt8]] {
+        var bodies: [Int: [UInt8]] = [:]
         do {
-            try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            try await withThrowingTaskGroup(of: (Int, [UInt8]).self) { group in
                 for (index, url) in urls.enumerated() {
-                    group.addTask { (index, try await self.fetchText(url, what: "media playlist")) }
+                    group.addTask { (index, try await self.fetchBody(url, what: "media playlist")) }
                 }
-                for try await (index, text) in group { texts[index] = text }
+                for try await (index, body) in group { bodies[index] = body }
             }
         } catch let error as OfflineVideoError {
             throw error
@@ -133,10 +133,10 @@ struct DownloadPlanner: Sendable {
             throw OfflineVideoError(.downloadFailure, .other, "Fetching the media playlists stopped: \(error)")
         }
         return try urls.indices.map { index throws(OfflineVideoError) in
-            guard let text = texts[index] else {
+            guard let body = bodies[index] else {
                 throw OfflineVideoError(.downloadFailure, .other, "A media playlist fetch did not finish")
             }
-            return text
+            return body
         }
     }
 
@@ -165,11 +165,11 @@ struct DownloadPlanner: Sendable {
                                                   subtitleLanguages: subtitleLanguages)
         var tracks: [PlannedTrack] = [], playlists: [String: String] = [:]
         var folders: [(TrackChoice, folder: String)] = []
-        var texts = try await mediaTexts(choices.map(\.playlistURL))
+        var bodies = try await mediaBodies(choices.map(\.playlistURL))
         var keys = master.sessionKeys
         for (position, choice) in choices.enumerated() {
-            let (track, local, firstKeys) = try DownloadPlanner.planTrack(texts[position], token: token, position: position, choice: choice)
-            texts[position] = ""
+            let (track, local, firstKeys) = try DownloadPlanner.planTrack(bodies[position], token: token, position: position, choice: choice)
+            bodies[position] = []
             keys += firstKeys
             playlists[track.record.localPlaylist] = local
             tracks.append(track)
@@ -180,11 +180,11 @@ struct DownloadPlanner: Sendable {
         return DownloadPlan(masterURL: masterURL, variant: variant, tracks: tracks, playlists: playlists, contentKeyID: keyID)
     }
 
-    /// Plans one track from its remote media playlist's text, in one pass: each segment
+    /// Plans one track from its remote media playlist's bytes, in one pass: each segment
     /// becomes a planned segment and an entry of the local playlist naming its file (the parsed
     /// playlist is never held whole). Returns the track, its local playlist and the keys before
     /// its first segment.
-    static func planTrack(_ text: String, token: String, position: Int,
+    static func planTrack(_ body: [UInt8], token: String, position: Int,
                           choice: TrackChoice) throws(OfflineVideoError) -> (PlannedTrack, local: String, firstKeys: [EncryptionKey]) {
         let folder = PackageLayout.trackFolder(position: position, choice)
         // Audio renditions have no BANDWIDTH of their own: estimate them at 128 kbit/s,
@@ -195,7 +195,7 @@ struct DownloadPlanner: Sendable {
         case .subtitles: 1_000
         }
         var urls = SegmentURLs(), durations: [Double] = [], localSegments = "", firstKeys: [EncryptionKey] = []
-        let remote = try readMedia(text, url: choice.playlistURL) { index, segment in
+        let remote = try readMedia(body, url: choice.playlistURL) { index, segment in
             if index == 0 { firstKeys = segment.keys }
             // The same name as the segment's record gets (`PackageLayout.segmentFile`).
             var local = segment
@@ -227,8 +227,8 @@ struct DownloadPlanner: Sendable {
             playlistURLs.append(playlistURL)
         }
         var urls: [(track: Int, sequence: Int, url: String)] = []
-        for (track, (text, playlistURL)) in zip(tracks, zip(try await mediaTexts(playlistURLs), playlistURLs)) {
-            _ = try DownloadPlanner.readMedia(text, url: playlistURL) { index, segment in urls.append((track.position, index, segment.uri)) }
+        for (track, (body, playlistURL)) in zip(tracks, zip(try await mediaBodies(playlistURLs), playlistURLs)) {
+            _ = try DownloadPlanner.readMedia(body, url: playlistURL) { index, segment in urls.append((track.position, index, segment.uri)) }
         }
         return urls
     }
@@ -246,6 +246,10 @@ struct DownloadPlanner: Sendable {
     }
 
     private func fetchText(_ url: String, what: String) async throws(OfflineVideoError) -> String {
+        String(decoding: try await fetchBody(url, what: what), as: UTF8.self)
+    }
+
+    private func fetchBody(_ url: String, what: String) async throws(OfflineVideoError) -> [UInt8] {
         let response: HTTPClientResponse
         do {
             response = try await client.send(HTTPClientRequest(url: url))
@@ -257,6 +261,6 @@ struct DownloadPlanner: Sendable {
             throw OfflineVideoError(.downloadFailure, reason, "The \(what) answered HTTP \(response.status)",
                                     httpStatus: response.status, responseBody: response.body)
         }
-        return String(decoding: response.body, as: UTF8.self)
+        return response.body
     }
 }

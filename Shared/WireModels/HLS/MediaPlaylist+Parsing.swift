@@ -11,8 +11,21 @@ extension MediaPlaylist {
     /// is read. Returns the playlist without its segments (`segments` is empty). The same
     /// errors as `init(parsing:)`; segments before an error have been visited.
     public static func parse(_ text: String, segment: (Segment) -> Void) throws(HLSParseError) -> MediaPlaylist {
+        var text = text
+        text.makeContiguousUTF8()
+        return try parse(bytes: Substring(text).utf8, segment: segment)
+    }
+
+    /// As `parse(_:segment:)`, on the playlist's UTF-8 bytes as received (no copy as a `String`).
+    public static func parse(utf8: [UInt8], segment: (Segment) -> Void) throws(HLSParseError) -> MediaPlaylist {
+        try parse(bytes: utf8[...], segment: segment)
+    }
+
+    private static func parse<Bytes: BidirectionalCollection<UInt8>>(
+        bytes: Bytes, segment: (Segment) -> Void
+    ) throws(HLSParseError) -> MediaPlaylist where Bytes.SubSequence == Bytes {
         var reader = MediaPlaylistReader()
-        try PlaylistLines.forEach(text) { line throws(HLSParseError) in
+        try PlaylistLines.forEach(utf8: bytes) { line throws(HLSParseError) in
             if let finished = try reader.read(line) { segment(finished) }
         }
         return try reader.finish()

@@ -30,7 +30,14 @@ enum PlaylistLines {
     static func forEach(_ text: String, _ body: (PlaylistLine) throws(HLSParseError) -> Void) throws(HLSParseError) {
         var text = text
         text.makeContiguousUTF8()
-        var bytes = Substring(text).utf8[...]
+        try forEach(utf8: Substring(text).utf8, body)
+    }
+
+    /// As `forEach(_:_:)`, on a playlist's UTF-8 bytes as they came (no copy as a `String`).
+    static func forEach<Bytes: BidirectionalCollection<UInt8>>(
+        utf8: Bytes, _ body: (PlaylistLine) throws(HLSParseError) -> Void
+    ) throws(HLSParseError) where Bytes.SubSequence == Bytes {
+        var bytes = utf8
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
         // Split on LF bytes: Swift treats "\r\n" as one Character, so working on UTF-8 keeps CRLF simple.
         var number = 0
@@ -63,15 +70,14 @@ enum PlaylistLines {
 
     /// The line without leading and trailing whitespace (ASCII byte-wise; other Unicode
     /// whitespace, which playlists rarely have, by characters).
-    private static func trimmed(_ bytes: Substring.UTF8View.SubSequence) -> String {
+    private static func trimmed<Bytes: BidirectionalCollection<UInt8>>(_ bytes: Bytes) -> String where Bytes.SubSequence == Bytes {
         let isSpace = { (byte: UInt8) in byte == 0x20 || (0x09...0x0D).contains(byte) }
         var view = bytes
         while let first = view.first, isSpace(first) { view = view.dropFirst() }
         while let last = view.last, isSpace(last) { view = view.dropLast() }
-        guard let first = view.first, let last = view.last, first >= 0x80 || last >= 0x80 else {
-            return String(Substring(view))
-        }
-        var characters = Substring(view)
+        let text = String(decoding: view, as: UTF8.self)
+        guard let first = view.first, let last = view.last, first >= 0x80 || last >= 0x80 else { return text }
+        var characters = Substring(text)
         while let first = characters.first, first.isWhitespace { characters.removeFirst() }
         while let last = characters.last, last.isWhitespace { characters.removeLast() }
         return String(characters)

@@ -107,6 +107,33 @@ struct MediaPlaylistTests {
         #expect(try MediaPlaylist(parsing: crlf).render() == text)
     }
 
+    @Test("parsing segment by segment, from text or bytes, gives the same playlist as parsing whole")
+    func segmentBySegment() throws {
+        let text = try TestResources.text("HLS/sample-aes-media.m3u8")
+        let crlf = "\u{FEFF}" + text.replacingOccurrences(of: "\n", with: "\r\n")
+        let whole = try MediaPlaylist(parsing: text)
+        for source in [text, crlf] {
+            var fromText: [Segment] = [], fromBytes: [Segment] = []
+            var head = try MediaPlaylist.parse(source) { fromText.append($0) }
+            #expect(head.segments.isEmpty)
+            head.segments = fromText
+            #expect(head == whole)
+            head = try MediaPlaylist.parse(utf8: Array(source.utf8)) { fromBytes.append($0) }
+            head.segments = fromBytes
+            #expect(head == whole)
+        }
+        // Written back piece by piece, as the offline planner does, it is the whole rendering.
+        var pieces = ""
+        whole.renderHead(into: &pieces)
+        for segment in whole.segments { segment.render(into: &pieces) }
+        whole.renderTail(into: &pieces)
+        #expect(pieces == whole.render())
+        // Errors are the same as whole-text parsing, and name the line.
+        #expect(throws: HLSParseError(line: 3, message: "EXTINF is not followed by a URI line")) {
+            _ = try MediaPlaylist.parse(utf8: Array("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n".utf8)) { _ in }
+        }
+    }
+
     @Test("unknown tags are kept where they stood, before a segment or after the last one")
     func unknownTagsKept() throws {
         let text = """
