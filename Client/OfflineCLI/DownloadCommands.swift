@@ -44,9 +44,11 @@ struct DownloadCommand: AsyncParsableCommand {
 
     func run() async throws {
         let playback = try service.service()
+        // The store opens while the Playback API answers.
+        async let opened = storage.manager()
         let video = id.hasPrefix("ref:") ? try await playback.findVideo(referenceID: String(id.dropFirst(4)))
                                          : try await playback.findVideo(id: id)
-        let manager = try await storage.manager()
+        let manager = try await opened
         let events = manager.events()
         let selections = MediaSelections(audioLanguages: Self.list(audio), subtitleLanguages: Self.list(subtitles))
         let token = try await manager.requestVideoDownload(video, mediaSelections: selections,

@@ -170,7 +170,9 @@ public actor OfflineVideoManager {
             for (path, text) in plan.playlists {
                 let url = folder.appendingPathComponent(path)
                 try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-                try Data(text.utf8).write(to: url, options: .atomic)
+                // Not atomic: no record knows the folder yet, and a folder left half-written
+                // by a crash is a stranded package that the next start deletes.
+                try Data(text.utf8).write(to: url)
             }
         } catch {
             try? FileManager.default.removeItem(at: folder)
