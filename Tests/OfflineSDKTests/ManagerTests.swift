@@ -8,6 +8,23 @@ import WireModels
 
 @Suite("OfflineVideoManager queries, queue and delegate, live")
 struct ManagerTests {
+    @Test("a storage folder that cannot be made is a storage error naming the folder and the system's reason")
+    func unusableStorage() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let file = scratch.url.appendingPathComponent("a-file")
+        try Data().write(to: file)
+        var configuration = OfflineVideoManagerConfiguration()
+        configuration.storageDirectory = file.appendingPathComponent("store", isDirectory: true)
+        do {
+            _ = try await OfflineVideoManager(configuration: configuration)
+            Issue.record("a manager opened a store under a file")
+        } catch let error as OfflineVideoError {
+            #expect(error.code == .invalidParameter && error.reason == .storage)
+            #expect(error.message == "Cannot open the offline store in \(file.path)/store: Not a directory")
+        }
+    }
+
     @Test("playlist queries: bitrates ascending, every STREAM-INF and EXT-X-MEDIA attribute, size estimates in MB")
     func queries() async throws {
         try await withBackend { server in try await withHarness(server) { h in

@@ -60,9 +60,14 @@ public actor OfflineVideoManager {
                 delegate: (any OfflineVideoManagerDelegate)? = nil) async throws {
         self.configuration = configuration
         options = configuration.options
-        store = try OfflineStore(directory: configuration.storageDirectory)
         packagesDirectory = configuration.storageDirectory.appendingPathComponent("packages", isDirectory: true)
-        try FileManager.default.createDirectory(at: packagesDirectory, withIntermediateDirectories: true)
+        do {
+            store = try OfflineStore(directory: configuration.storageDirectory)
+            try FileManager.default.createDirectory(at: packagesDirectory, withIntermediateDirectories: true)
+        } catch {
+            throw OfflineVideoError(.invalidParameter, .storage,
+                                    "Cannot open the offline store in \(configuration.storageDirectory.path): \(OfflineVideoManager.reason(error))")
+        }
         var transfer = TransferEngine.Configuration()
         let slots = max(1, configuration.maxConcurrentDownloads) * max(1, configuration.segmentsInParallel)
         transfer.maxConcurrentTransfers = slots + 4
@@ -405,6 +410,18 @@ public actor OfflineVideoManager {
         var info = statvfs()
         guard statvfs(url.path, &info) == 0 else { return nil }
         return Int64(info.f_bavail) * Int64(info.f_frsize)
+    }
+
+    /// A file system or SQLite error in words: the system's reason (`No such file or
+    /// directory`) rather than Foundation's wrapper around it.
+    static func reason(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? any Error {
+            let posix = underlying as NSError
+            if posix.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(posix.code))) }
+        }
+        if nsError.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(nsError.code))) }
+        return "\(error)"
     }
 
     static func json(_ video: PlaybackVideo) throws -> Data {
