@@ -171,5 +171,24 @@ struct DownloadFailureTests {
         } catch {
             #expect(error.code == .writeFailed)
         }
+        #expect(server.requests.isEmpty, "refused before any request: the .part file cannot be made")
+    }
+
+    @Test func aFolderRemovedWhileTheRequestRunsIsWriteFailedAndStaysRemoved() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        try write(testBytes(count: 1_000, seed: 27), to: folder.file("src.ts"))
+        let target = folder.file("package")
+        // The package folder goes (a download deleted meanwhile) once the request is in.
+        let server = try fileServer(folder.path) { _ in try? FileManager.default.removeItem(atPath: target) }
+        defer { server.shutdown() }
+        do {
+            _ = try await TransferEngine().download(FileDownload(url: server.url("/files/src.ts"), destination: target + "/seg.ts"))
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.code == .writeFailed)
+        }
+        #expect(server.requests.count == 1)
+        #expect(!fileExists(target), "the engine does not make the folder again")
     }
 }

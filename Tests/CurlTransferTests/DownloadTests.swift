@@ -179,16 +179,62 @@ struct DownloadTests {
         #expect(engine.statistics.queued == 0 && engine.statistics.running == 0)
     }
 
+    @Test func aGroupSlotIsFreedByAFailureAndByACancellation() async throws {
+        let served = try TemporaryDirectory()
+        defer { served.remove() }
+        try write(testBytes(count: 1_000, seed: 6), to: served.file("a.ts"))
+        let arrivals = Arrivals()
+        let server = try fileServer(served.path, latencyMilliseconds: 10_000) { arrivals.arrived($0.target) }
+        let quick = try fileServer(served.path)
+        defer { server.shutdown(); quick.shutdown() }
+        let engine = engine(transfers: 8)
+        let group = TransferGroup(limit: 1)
+        // One slot: a 404 ends, then the next in the group runs.
+        await #expect(throws: TransferError.self) {
+            try await engine.download(FileDownload(url: quick.url("/files/none.ts"), destination: served.file("out/0.ts"), group: group))
+        }
+        // A cancelled one frees the slot too, while it was waiting for its answer.
+        let slow = Task { try await engine.download(FileDownload(url: server.url("/files/a.ts"), destination: served.file("out/1.ts"), group: group)) }
+        _ = await arrivals.next()
+        slow.cancel()
+        #expect(transferErrorCode(await slow.result) == .cancelled)
+        let result = try await engine.download(FileDownload(url: quick.url("/files/a.ts"), destination: served.file("out/2.ts"), group: group))
+        #expect(result.totalSize == 1_000)
+        #expect(engine.statistics.running == 0 && engine.statistics.queued == 0)
+    }
+
+    @Test func receiveLeavesTheBytesInThePartFileUntilCommitOnce() async throws {
+        let served = try TemporaryDirectory()
+        defer { served.remove() }
+        let bytes = testBytes(count: 50_000, seed: 7)
+        try write(bytes, to: served.file("a.ts"))
+        let server = try fileServer(served.path)
+        defer { server.shutdown() }
+        let destination = served.file("out/a.ts")
+        let received = try await TransferEngine().receive(FileDownload(url: server.url("/files/a.ts"), destination: destination))
+        #expect(received.result.totalSize == 50_000)
+        #expect(!fileExists(destination))
+        #expect(contents(of: destination + ".part") == bytes)
+        let copy = received
+        #expect(try await received.commit().totalSize == 50_000)
+        #expect(contents(of: destination) == bytes)
+        #expect(!fileExists(destination + ".part"))
+        await #expect(throws: TransferError.self) { try await copy.commit() }
+        #expect(contents(of: destination) == bytes)
+    }
+
     @Test func aFailedDownloadLeavesNoPartFileItMadeButKeepsOneThatWasThere() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        let server = try fileServer(folder.path, latencyMilliseconds: 3_000)
+        let arrivals = Arrivals()
+        let server = try fileServer(folder.path, latencyMilliseconds: 10_000) { arrivals.arrived($0.target) }
         defer { server.shutdown() }
         let engine = TransferEngine()
         // Cancelled while waiting for the answer: the empty .part made for it goes.
         let destination = folder.file("out/cancelled.ts")
         let task = Task { try await engine.download(FileDownload(url: server.url("/files/none.ts"), destination: destination)) }
-        while !fileExists(destination + ".part") { try await Task.sleep(for: .milliseconds(2)) }
+        _ = await arrivals.next()
+        #expect(fileExists(destination + ".part"))
         task.cancel()
         #expect(transferErrorCode(await task.result) == .cancelled)
         #expect(!fileExists(destination + ".part"))

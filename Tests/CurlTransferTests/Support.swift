@@ -34,7 +34,8 @@ final class TestServer: Sendable {
 
     var requests: [HTTPRequest] { log.value }
 
-    func shutdown() { server.shutdown() }
+    /// Stops at once: a test that cancelled a request has no use for its answer.
+    func shutdown() { server.shutdown(gracePeriod: .milliseconds(200)) }
 }
 
 /// A folder under /tmp for one test, removed by `remove()`.

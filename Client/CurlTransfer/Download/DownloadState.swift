@@ -18,13 +18,9 @@ final class DownloadState {
     var lastReportedBytes: Int64 = -1
     private var outcome: Result<ReceivedFile, TransferError>?
 
-    /// The `.part` file was made empty for this job (see `Job.createdPart`).
-    let createdPart: Bool
-
     init(job: FileDownload, progress: DownloadProgress?,
-         continuation: CheckedContinuation<Result<ReceivedFile, TransferError>, Never>, createdPart: Bool) {
+         continuation: CheckedContinuation<Result<ReceivedFile, TransferError>, Never>) {
         self.job = job
-        self.createdPart = createdPart
         self.progress = progress
         self.continuation = continuation
     }
@@ -36,21 +32,17 @@ final class DownloadState {
         }
     }
 
-    /// Settles the outcome (the first one wins) and closes the file; the `.part` file stays on
-    /// disk, unless it was made for this job and a failure left it empty.
+    /// Settles the outcome (the first one wins) and closes the file; the `.part` file stays on disk.
     func answer(_ result: Result<ReceivedFile, TransferError>) {
-        guard outcome == nil else { return }
-        outcome = result
-        let written = file?.size ?? 0
+        if outcome == nil { outcome = result }
         file = nil
-        if case .failure = result, createdPart, written == 0, resumeOffset == 0 { PartFile.remove(at: job.partialPath) }
     }
 
     /// Settles a successful outcome: a complete `.part` file that the caller syncs and renames
     /// into place (`ReceivedFile.commit()`), off the engine thread.
     func answer(committing file: PartFile, result: FileDownloadResult) {
         guard outcome == nil else { return }
-        outcome = .success(ReceivedFile(result: result, pending: PendingCommit(file: file, destination: job.destination)))
+        outcome = .success(ReceivedFile(result: result, pending: PendingCommit(file, destination: job.destination)))
         self.file = nil
     }
 
@@ -91,14 +83,19 @@ public struct ReceivedFile: Sendable {
     let pending: PendingCommit
 
     /// Syncs the file, renames it over the destination and syncs the folder, on one of the
-    /// commit queues. Call once. If it is never called the `.part` file stays, complete, and a
-    /// later download of the same destination finds it so.
+    /// commit queues. Only the first call (of any copy) commits; later ones throw
+    /// `.writeFailed`. If it is never called the complete `.part` file stays, and a later
+    /// download of the same destination asks for the bytes after it, gets a 416 and fetches
+    /// the file again from the start.
     public func commit() async throws(TransferError) -> FileDownloadResult {
         let pending = self.pending
         let outcome: Result<Void, TransferError> = await withCheckedContinuation { continuation in
             DownloadState.commitQueues.next().async {
                 do throws(TransferError) {
-                    try pending.file.commit(to: pending.destination)
+                    guard let file = pending.take() else {
+                        throw TransferError(.writeFailed, "\(pending.destination) was already committed")
+                    }
+                    try file.commit(to: pending.destination)
                     continuation.resume(returning: .success(()))
                 } catch {
                     continuation.resume(returning: .failure(error))
@@ -110,10 +107,27 @@ public struct ReceivedFile: Sendable {
     }
 }
 
-/// A finished `.part` file on its way to the commit queue. Sendable because ownership moves
-/// with it: the engine thread drops its reference before the commit runs, so only the
-/// commit queue touches the file from then on.
-struct PendingCommit: @unchecked Sendable {
-    let file: PartFile
+/// A finished `.part` file on its way to the commit queue, taken out exactly once: the
+/// engine thread has dropped its reference, so whoever takes it is the file's only user.
+final class PendingCommit: Sendable {
+    private let file: Mutex<UncheckedFile?>
     let destination: String
+
+    /// `PartFile` is not Sendable; it moves across threads only through `take()`, once.
+    private struct UncheckedFile: @unchecked Sendable {
+        let file: PartFile
+    }
+
+    init(_ file: PartFile, destination: String) {
+        self.file = Mutex(UncheckedFile(file: file))
+        self.destination = destination
+    }
+
+    /// The file, the first time; nil after.
+    func take() -> PartFile? {
+        file.withLock { held in
+            defer { held = nil }
+            return held?.file
+        }
+    }
 }

@@ -41,9 +41,9 @@ final class PartFile {
         return false
     }
 
-    /// Opens (creating folders and the file as needed) for appending; `truncate` empties it first.
+    /// Opens (creating the file as needed; its folder is `prepare`'s) for appending; `truncate`
+    /// empties it first.
     init(path: String, truncate: Bool) throws(TransferError) {
-        try PartFile.createParentDirectories(of: path)
         var flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC
         if truncate { flags |= O_TRUNC }
         let fd = open(path, flags, 0o644)

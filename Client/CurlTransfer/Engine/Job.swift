@@ -6,9 +6,6 @@ internal import Synchronization
 struct Job: Sendable {
     let ticket: JobTicket
     let work: Work
-    /// A download whose empty `.part` file was made for it (`PartFile.prepare`): removed
-    /// again if the job fails with nothing written, so a failure leaves no file behind.
-    var createdPart = false
 
     enum Work: Sendable {
         case download(FileDownload, DownloadProgress?, CheckedContinuation<Result<ReceivedFile, TransferError>, Never>)
@@ -19,12 +16,10 @@ struct Job: Sendable {
         if case .download = work { true } else { false }
     }
 
-    /// Resumes the waiting caller with `error`. Call once, for a job that never started.
+    /// Resumes the waiting caller with `error`. Call once.
     func fail(_ error: TransferError) {
         switch work {
-        case .download(let download, _, let continuation):
-            if createdPart { PartFile.remove(at: download.partialPath) }
-            continuation.resume(returning: .failure(error))
+        case .download(_, _, let continuation): continuation.resume(returning: .failure(error))
         case .request(_, let continuation): continuation.resume(returning: .failure(error))
         }
     }

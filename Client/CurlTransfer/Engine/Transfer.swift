@@ -34,7 +34,7 @@ final class Transfer {
         let transfer: Transfer
         switch job.work {
         case .download(let download, let progress, let continuation):
-            let state = DownloadState(job: download, progress: progress, continuation: continuation, createdPart: job.createdPart)
+            let state = DownloadState(job: download, progress: progress, continuation: continuation)
             transfer = Transfer(ticket: job.ticket, easy: easy, kind: .download(state))
         case .request(let request, let continuation):
             let state = RequestState(request: request, continuation: continuation)

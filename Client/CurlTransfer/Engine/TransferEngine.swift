@@ -89,10 +89,14 @@ public final class TransferEngine: Sendable {
         let createdPart = try PartFile.prepare(at: job.partialPath)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                core.submit(Job(ticket: ticket, work: .download(job, progress, continuation), createdPart: createdPart))
+                core.submit(Job(ticket: ticket, work: .download(job, progress, continuation)))
             }
         } onCancel: {
             core.cancel(ticket)
+        }
+        // A failure leaves no empty `.part` file that this call made (one that was there stays).
+        if case .failure = result, createdPart, PartFile.existingSize(at: job.partialPath) == 0 {
+            PartFile.remove(at: job.partialPath)
         }
         return try result.get()
     }
