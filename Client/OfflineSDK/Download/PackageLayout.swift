@@ -11,11 +11,14 @@ enum PackageLayout {
     /// `0-video`, `1-audio-en`, `3-subtitles-fr`: unique per track, safe as a folder name.
     static func trackFolder(position: Int, _ track: TrackChoice) -> String {
         var name = "\(position)-\(track.kind.rawValue)"
-        if let language = track.language {
-            let safe = language.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) || $0 == "-" ? Character($0) : "_" }
-            name += "-" + String(safe.prefix(32))
-        }
+        if let language = track.language { name += "-" + safeName(language) }
         return name
+    }
+
+    /// A language tag as part of a file name: letters, digits and `-` kept, anything else
+    /// (`/`, `.`) made `_`, at most 32 characters.
+    private static func safeName(_ language: String) -> String {
+        String(language.unicodeScalars.prefix(32).map { CharacterSet.alphanumerics.contains($0) || $0 == "-" ? Character($0) : "_" })
     }
 
     /// The file of segment `sequence` inside the package folder: `{trackFolder}/{segmentName}`.
@@ -65,7 +68,6 @@ enum PackageLayout {
 extension PackageLayout {
     /// `sideband/{language}.vtt` for a sideband text track.
     static func sidebandFile(_ track: TextTrack) -> String {
-        let safe = track.srclang.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) || $0 == "-" ? Character($0) : "_" }
-        return "sideband/\(String(safe.prefix(32))).vtt"
+        "sideband/\(safeName(track.srclang)).vtt"
     }
 }

@@ -62,9 +62,9 @@ struct FairPlayLicenseClient: Sendable {
     }
 
     /// Acquires (`licenseID` nil) or renews an offline license with `terms`; returns the
-    /// verified license (content key in memory only).
+    /// verified license sealed with the device key, as the store keeps it.
     func offlineLicense(_ terms: RequestedLicense, fairPlay: KeySystem, contentKeyID: String, accountID: String,
-                        licenseID: String? = nil, authToken: String?) async throws(OfflineVideoError) -> License {
+                        licenseID: String? = nil, authToken: String?) async throws(OfflineVideoError) -> StoredLicense {
         let profile: LicenseProfile
         switch terms {
         case .purchase: profile = LicenseProfile(.purchase)
@@ -74,9 +74,11 @@ struct FairPlayLicenseClient: Sendable {
         let (request, answer) = try await exchange(licenseID == nil ? .acquire : .renew, fairPlay: fairPlay, contentKeyID: contentKeyID,
                                                    accountID: accountID, licenseID: licenseID, authToken: authToken,
                                                    headers: [("X-BOLT-OFFLINE-LICENSE", "true"), ("X-BC-CRT-CONFIG", profile.headerValue)])
-        do { return try request.open(answer) } catch {
+        let license: License
+        do { license = try request.open(answer) } catch {
             throw OfflineVideoError(.contentKeyRequestFailed, .license, "The license server's answer does not verify: \(error)")
         }
+        return try StoredLicense(license, deviceKey: deviceKey())
     }
 
     /// Gives a license back to the server (frees its device slot). 204 expected.

@@ -32,9 +32,8 @@ extension OfflineVideoManager {
         guard let keyID = DownloadPlanner.fairPlayKeyID(master.sessionKeys) else {
             throw OfflineVideoError(.noKeyRequestURLForRendition, .license, "The master playlist of video \(video.id) has no skd:// session key")
         }
-        let license = try StoredLicense(try await licenseClient.offlineLicense(
-            terms, fairPlay: fairPlay, contentKeyID: keyID, accountID: video.accountID, authToken: video.origin?.authToken),
-            deviceKey: try licenseClient.deviceKey())
+        let license = try await licenseClient.offlineLicense(terms, fairPlay: fairPlay, contentKeyID: keyID, accountID: video.accountID,
+                                                             authToken: video.origin?.authToken)
         let token = UUID().uuidString.lowercased()
         let now = configuration.clock().timeIntervalSince1970
         let allowsCellular = options.allowsCellularDownload
@@ -65,10 +64,9 @@ extension OfflineVideoManager {
         guard let current = StoredLicense.terms(of: record) else {
             throw OfflineVideoError(.invalidLicense, .license, "Offline video \(token) holds no license to renew")
         }
-        let renewed = try StoredLicense(try await licenseClient.offlineLicense(
-            terms, fairPlay: fairPlay, contentKeyID: current.contentKeyID, accountID: record.accountID,
-            licenseID: current.licenseID, authToken: authToken ?? video.origin?.authToken),
-            deviceKey: try licenseClient.deviceKey())
+        let renewed = try await licenseClient.offlineLicense(terms, fairPlay: fairPlay, contentKeyID: current.contentKeyID,
+                                                             accountID: record.accountID, licenseID: current.licenseID,
+                                                             authToken: authToken ?? video.origin?.authToken)
         try storeCall {
             try store.update(token) { stored in
                 renewed.apply(to: &stored)
@@ -99,7 +97,7 @@ extension OfflineVideoManager {
     /// video without FairPlay, nil when a FairPlay video holds no license.
     public func fairPlayLicenseExpiration(_ token: OfflineVideoToken) throws(OfflineVideoError) -> Date? {
         let record = try existing(token)
-        guard let video = try? PlaybackVideo(json: Array(record.videoJSON)), video.usesFairPlay else { return .distantFuture }
+        guard let video = try? record.video(), video.usesFairPlay else { return .distantFuture }
         guard let terms = StoredLicense.terms(of: record) else { return nil }
         return terms.expiresAt ?? .distantFuture
     }
@@ -119,7 +117,7 @@ extension OfflineVideoManager {
     /// ignored (an expired license URL, no network): the license is gone locally either way.
     func releaseOnServer(_ record: DownloadRecord) {
         guard let terms = StoredLicense.terms(of: record), terms.persistable,
-              let video = try? PlaybackVideo(json: Array(record.videoJSON)),
+              let video = try? record.video(),
               let fairPlay = try? DownloadPlanner.offlineSource(of: video).fairPlay
         else { return }
         let client = licenseClient

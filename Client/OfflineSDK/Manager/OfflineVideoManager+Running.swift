@@ -124,15 +124,11 @@ extension OfflineVideoManager {
     func refreshURLs(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
         let record = try existing(token)
         let stored: PlaybackVideo
-        do { stored = try PlaybackVideo(json: Array(record.videoJSON)) } catch {
+        do { stored = try record.video() } catch {
             throw OfflineVideoError(.downloadFailure, .storage, "The stored video object is damaged: \(error)")
         }
-        var service = hub.delegate?.playbackServiceForManifestURLTTLUpdate(for: stored)
-        if service == nil, let base = record.serviceBaseURL {
-            service = PlaybackService(origin: PlaybackService.Origin(baseURL: base, accountID: record.accountID, policyKey: record.policyKey),
-                                      client: client)
-        }
-        guard let service else {
+        guard let service = hub.delegate?.playbackServiceForManifestURLTTLUpdate(for: stored)
+                ?? stored.origin.map({ PlaybackService(origin: $0, client: client) }) else {
             throw OfflineVideoError(.downloadFailure, .tokenExpired,
                                     "The video's URLs expired and there is no Playback API service to renew them")
         }
@@ -153,7 +149,7 @@ extension OfflineVideoManager {
     /// Poster and thumbnail, after the media. A failed image is not an error (the paths are
     /// recorded either way, as the reference does); the event fires regardless.
     func fetchImages(_ token: OfflineVideoToken) async {
-        guard let record = try? store.download(token), let video = try? PlaybackVideo(json: Array(record.videoJSON)) else { return }
+        guard let record = try? store.download(token), let video = try? record.video() else { return }
         let folder = packageFolder(token)
         let engine = self.engine
         await withTaskGroup(of: Void.self) { group in
@@ -172,7 +168,7 @@ extension OfflineVideoManager {
 
     /// The sideband subtitle files of the selected languages, tried up to three times each.
     func fetchSidebandSubtitles(_ token: OfflineVideoToken) async -> OfflineVideoError? {
-        guard let record = try? store.download(token), let video = try? PlaybackVideo(json: Array(record.videoJSON)) else { return nil }
+        guard let record = try? store.download(token), let video = try? record.video() else { return nil }
         for track in OfflineVideoManager.sidebandTracks(record: record, video: video) {
             let destination = packageFolder(token).appendingPathComponent(PackageLayout.sidebandFile(track)).path
             if FileManager.default.fileExists(atPath: destination) { continue }

@@ -34,9 +34,8 @@ extension OfflineVideoManager {
     /// completed downloads are cached until `clearOfflineVideoCache()`.
     public func videoObject(fromOfflineVideoToken token: OfflineVideoToken) -> PlaybackVideo? {
         if let cached = videoCache[token] { return cached }
-        guard let record = try? store.download(token), var properties = try? JSONDecoder().decode([String: JSONValue].self, from: record.videoJSON),
-              let original = try? PlaybackVideo(json: Array(record.videoJSON))
-        else { return nil }
+        guard let record = try? store.download(token), let original = try? record.video() else { return nil }
+        var properties = original.properties
         let since2001 = { (seconds: Double) in JSONValue.number(seconds - Date.timeIntervalBetween1970AndReferenceDate) }
         let folder = packageFolder(token)
         properties[OfflineProperty.token] = .string(token)
@@ -69,10 +68,7 @@ extension OfflineVideoManager {
         let playable = record.downloadState == .completed && missingFile(record) == nil
             && sideband.allSatisfy { FileManager.default.fileExists(atPath: folder.appendingPathComponent(PackageLayout.sidebandFile($0)).path) }
         properties[OfflineProperty.playableOffline] = .bool(playable)
-        var video = PlaybackVideo(video: original.video, properties: properties, origin: original.origin)
-        if video.origin == nil, let base = record.serviceBaseURL {
-            video.origin = PlaybackService.Origin(baseURL: base, accountID: record.accountID, policyKey: record.policyKey)
-        }
+        let video = PlaybackVideo(video: original.video, properties: properties, origin: original.origin)
         if record.downloadState == .completed { videoCache[token] = video }
         return video
     }

@@ -175,8 +175,9 @@ public actor OfflineVideoManager {
             for (path, text) in plan.playlists {
                 let url = folder.appendingPathComponent(path)
                 try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-                // Not atomic: no record knows the folder yet, and a folder left half-written
-                // by a crash is a stranded package that the next start deletes.
+                // Not atomic: no plan points at the folder yet. One left half-written by a crash
+                // is a stranded package the next start deletes (or, for a preloaded license,
+                // is written again by the next request).
                 try Data(text.utf8).write(to: url)
             }
         } catch {
@@ -191,9 +192,8 @@ public actor OfflineVideoManager {
                 guard let keyID = plan.contentKeyID else {
                     throw OfflineVideoError(.noKeyRequestURLForRendition, .license, "The FairPlay playlists of video \(video.id) name no skd:// key")
                 }
-                license = try StoredLicense(try await licenseClient.offlineLicense(
-                    requestedLicense, fairPlay: fairPlay, contentKeyID: keyID, accountID: video.accountID,
-                    authToken: video.origin?.authToken), deviceKey: try licenseClient.deviceKey())
+                license = try await licenseClient.offlineLicense(requestedLicense, fairPlay: fairPlay, contentKeyID: keyID,
+                                                                 accountID: video.accountID, authToken: video.origin?.authToken)
             } catch {
                 try? FileManager.default.removeItem(at: folder)
                 throw error
@@ -412,8 +412,8 @@ public actor OfflineVideoManager {
         return Int64(info.f_bavail) * Int64(info.f_frsize)
     }
 
-    /// A file system or SQLite error in words: the system's reason (`No such file or
-    /// directory`) rather than Foundation's wrapper around it.
+    /// A file system error in words: the system's reason (`No such file or directory`)
+    /// rather than Foundation's wrapper around it; other errors as they describe themselves.
     static func reason(_ error: any Error) -> String {
         let nsError = error as NSError
         if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? any Error {

@@ -57,6 +57,16 @@ struct DownloadRecord: Codable, Sendable, Equatable, FetchableRecord, Persistabl
 
     var downloadState: OfflineVideoDownloadState { OfflineVideoDownloadState(rawValue: state) ?? .error }
 
+    /// The stored video object, with the service that found it (the kept base URL, account
+    /// and policy key) as its origin.
+    func video() throws -> PlaybackVideo {
+        var video = try PlaybackVideo(json: Array(videoJSON))
+        if let serviceBaseURL {
+            video.origin = PlaybackService.Origin(baseURL: serviceBaseURL, accountID: accountID, policyKey: policyKey)
+        }
+        return video
+    }
+
     /// A new record for `video`, nothing planned or licensed yet.
     static func new(token: String, video: PlaybackVideo, state: OfflineVideoDownloadState, parameters: DownloadParameters,
                     requestedAt: Double, allowsCellular: Bool, sequence: Int64) throws -> DownloadRecord {
