@@ -8,13 +8,11 @@ import WireModels
 struct Links: Sendable {
     /// Scheme, host and port, without a trailing slash.
     let base: String
-    let secret: SymmetricKey
-    private let verifier: URLToken.Verifier
+    private let key: URLToken.Key
 
     init(base: String, secret: SymmetricKey) {
         self.base = base
-        self.secret = secret
-        verifier = URLToken.Verifier(secret: secret)
+        key = URLToken.Key(secret: secret)
     }
 
     // MARK: Shapes (paths only; `url(_:)` and `signed(_:expiresAt:)` add the base)
@@ -65,7 +63,7 @@ struct Links: Sendable {
 
     /// An absolute URL for `path` with a `fastly_token` valid until `expiresAt`.
     func signed(_ path: String, expiresAt: Date) -> String {
-        base + path + "?fastly_token=" + Links.percentEncode(URLToken.make(path: path, expiresAt: expiresAt, secret: secret))
+        base + path + "?fastly_token=" + Links.percentEncode(key.make(path: path, expiresAt: expiresAt))
     }
 
     /// Checks the request's `fastly_token` against its path; nil when it is valid.
@@ -75,7 +73,7 @@ struct Links: Sendable {
                                  "URL has no fastly_token; fetch the video from the Playback API for signed URLs")
         }
         do {
-            try verifier.verify(token, path: request.path, now: now)
+            try key.verify(token, path: request.path, now: now)
             return nil
         } catch .expired(let at) {
             return ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, "TOKEN_EXPIRED",

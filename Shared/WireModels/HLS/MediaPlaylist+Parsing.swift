@@ -11,9 +11,7 @@ extension MediaPlaylist {
     /// is read. Returns the playlist without its segments (`segments` is empty). The same
     /// errors as `init(parsing:)`; segments before an error have been visited.
     public static func parse(_ text: String, segment: (Segment) -> Void) throws(HLSParseError) -> MediaPlaylist {
-        var text = text
-        text.makeContiguousUTF8()
-        return try parse(bytes: Substring(text).utf8, segment: segment)
+        try parse(bytes: PlaylistLines.utf8(text), segment: segment)
     }
 
     /// As `parse(_:segment:)`, on the playlist's UTF-8 bytes as received (no copy as a `String`).

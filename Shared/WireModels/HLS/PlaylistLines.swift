@@ -22,18 +22,19 @@ struct PlaylistLine {
 enum PlaylistLines {
     static func split(_ text: String) throws(HLSParseError) -> [PlaylistLine] {
         var lines: [PlaylistLine] = []
-        try forEach(text) { line in lines.append(line) }
+        try forEach(utf8: utf8(text)) { line in lines.append(line) }
         return lines
     }
 
-    /// Visits the lines one at a time: a long playlist's lines are never all in memory.
-    static func forEach(_ text: String, _ body: (PlaylistLine) throws(HLSParseError) -> Void) throws(HLSParseError) {
+    /// A text's UTF-8 bytes as a collection `forEach(utf8:_:)` walks without copying.
+    static func utf8(_ text: String) -> Substring.UTF8View {
         var text = text
         text.makeContiguousUTF8()
-        try forEach(utf8: Substring(text).utf8, body)
+        return Substring(text).utf8
     }
 
-    /// As `forEach(_:_:)`, on a playlist's UTF-8 bytes as they came (no copy as a `String`).
+    /// Visits the lines of a playlist's UTF-8 bytes one at a time: a long playlist's lines
+    /// are never all in memory, and bytes as received need no copy as a `String`.
     static func forEach<Bytes: BidirectionalCollection<UInt8>>(
         utf8: Bytes, _ body: (PlaylistLine) throws(HLSParseError) -> Void
     ) throws(HLSParseError) where Bytes.SubSequence == Bytes {

@@ -23,10 +23,7 @@ public enum URLToken {
 
     /// Makes the token (base64, not yet percent-encoded) for `path`, valid until `expiresAt`.
     public static func make(path: String, expiresAt: Date, secret: SymmetricKey) -> String {
-        let expiryHex = hex(expirySeconds(expiresAt), width: 8)
-        let mac = HMAC<SHA256>.authenticationCode(for: Data("\(expiryHex):\(path)".utf8), using: secret)
-        let text = expiryHex + "_" + mac.map { hex(UInt64($0), width: 2) }.joined()
-        return Data(text.utf8).base64EncodedString()
+        Key(secret: secret).make(path: path, expiresAt: expiresAt)
     }
 
     /// Makes a token with a secret given as raw bytes.
@@ -42,30 +39,43 @@ public enum URLToken {
     public static func verify(
         _ token: String, path: String, secret: SymmetricKey, now: Date
     ) throws(URLTokenError) -> Date {
-        try Verifier(secret: secret).verify(token, path: path, now: now)
+        try Key(secret: secret).verify(token, path: path, now: now)
     }
 
-    /// Checks tokens against one secret, keyed once: a server verifies a token on every
-    /// media request, and keying HMAC costs as much as the rest of the check.
-    public struct Verifier: Sendable {
+    /// One secret, keyed once, for making and checking tokens: a server signs every segment
+    /// URL of a playlist and checks a token on every media request, and keying HMAC costs as
+    /// much as the rest of either.
+    public struct Key: Sendable {
         private let keyed: HMAC<SHA256>
 
         public init(secret: SymmetricKey) { keyed = HMAC(key: secret) }
+
+        /// As `URLToken.make(path:expiresAt:secret:)`.
+        public func make(path: String, expiresAt: Date) -> String {
+            let expiryHex = URLToken.hex(URLToken.expirySeconds(expiresAt), width: 8)
+            let text = expiryHex + "_" + mac(expiryHex: expiryHex, path: path).map { URLToken.hex(UInt64($0), width: 2) }.joined()
+            return Data(text.utf8).base64EncodedString()
+        }
 
         /// As `URLToken.verify(_:path:secret:now:)`.
         @discardableResult
         public func verify(_ token: String, path: String, now: Date) throws(URLTokenError) -> Date {
             guard let parts = ParsedToken(token) else { throw .malformed }
+            guard mac(expiryHex: parts.expiryHex, path: path) == parts.mac else { throw .forged }  // constant-time comparison
+            guard now <= parts.expiry else { throw .expired(parts.expiry) }
+            return parts.expiry
+        }
+
+        /// HMAC-SHA256 over `"{expiry}:{path}"`.
+        private func mac(expiryHex: String, path: String) -> HashedAuthenticationCode<SHA256> {
             var message: [UInt8] = []
             message.reserveCapacity(9 + path.utf8.count)
-            message += parts.expiryHex.utf8
+            message += expiryHex.utf8
             message.append(UInt8(ascii: ":"))
             message += path.utf8
             var hmac = keyed
             hmac.update(data: message)
-            guard hmac.finalize() == parts.mac else { throw .forged }  // constant-time comparison
-            guard now <= parts.expiry else { throw .expired(parts.expiry) }
-            return parts.expiry
+            return hmac.finalize()
         }
     }
 
@@ -87,7 +97,7 @@ public enum URLToken {
         token(inURL: url).flatMap(expiry(of:))
     }
 
-    private static func expirySeconds(_ date: Date) -> UInt64 {
+    static func expirySeconds(_ date: Date) -> UInt64 {
         let seconds = date.timeIntervalSince1970.rounded(.down)
         guard seconds > 0 else { return 0 }
         return seconds >= Double(UInt32.max) ? UInt64(UInt32.max) : UInt64(seconds)
