@@ -45,8 +45,8 @@ let package = Package(
         .target(
             name: "LicenseProtocol",
             dependencies: [
+                "WireModels",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
             path: "Shared/LicenseProtocol",
@@ -108,7 +108,7 @@ let package = Package(
         .target(
             name: "OfflineSDK",
             dependencies: [
-                "WireModels", "CurlTransfer", "LicenseProtocol", "SampleAES",
+                "WireModels", "CurlTransfer", "LicenseProtocol",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

@@ -17,18 +17,13 @@ public enum LicenseClient {
     public static func makeRequest(_ kind: LicenseRequestKind, certificate: ApplicationCertificate, accountID: String,
                                    contentKeyID: String, licenseID: String? = nil, deviceID: String,
                                    now: Date = Date()) throws(LicenseProtocolError) -> PendingLicenseRequest {
-        guard ServerPlaybackContext.isValidDeviceID(deviceID) else {
-            throw LicenseProtocolError(.invalidPayload, "device id must be 1-128 of A-Z a-z 0-9 . _ : -")
-        }
-        if kind != .acquire, (licenseID ?? "").isEmpty {
-            throw LicenseProtocolError(.invalidPayload, "\(kind.rawValue) needs a license id")
-        }
         let clientKey = P256.KeyAgreement.PrivateKey()
         var generator = SystemRandomNumberGenerator()
         let context = ServerPlaybackContext(
             kind: kind, accountID: accountID, contentKeyID: contentKeyID, licenseID: licenseID, deviceID: deviceID,
             nonce: (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) },
             createdAt: Milliseconds.date(Milliseconds.from(now)), clientKey: Array(clientKey.publicKey.x963Representation))
+        try context.validate()
         return PendingLicenseRequest(context: context, spc: try context.sealed(to: certificate, clientKey: clientKey),
                                      certificate: certificate, clientKey: clientKey)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import WireModels
 
 /// The `X-BC-CRT-CONFIG` header of an offline license request: base64 of
 /// `{"profile":{"purchase":{}},"storeLicense":true}` or
@@ -62,7 +63,7 @@ public struct LicenseProfile: Sendable, Equatable {
             terms = .purchase
         case (nil, .some(let r)):
             guard let r = r as? [String: Any] else { throw invalid("rental must be an object") }
-            guard let endText = r["absoluteExpiration"] as? String, let end = Self.parseDate(endText) else {
+            guard let endText = r["absoluteExpiration"] as? String, let end = WireDate.date(from: endText) else {
                 throw invalid("rental needs absoluteExpiration as yyyy-MM-ddTHH:mm:ssZ")
             }
             var duration: TimeInterval?
@@ -93,14 +94,6 @@ public struct LicenseProfile: Sendable, Equatable {
         // Foundation hands JSON booleans over as NSNumber too; their type code is "c".
         guard let n = value as? NSNumber, String(cString: n.objCType) != "c" else { return nil }
         return n.doubleValue
-    }
-
-    static func parseDate(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.date(from: text)
     }
 
     static func formatDate(_ date: Date) -> String {

@@ -49,11 +49,6 @@ public struct LicenseServerIdentity: Sendable {
         return try LicenseServerIdentity(certificateDER: der, privateKey: Array(key.rawRepresentation))
     }
 
-    /// The certificate hash an SPC names (to tell "another account's certificate" apart).
-    public static func certificateHash(ofSPC spc: [UInt8]) throws(LicenseProtocolError) -> [UInt8] {
-        try ServerPlaybackContext.certificateHash(of: spc)
-    }
-
     /// Opens and checks an SPC sealed to this certificate.
     public func open(spc: [UInt8]) throws(LicenseProtocolError) -> ServerPlaybackContext {
         try ServerPlaybackContext.open(spc, certificate: certificate, privateKey: agreementKey)

@@ -91,20 +91,26 @@ public struct ServerPlaybackContext: Sendable, Equatable {
     init(payload bytes: [UInt8], clientKey: [UInt8]) throws(LicenseProtocolError) {
         let p = try ProtocolJSON.decode(Payload.self, bytes, "SPC payload")
         guard p.version == 1 else { throw LicenseProtocolError(.invalidPayload, "unsupported SPC payload version \(p.version)") }
-        guard let nonce = Data(base64Encoded: p.nonce), nonce.count == 16 else {
+        guard let nonce = Data(base64Encoded: p.nonce) else {
             throw LicenseProtocolError(.invalidPayload, "nonce must be 16 bytes of base64")
-        }
-        guard ServerPlaybackContext.isValidDeviceID(p.device_id) else {
-            throw LicenseProtocolError(.invalidPayload, "device_id must be 1-128 of A-Z a-z 0-9 . _ : -")
-        }
-        guard !p.account_id.isEmpty, !p.content_key_id.isEmpty else {
-            throw LicenseProtocolError(.invalidPayload, "account_id and content_key_id are required")
-        }
-        if p.kind != .acquire, (p.license_id ?? "").isEmpty {
-            throw LicenseProtocolError(.invalidPayload, "\(p.kind.rawValue) needs a license_id")
         }
         self.init(kind: p.kind, accountID: p.account_id, contentKeyID: p.content_key_id, licenseID: p.license_id,
                   deviceID: p.device_id, nonce: Array(nonce), createdAt: Milliseconds.date(p.created_at), clientKey: clientKey)
+        try validate()
+    }
+
+    /// The rules every SPC payload meets: checked where one is made and where one is opened.
+    func validate() throws(LicenseProtocolError) {
+        guard nonce.count == 16 else { throw LicenseProtocolError(.invalidPayload, "nonce must be 16 bytes of base64") }
+        guard ServerPlaybackContext.isValidDeviceID(deviceID) else {
+            throw LicenseProtocolError(.invalidPayload, "device_id must be 1-128 of A-Z a-z 0-9 . _ : -")
+        }
+        guard !accountID.isEmpty, !contentKeyID.isEmpty else {
+            throw LicenseProtocolError(.invalidPayload, "account_id and content_key_id are required")
+        }
+        if kind != .acquire, (licenseID ?? "").isEmpty {
+            throw LicenseProtocolError(.invalidPayload, "\(kind.rawValue) needs a license_id")
+        }
     }
 
     /// Seals this payload to `certificate` with the client key (the SPC bytes).
@@ -128,13 +134,6 @@ public struct ServerPlaybackContext: Sendable, Equatable {
             throw LicenseProtocolError(.invalidPayload, "cannot seal the SPC: \(error)")
         }
         return writer.bytes
-    }
-
-    /// The certificate hash an SPC names, without opening it.
-    static func certificateHash(of spc: [UInt8]) throws(LicenseProtocolError) -> [UInt8] {
-        var reader = ByteReader(spc)
-        try reader.expectHeader(magic: magic, version: version, "SPC")
-        return try reader.read(32, "SPC certificate hash")
     }
 
     /// Opens an SPC with the certificate's private key.

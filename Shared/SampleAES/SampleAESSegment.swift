@@ -17,9 +17,6 @@
 /// assert(clear == clearTS)
 /// ```
 public enum SampleAES {
-    /// Key and IV length in bytes (AES-128).
-    public static let keySize = 16
-
     /// Encrypts a clear MPEG-TS segment with SAMPLE-AES under a 16-byte `key` and `iv`.
     /// Throws if the segment is not a transport stream this can read, is already
     /// SAMPLE-AES, or could not be encrypted in a way `decrypt` undoes exactly.

@@ -19,16 +19,17 @@ struct LicensePolicyTests {
                         offline: Bool = true, profile: LicenseProfile? = LicenseProfile(.purchase),
                         user: RestrictedUser? = nil, createdAt: Date = t0) -> LicenseRequest {
         LicenseRequest(context: context(kind, licenseID: licenseID, device: device, createdAt: createdAt), videoID: "v1",
-                       offline: offline, profile: profile.map { .success($0) }, user: user, nonceAlreadyUsed: false)
+                       offline: offline, profile: profile.map { .success($0) }, user: user)
     }
 
     static func rental(days: Double = 30, playHours: Double? = 24) -> LicenseProfile {
         LicenseProfile(.rental(absoluteExpiration: t0.addingTimeInterval(days * day), playDuration: playHours.map { $0 * 3600 }))
     }
 
-    static func decide(_ request: LicenseRequest, existing: LicenseRecord? = nil, devices: DeviceState = DeviceState(),
-                       now: Date = t0) -> LicenseDecision {
-        LicensePolicy.decide(request, existing: existing, devices: devices, now: now, newLicenseID: "lic-new")
+    static func decide(_ request: LicenseRequest, nonceAlreadyUsed: Bool = false, existing: LicenseRecord? = nil,
+                       devices: DeviceState = DeviceState(), now: Date = t0) -> LicenseDecision {
+        LicensePolicy.decide(request, nonceAlreadyUsed: nonceAlreadyUsed, existing: existing, devices: devices, now: now,
+                             newLicenseID: "lic-new")
     }
 
     static func issued(_ decision: LicenseDecision, sourceLocation: SourceLocation = #_sourceLocation) throws -> LicenseRecord {
@@ -148,9 +149,7 @@ struct LicensePolicyTests {
         #expect(Self.refusal(Self.decide(Self.request(createdAt: Self.t0.addingTimeInterval(-601)))) == "SPC_STALE")
         #expect(Self.refusal(Self.decide(Self.request(createdAt: Self.t0.addingTimeInterval(61)))) == "SPC_STALE")
         if case .issue = Self.decide(Self.request(createdAt: Self.t0.addingTimeInterval(-599))) {} else { Issue.record("fresh SPC refused") }
-        var replayed = Self.request()
-        replayed.nonceAlreadyUsed = true
-        #expect(Self.refusal(Self.decide(replayed)) == "SPC_REPLAYED")
+        #expect(Self.refusal(Self.decide(Self.request(), nonceAlreadyUsed: true)) == "SPC_REPLAYED")
     }
 
     @Test("device limits: registered devices pass, new ones are refused at the limit, lowering dlimit evicts nobody")

@@ -10,14 +10,14 @@ struct PlaybackCaller: Sendable {
     var token: PlaybackToken?
 }
 
-/// A playback-restriction JWT whose RS256 signature, account and times have been verified.
+/// What the backend uses of a playback-restriction JWT whose RS256 signature, account and
+/// times have been verified.
 struct PlaybackToken: Sendable {
-    var raw: String
-    var accountID: String?
+    /// `conid`: the one video the token allows, if it names one.
     var contentID: String?
-    var expiresAt: Date?
-    var notBefore: Date?
+    /// `uid`: the user whose devices are counted.
     var userID: String?
+    /// `dlimit`: that user's device limit.
     var deviceLimit: Int?
 }
 
@@ -92,7 +92,7 @@ enum PlaybackAuth {
 }
 
 /// A refusal, turned into the error array by `response`.
-struct ErrorResponse: Error, Sendable {
+struct ErrorResponse: Error, Sendable, Equatable {
     var status: Int
     var code: String
     var subcode: String?

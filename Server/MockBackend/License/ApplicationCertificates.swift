@@ -6,7 +6,6 @@ import LicenseProtocol
 /// swift-certificates on first start and kept in the database (`application_certificate`).
 struct ApplicationCertificates: Sendable {
     private let byAccount: [String: LicenseServerIdentity]
-    private let accountByHash: [[UInt8]: String]
 
     /// Loads the identities of `accountIDs`, generating and storing the missing ones.
     init(accountIDs: [String], database: BackendDatabase, now: Date) throws {
@@ -27,12 +26,8 @@ struct ApplicationCertificates: Sendable {
             }
         }
         byAccount = identities
-        accountByHash = Dictionary(uniqueKeysWithValues: identities.map { ($0.value.certificate.hash, $0.key) })
     }
 
     /// The identity of `accountID`, nil when the account has no FairPlay.
     func identity(accountID: String) -> LicenseServerIdentity? { byAccount[accountID] }
-
-    /// The account whose certificate has `hash`, if it is one of ours.
-    func account(certificateHash: [UInt8]) -> String? { accountByHash[certificateHash] }
 }

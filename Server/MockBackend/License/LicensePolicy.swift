@@ -14,8 +14,6 @@ struct LicenseRequest: Sendable {
     var profile: Result<LicenseProfile, LicenseProtocolError>?
     /// The playback-restriction token's user, when a token with `uid` came along.
     var user: RestrictedUser?
-    /// Whether the SPC's nonce was seen before.
-    var nonceAlreadyUsed: Bool
 }
 
 /// A token's user and device limit.
@@ -48,22 +46,16 @@ enum LicenseDecision: Sendable, Equatable {
     case issue(LicenseRecord, registerDevice: String?)
     /// Mark the license released at `at`; free `freeDevice` for `userID` if set.
     case release(licenseID: String, at: Date, userID: String?, freeDevice: String?)
-    /// Answer the error.
-    case refuse(LicenseRefusal)
+    /// Answer the error, with its stable status, code and subcode (docs/license-protocol.md, "Errors").
+    case refuse(ErrorResponse)
 }
 
-/// A refusal with its stable status, code and subcode (docs/license-protocol.md, "Errors").
-struct LicenseRefusal: Error, Sendable, Equatable {
-    var status: Int
-    var code: String
-    var subcode: String
-    var message: String
-
-    static func badRequest(_ subcode: String, _ message: String) -> LicenseRefusal {
-        LicenseRefusal(status: 400, code: "BAD_REQUEST", subcode: subcode, message: message)
+extension ErrorResponse {
+    static func badRequest(_ subcode: String, _ message: String) -> ErrorResponse {
+        ErrorResponse(400, PlaybackAPIErrorCode.badRequest, subcode, message)
     }
-    static func denied(_ subcode: String, _ message: String) -> LicenseRefusal {
-        LicenseRefusal(status: 403, code: "ACCESS_DENIED", subcode: subcode, message: message)
+    static func denied(_ subcode: String, _ message: String) -> ErrorResponse {
+        ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, subcode, message)
     }
 }
 
@@ -76,26 +68,28 @@ enum LicensePolicy {
     /// How far in the future an SPC's creation time may be (clock skew).
     static let spcMaximumSkew: TimeInterval = 60
 
-    /// Decides what to do with `request`. `existing` is the license the SPC names (if it
-    /// names one and it exists); `newLicenseID` is used for an acquire.
-    static func decide(_ request: LicenseRequest, existing: LicenseRecord?, devices: DeviceState,
+    /// Decides what to do with `request`. `nonceAlreadyUsed`: the SPC's nonce was seen
+    /// before; `existing` is the license the SPC names (if it names one and it exists);
+    /// `newLicenseID` is used for an acquire.
+    static func decide(_ request: LicenseRequest, nonceAlreadyUsed: Bool, existing: LicenseRecord?, devices: DeviceState,
                        now: Date, newLicenseID: String) -> LicenseDecision {
         do {
-            return try decideOrThrow(request, existing: existing, devices: devices, now: now, newLicenseID: newLicenseID)
+            return try decideOrThrow(request, nonceAlreadyUsed: nonceAlreadyUsed, existing: existing, devices: devices, now: now,
+                                     newLicenseID: newLicenseID)
         } catch {
             return .refuse(error)
         }
     }
 
-    private static func decideOrThrow(_ request: LicenseRequest, existing: LicenseRecord?, devices: DeviceState,
-                                      now: Date, newLicenseID: String) throws(LicenseRefusal) -> LicenseDecision {
+    private static func decideOrThrow(_ request: LicenseRequest, nonceAlreadyUsed: Bool, existing: LicenseRecord?, devices: DeviceState,
+                                      now: Date, newLicenseID: String) throws(ErrorResponse) -> LicenseDecision {
         let context = request.context
         let age = now.timeIntervalSince(context.createdAt)
         guard age <= spcMaximumAge, age >= -spcMaximumSkew else {
             throw .badRequest("SPC_STALE", "The SPC was made at \(WireDate.string(from: context.createdAt)); the server's time is "
                               + "\(WireDate.string(from: now)) and SPCs are accepted up to 10 minutes old and 1 minute ahead")
         }
-        guard !request.nonceAlreadyUsed else { throw .denied("SPC_REPLAYED", "This SPC was already used; make a new one per request") }
+        guard !nonceAlreadyUsed else { throw .denied("SPC_REPLAYED", "This SPC was already used; make a new one per request") }
 
         switch context.kind {
         case .acquire:
@@ -143,7 +137,7 @@ enum LicensePolicy {
     }
 
     /// The terms an acquire or a renewal asks for.
-    private static func newTerms(_ request: LicenseRequest, licenseID: String, now: Date, renewal: Bool) throws(LicenseRefusal) -> LicenseTerms {
+    private static func newTerms(_ request: LicenseRequest, licenseID: String, now: Date, renewal: Bool) throws(ErrorResponse) -> LicenseTerms {
         let context = request.context
         func terms(_ kind: LicenseKind, rentalEnd: Date? = nil, playDuration: TimeInterval? = nil) -> LicenseTerms {
             LicenseTerms(licenseID: licenseID, kind: kind, accountID: context.accountID, videoID: request.videoID,
@@ -179,16 +173,16 @@ enum LicensePolicy {
     }
 
     /// The existing license the SPC names, checked to be live and this device's.
-    private static func held(_ request: LicenseRequest, _ existing: LicenseRecord?) throws(LicenseRefusal) -> LicenseRecord {
+    private static func held(_ request: LicenseRequest, _ existing: LicenseRecord?) throws(ErrorResponse) -> LicenseRecord {
         let context = request.context
         guard let id = context.licenseID, !id.isEmpty else {
             throw .badRequest("LICENSE_ID_REQUIRED", "\(context.kind.rawValue) needs the license id in the SPC")
         }
         guard let record = existing, record.terms.licenseID == id else {
-            throw LicenseRefusal(status: 404, code: "NOT_FOUND", subcode: "LICENSE_NOT_FOUND", message: "No license \(id)")
+            throw ErrorResponse(404, PlaybackAPIErrorCode.notFound, "LICENSE_NOT_FOUND", "No license \(id)")
         }
         guard record.releasedAt == nil else {
-            throw LicenseRefusal(status: 410, code: "GONE", subcode: "LICENSE_RELEASED", message: "License \(id) was released")
+            throw ErrorResponse(410, "GONE", "LICENSE_RELEASED", "License \(id) was released")
         }
         guard record.terms.deviceID == context.deviceID, record.terms.videoID == request.videoID,
               record.terms.contentKeyID == context.contentKeyID, record.terms.accountID == context.accountID
@@ -198,7 +192,7 @@ enum LicensePolicy {
 
     /// The device to register, or a refusal when the user is at their limit. Devices
     /// already registered always pass, whatever the limit is now.
-    private static func checkDeviceLimit(_ request: LicenseRequest, _ devices: DeviceState) throws(LicenseRefusal) -> String? {
+    private static func checkDeviceLimit(_ request: LicenseRequest, _ devices: DeviceState) throws(ErrorResponse) -> String? {
         guard let user = request.user else { return nil }
         let device = request.context.deviceID
         if devices.registered.contains(device) { return nil }

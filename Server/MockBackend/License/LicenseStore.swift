@@ -15,18 +15,17 @@ final class LicenseStore: Sendable {
 
     init(database: BackendDatabase) { self.database = database }
 
-    /// Runs the policy on `request` (with `nonceAlreadyUsed` filled in here) and stores the outcome.
+    /// Runs the policy on `request` (recording its nonce, to refuse it the second time) and stores the outcome.
     func process(_ request: LicenseRequest, accountID: String, now: Date) throws -> LicenseDecision {
         let prune = sincePrune.add(1, ordering: .relaxed).newValue % Self.pruneEvery == 0
         return try database.pool.write { db in
             if prune {
                 try db.execute(sql: "DELETE FROM used_nonce WHERE expires_at < ?", arguments: [now.timeIntervalSince1970])
             }
-            var request = request
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO used_nonce (nonce, expires_at) VALUES (?, ?)")
                 .execute(arguments: [Data(request.context.nonce),
                                      request.context.createdAt.addingTimeInterval(LicensePolicy.spcMaximumAge).timeIntervalSince1970])
-            request.nonceAlreadyUsed = db.changesCount == 0
+            let nonceAlreadyUsed = db.changesCount == 0
             let existing = try request.context.licenseID.flatMap { try Self.license(db, id: $0) }
             var devices = DeviceState()
             let deviceUser = request.context.kind == .release ? existing?.userID : request.user?.userID
@@ -41,7 +40,7 @@ final class LicenseStore: Sendable {
                         """, arguments: [accountID, user, existing.terms.deviceID, existing.terms.licenseID]) ?? 0
                 }
             }
-            let decision = LicensePolicy.decide(request, existing: existing, devices: devices, now: now,
+            let decision = LicensePolicy.decide(request, nonceAlreadyUsed: nonceAlreadyUsed, existing: existing, devices: devices, now: now,
                                                 newLicenseID: Self.timeOrderedID(now: now))
             try Self.apply(decision, kind: request.context.kind, db: db, now: now)
             return decision
@@ -80,9 +79,7 @@ final class LicenseStore: Sendable {
         for i in 0..<6 { bytes[i] = UInt8(truncatingIfNeeded: ms >> (40 - 8 * UInt64(i))) }
         bytes[6] = 0x70 | (bytes[6] & 0x0F)
         bytes[8] = 0x80 | (bytes[8] & 0x3F)
-        let hex = bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-        let parts = [hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4), hex.dropFirst(20)]
-        return parts.joined(separator: "-")
+        return StableID.string(bytes)
     }
 
     // MARK: Rows

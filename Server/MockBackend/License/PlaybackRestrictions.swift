@@ -127,8 +127,7 @@ final class PlaybackRestrictions: Sendable {
         guard exp > now else { return invalid("Token expired at \(WireDate.string(from: exp))") }
         if let nbf = claims.nbf?.value, nbf > now { return invalid("Token is not valid before \(WireDate.string(from: nbf))") }
         if let limit = claims.dlimit, limit <= 0 { return invalid("dlimit must be a positive number") }
-        return .success(PlaybackToken(raw: raw, accountID: claims.accid, contentID: claims.conid, expiresAt: exp,
-                                      notBefore: claims.nbf?.value, userID: claims.uid, deviceLimit: claims.dlimit))
+        return .success(PlaybackToken(contentID: claims.conid, userID: claims.uid, deviceLimit: claims.dlimit))
     }
 }
 
@@ -141,19 +140,8 @@ struct PlaybackClaims: JWTPayload {
     var dlimit: Int?
     var exp: ExpirationClaim?
     var nbf: NotBeforeClaim?
-    var iat: IssuedAtClaim?
 
-    enum CodingKeys: String, CodingKey { case accid, conid, uid, dlimit, exp, nbf, iat }
-
-    init(accid: String?, conid: String? = nil, uid: String? = nil, dlimit: Int? = nil, exp: Date?, nbf: Date? = nil, iat: Date? = nil) {
-        self.accid = accid
-        self.conid = conid
-        self.uid = uid
-        self.dlimit = dlimit
-        self.exp = exp.map(ExpirationClaim.init(value:))
-        self.nbf = nbf.map(NotBeforeClaim.init(value:))
-        self.iat = iat.map(IssuedAtClaim.init(value:))
-    }
+    enum CodingKeys: String, CodingKey { case accid, conid, uid, dlimit, exp, nbf }
 
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -176,7 +164,6 @@ struct PlaybackClaims: JWTPayload {
         }
         exp = try c.decodeIfPresent(ExpirationClaim.self, forKey: .exp)
         nbf = try c.decodeIfPresent(NotBeforeClaim.self, forKey: .nbf)
-        iat = try c.decodeIfPresent(IssuedAtClaim.self, forKey: .iat)
     }
 
     /// Claims are checked against the backend clock in `PlaybackRestrictions.verify`.
