@@ -58,8 +58,13 @@ public struct HTTPResponse: Sendable {
         let size = UInt64(info.st_size)
         let mtime = Int(info.st_mtim.tv_sec)
         var headers = HTTPHeaders([("Content-Type", contentType)])
-        headers.add("ETag", "\"\(String(mtime, radix: 16))-\(String(size, radix: 16))\"")
+        headers.add("ETag", etag(mtime: mtime, size: size))
         return HTTPResponse(status: 200, headers: headers, body: .file(path: path, offset: 0, length: size))
+    }
+
+    /// A file's ETag as nginx makes it: `"{mtime hex}-{size hex}"`, quotes included.
+    public static func etag(mtime: Int, size: UInt64) -> String {
+        "\"\(String(mtime, radix: 16))-\(String(size, radix: 16))\""
     }
 }
 

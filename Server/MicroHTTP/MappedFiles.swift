@@ -11,7 +11,9 @@ final class MappedFiles: Sendable {
     }
 
     private let limit: UInt64
-    private let state = Mutex<(mappings: [String: Mapping], total: UInt64)>(([:], 0))
+    /// What is mapped, the bytes that takes, and the files that did not fit (not tried again:
+    /// once the budget is spent, each of their requests would open and stat them for nothing).
+    private let state = Mutex<(mappings: [String: Mapping], total: UInt64, refused: Set<String>)>(([:], 0, []))
 
     init(limit: Int) {
         self.limit = UInt64(max(0, limit))
@@ -21,7 +23,9 @@ final class MappedFiles: Sendable {
     /// mapping is off, the budget is spent, the file cannot be mapped or the range is outside it.
     func bytes(path: String, offset: UInt64, length: UInt64) -> UnsafeMutableRawPointer? {
         guard limit > 0 else { return nil }
-        if let mapping = state.withLock({ $0.mappings[path] }) { return pointer(mapping, offset: offset, length: length) }
+        let (known, refused) = state.withLock { ($0.mappings[path], $0.refused.contains(path)) }
+        if let known { return pointer(known, offset: offset, length: length) }
+        guard !refused else { return nil }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -29,7 +33,10 @@ final class MappedFiles: Sendable {
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0 else { return nil }
         let size = UInt64(info.st_size)
         let reserved = state.withLock { state -> Bool in
-            guard state.total + size <= limit else { return false }
+            guard state.total + size <= limit else {
+                state.refused.insert(path)
+                return false
+            }
             state.total += size
             return true
         }

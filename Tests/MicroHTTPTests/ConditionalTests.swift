@@ -54,7 +54,8 @@ struct ConditionalTests {
     static let body: [UInt8] = Array(0..<10)
 
     static func ok(_ body: HTTPResponse.Body = .bytes(ConditionalTests.body), etag: String? = ConditionalTests.etag) -> HTTPResponse {
-        var headers = HTTPHeaders([("Content-Type", "application/octet-stream"), ("Cache-Control", "max-age=60"), ("X-Other", "1")])
+        var headers = HTTPHeaders([("Content-Type", "application/octet-stream"), ("Cache-Control", "max-age=60"), ("X-Other", "1"),
+                                   ("Access-Control-Allow-Origin", "*")])
         if let etag { headers.add("ETag", etag) }
         return HTTPResponse(status: 200, headers: headers, body: body)
     }
@@ -77,6 +78,7 @@ struct ConditionalTests {
             #expect(response.status == 304)
             #expect(response.headers["ETag"] == Self.etag)
             #expect(response.headers["Cache-Control"] == "max-age=60")
+            #expect(response.headers["Access-Control-Allow-Origin"] == "*", "a browser drops a cross-origin 304 without it")
             #expect(response.headers["Content-Type"] == nil)
             #expect(response.headers["X-Other"] == nil)
             #expect(response.body == .empty)
@@ -128,6 +130,7 @@ struct ConditionalTests {
         let response = Self.ok().applyingConditionals(for: try Self.request([("Range", "bytes=10-")]))
         #expect(response.status == 416)
         #expect(response.headers["Content-Range"] == "bytes */10")
+        #expect(response.headers["Access-Control-Allow-Origin"] == "*")
         #expect(response.body == .empty)
         let file = Self.ok(.file(path: "/f", offset: 0, length: 228_984))
             .applyingConditionals(for: try Self.request([("Range", "bytes=228984-")]))

@@ -1,5 +1,5 @@
 import Foundation
-import MicroHTTP
+@testable import MicroHTTP
 import TestKit
 import Testing
 
@@ -32,5 +32,22 @@ struct MappedFileTests {
             let missing = try await Curl.fetch("\(base)/none.ts")
             #expect(missing.status == 404)
         }
+    }
+
+    @Test("the mapping budget: nothing with limit 0, files that fit are mapped, a file past it is refused (and stays so)")
+    func budget() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let small = folder.url.appendingPathComponent("small.ts").path, large = folder.url.appendingPathComponent("large.ts").path
+        try Data(randomBytes(40_000)).write(to: URL(fileURLWithPath: small))
+        try Data(randomBytes(300_000)).write(to: URL(fileURLWithPath: large))
+        #expect(MappedFiles(limit: 0).bytes(path: small, offset: 0, length: 40_000) == nil)
+        let files = MappedFiles(limit: 64 * 1024)
+        let mapped = try #require(files.bytes(path: small, offset: 0, length: 40_000))
+        #expect(files.bytes(path: small, offset: 100, length: 10) == mapped + 100, "one mapping, kept")
+        #expect(files.bytes(path: small, offset: 39_990, length: 11) == nil, "a range past the end")
+        #expect(files.bytes(path: large, offset: 0, length: 10) == nil, "past the budget")
+        try Data(randomBytes(10)).write(to: URL(fileURLWithPath: large))
+        #expect(files.bytes(path: large, offset: 0, length: 10) == nil, "a refused file is not tried again")
     }
 }

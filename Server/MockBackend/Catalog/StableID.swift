@@ -8,8 +8,12 @@ enum StableID {
         var bytes = Array(SHA256.hash(data: Array(name.utf8)).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x50
         bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let hex = bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-        let chars = Array(hex)
-        return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(chars[$0]) }.joined(separator: "-")
+        return string(bytes)
+    }
+
+    /// 16 bytes written as a lowercase UUID (`8-4-4-4-12` hex digits).
+    static func string(_ bytes: [UInt8]) -> String {
+        let hex = Array(bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined())
+        return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(hex[$0]) }.joined(separator: "-")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import MicroHTTP
 import WireModels
 
 /// One segment file of a fixture rendition, stat'ed once at start-up.
@@ -102,7 +103,7 @@ struct MediaAsset: Sendable {
             let size = (attributes[.size] as? UInt64) ?? 0
             let mtime = Int((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)
             return SegmentFile(path: file.path, size: size, duration: segment.duration,
-                               etag: "\"\(String(mtime, radix: 16))-\(String(size, radix: 16))\"")
+                               etag: HTTPResponse.etag(mtime: mtime, size: size))
         }
     }
 

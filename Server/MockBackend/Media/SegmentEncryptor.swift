@@ -1,6 +1,7 @@
 import Crypto
 import _CryptoExtras
 import Foundation
+import MicroHTTP
 import SampleAES
 import Synchronization
 
@@ -57,8 +58,7 @@ final class SegmentEncryptor: Sendable {
         var info = stat()
         guard stat(destination.path, &info) == 0 else { throw CocoaError(.fileReadNoSuchFile) }
         let size = UInt64(info.st_size)
-        let segment = CachedSegment(path: destination.path, size: size,
-                                    etag: "\"\(String(Int(info.st_mtim.tv_sec), radix: 16))-\(String(size, radix: 16))\"")
+        let segment = CachedSegment(path: destination.path, size: size, etag: HTTPResponse.etag(mtime: Int(info.st_mtim.tv_sec), size: size))
         known.withLock { $0[id] = segment }
         return segment
     }
