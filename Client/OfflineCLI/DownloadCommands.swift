@@ -17,9 +17,9 @@ struct StorageOptions: ParsableArguments {
     @Option(name: .customLong("reserve-mb"), help: "Refuse a download that would leave less free space than this (MiB).")
     var reserveMB: Int = 1024
 
-    func manager(delegate: (any OfflineVideoManagerDelegate)? = nil, resuming: Bool = true) async throws -> OfflineVideoManager {
+    func manager(delegate: (any OfflineVideoManagerDelegate)? = nil, role: StorageRole = .owner) async throws -> OfflineVideoManager {
         var configuration = OfflineVideoManagerConfiguration()
-        configuration.resumesDownloadsAtStart = resuming
+        configuration.role = role
         if let folder = storage ?? ProcessInfo.processInfo.environment["OFFLINE_STORAGE"] {
             configuration.storageDirectory = URL(fileURLWithPath: folder)
         }
@@ -85,7 +85,7 @@ struct ListCommand: AsyncParsableCommand {
     @OptionGroup var storage: StorageOptions
 
     func run() async throws {
-        let manager = try await storage.manager(resuming: false)
+        let manager = try await storage.manager(role: .reader)
         let statuses = try await manager.offlineVideoStatus()
         if statuses.isEmpty { print("no offline videos") }
         for status in statuses {
@@ -128,7 +128,7 @@ struct ControlCommand: AsyncParsableCommand {
     @Argument(help: "The offline video token.") var token: String
 
     func run() async throws {
-        let manager = try await storage.manager(resuming: false)
+        let manager = try await storage.manager()
         switch action {
         case .pause: try await manager.pauseVideoDownload(token)
         case .cancel: try await manager.cancelVideoDownload(token)
@@ -172,6 +172,8 @@ enum Progress {
                 }
             case .storageChanged:
                 say("offline storage changed while the manager was not running")
+            case .licenseExpirationChanged, .downloadPurged:
+                break
             }
             if open.isEmpty { break }
         }

@@ -184,8 +184,7 @@ struct DownloadTests {
             let token = try await first.requestVideoDownload(try await service.findVideo(id: Catalog.marathonVideo),
                                                              mediaSelections: nil, parameters: nil)
             #expect(try await eventually { try await first.status(token).downloadPercent > 5 })
-            await first.close()
-            try await Task.sleep(for: .milliseconds(200))
+            await first.close()  // returns once its tasks have ended
             let folder = await first.packageFolder(token)
             let store = await first.store
             let before = try store.segments(token).filter(\.done)
@@ -275,6 +274,9 @@ struct DownloadTests {
             try await manager.cancelVideoDownload(marathon)
             let cancelled = try await manager.status(marathon)
             #expect(cancelled.downloadState == .cancelled)
+            #expect(try await events.finished(marathon)?.reason == .cancelled, "didFinishDownloadWithError, cancelled")
+            let again = await #expect(throws: OfflineVideoError.self) { try await manager.cancelVideoDownload(marathon) }
+            #expect(again?.reason == .invalidState)
             #expect(cancelled.downloadEndTime != nil)
             #expect(!FileManager.default.fileExists(atPath: await manager.packageFolder(marathon).path))
 

@@ -25,6 +25,63 @@ struct ManagerTests {
         }
     }
 
+    @Test("two requests for one video at once: one download, one alreadyDownloaded; the same for two preloads")
+    func concurrentRequests() async throws {
+        try await withBackend { server in try await withHarness(server) { h in
+            let video = try await h.service.findVideo(id: Catalog.clearVideo)
+            async let first = attempt { () async throws(OfflineVideoError) in
+                try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: nil)
+            }
+            async let second = attempt { () async throws(OfflineVideoError) in
+                try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: nil)
+            }
+            let results = await [first, second]
+            let tokens = results.compactMap { try? $0.get() }
+            let refusals = results.compactMap { if case .failure(let error) = $0 { error } else { nil } }
+            #expect(tokens.count == 1 && refusals.count == 1)
+            #expect(refusals.first?.reason == .alreadyDownloaded)
+            #expect(try await h.manager.offlineVideoStatus().count == 1)
+            #expect(try await h.events.finished(try #require(tokens.first)) == nil)
+
+            let fairPlay = try await h.service.findVideo(id: Catalog.fairPlayVideo)
+            let terms = DownloadParameters(license: .purchase)
+            async let preload1 = attempt { () async throws(OfflineVideoError) in try await h.manager.preloadFairPlayLicense(fairPlay, parameters: terms) }
+            async let preload2 = attempt { () async throws(OfflineVideoError) in try await h.manager.preloadFairPlayLicense(fairPlay, parameters: terms) }
+            let preloads = await [preload1, preload2]
+            #expect(preloads.compactMap { try? $0.get() }.count == 1)
+            #expect(try await h.manager.offlineVideoStatus().filter { $0.downloadState == .licensePreloaded }.count == 1)
+        } }
+    }
+
+    @Test("one owner per storage folder: a second is refused naming the holder's pid, a reader reads beside it and changes nothing")
+    func ownership() async throws {
+        try await withBackend { server in try await withHarness(server) { h in
+            let token = try await h.request(Catalog.clearVideo)
+            #expect(try await h.events.finished(token) == nil)
+            do {
+                _ = try await OfflineVideoManager(configuration: testConfiguration(h.storage))
+                Issue.record("a second owner opened the folder")
+            } catch let error as OfflineVideoError {
+                #expect(error.reason == .storageInUse)
+                #expect(error.message.contains("in use by process \(getpid())"), "\(error.message)")
+            }
+            var configuration = testConfiguration(h.storage)
+            configuration.role = .reader
+            let reader = try await OfflineVideoManager(configuration: configuration)
+            #expect(try await reader.status(token).downloadState == .completed)
+            #expect(await reader.videoObject(fromOfflineVideoToken: token)?.playableOffline == true)
+            let refused = await #expect(throws: OfflineVideoError.self) { try await reader.deleteOfflineVideo(token) }
+            #expect(refused?.reason == .readOnly)
+            #expect(try await h.manager.status(token).downloadState == .completed)
+
+            // Closing the owner lets another take over.
+            await h.manager.close()
+            let next = try await OfflineVideoManager(configuration: testConfiguration(h.storage))
+            #expect(try await next.status(token).downloadState == .completed)
+            await next.close()
+        } }
+    }
+
     @Test("playlist queries: bitrates ascending, every STREAM-INF and EXT-X-MEDIA attribute, size estimates in MB")
     func queries() async throws {
         try await withBackend { server in try await withHarness(server) { h in
@@ -131,6 +188,8 @@ struct ManagerTests {
                     let status = try await h.manager.status(token)
                     #expect(status.downloadState == .error)
                     #expect(status.error?.reason == .cancelled)
+                    let announced = try await h.events.finished(token)
+                    #expect(announced?.reason == .cancelled, "the end is announced, as the platform does")
                     #expect(!FileManager.default.fileExists(atPath: await h.manager.packageFolder(token).path))
                 }
                 #expect(try await h.manager.status(done).downloadState == .completed)

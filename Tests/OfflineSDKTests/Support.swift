@@ -133,3 +133,8 @@ func withHarness(_ server: MockBackendServer, _ configure: (inout OfflineVideoMa
     }
     await manager.close()
 }
+
+/// The outcome of an SDK call, for tests that run several at once.
+func attempt<T: Sendable>(_ body: () async throws(OfflineVideoError) -> T) async -> Result<T, OfflineVideoError> {
+    do { return .success(try await body()) } catch { return .failure(error) }
+}

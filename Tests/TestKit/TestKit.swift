@@ -57,6 +57,23 @@ public final class RunningProcess: Sendable {
         }
     }
 
+    /// What the process has written to its standard output so far.
+    public var stdoutSoFar: String {
+        String(decoding: (try? Data(contentsOf: scratch.url.appendingPathComponent("stdout"))) ?? Data(), as: UTF8.self)
+    }
+
+    /// Waits until the standard output so far satisfies `condition` (checked every 20 ms, up to
+    /// `timeout`) or the process exits; true when it did before either.
+    public func waitForOutput(timeout: Duration = .seconds(120), _ condition: (String) -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition(stdoutSoFar) { return true }
+            if exited.state.withLock({ $0.done }) { return condition(stdoutSoFar) }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+
     /// Sends `signal` (SIGKILL by default) to the process.
     public func kill(_ signal: Int32 = SIGKILL) {
         _ = Glibc.kill(process.processIdentifier, signal)

@@ -50,6 +50,10 @@ public struct OfflineVideoError: Error, Sendable, Equatable, CustomStringConvert
         case cancelled = "cancelled"
         case filesMissing = "files_missing"
         case storage = "storage"
+        /// Another manager (in this or another process) runs the downloads of the storage folder.
+        case storageInUse = "storage_in_use"
+        /// The manager was opened as a reader and cannot change what is stored.
+        case readOnly = "read_only"
         case license = "license"
         case other = "other"
     }

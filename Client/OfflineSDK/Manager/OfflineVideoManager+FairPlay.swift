@@ -12,6 +12,7 @@ extension OfflineVideoManager {
     /// let token = try await manager.preloadFairPlayLicense(video, parameters: DownloadParameters(license: .rental(duration: 86400)))
     /// ```
     public func preloadFairPlayLicense(_ video: PlaybackVideo, parameters: DownloadParameters) async throws(OfflineVideoError) -> OfflineVideoToken {
+        try requireOwner()
         if parameters.requestedBitrate != nil {
             throw OfflineVideoError(.invalidParameter, .invalidLicenseParameters, "A license preload takes no bitrate")
         }
@@ -23,11 +24,8 @@ extension OfflineVideoManager {
         guard let fairPlay = source.fairPlay else {
             throw OfflineVideoError(.unsupported, .license, "Preloading a license is only for FairPlay videos; video \(video.id) is not one")
         }
-        let existing = try storeCall { try store.allDownloads().filter { $0.videoID == video.id } }
-        if let held = existing.first(where: { $0.downloadState != .cancelled && $0.downloadState != .error && $0.downloadState != .stale }) {
-            throw OfflineVideoError(.invalidParameter, .alreadyDownloaded,
-                                    "Video \(video.id) already has a license or a download (token \(held.token))")
-        }
+        _ = try reserve(video, refusingIn: DownloadStateMachine.holdsLicense, "already has a license or a download")
+        defer { reservedVideos.remove(video.id) }
         let (_, master) = try await planner.master(of: video)
         guard let keyID = DownloadPlanner.fairPlayKeyID(master.sessionKeys) else {
             throw OfflineVideoError(.noKeyRequestURLForRendition, .license, "The master playlist of video \(video.id) has no skd:// session key")

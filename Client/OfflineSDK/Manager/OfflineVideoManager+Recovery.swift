@@ -11,18 +11,10 @@ extension OfflineVideoManager {
         for record in records {
             switch record.downloadState {
             case .requested, .downloading:
-                if configuration.resumesDownloadsAtStart {
-                    try setState(record.token, .requested)
-                    queue.append(record.token)
-                }
+                try await apply(.interrupted, to: record.token)
             case .completed:
                 if let missing = missingFile(record) {
-                    let error = OfflineVideoError(.downloadFailure, .filesMissing, "Files of the download vanished: \(missing)")
-                    let stored = try? JSONEncoder().encode(StoredError(error))
-                    try store.update(record.token) { stale in
-                        stale.state = OfflineVideoDownloadState.stale.rawValue
-                        stale.error = stored
-                    }
+                    try await apply(.filesMissing(missing), to: record.token, announcesStorageChange: false)
                     changed = true
                 }
             case .suspended, .cancelled, .error, .licensePreloaded, .stale:

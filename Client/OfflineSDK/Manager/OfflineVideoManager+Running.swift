@@ -28,7 +28,8 @@ extension OfflineVideoManager {
         }
         do {
             guard let record = try store.download(token), record.downloadState.isActive else { return }
-            try setState(token, .downloading)
+            // Not when paused, cancelled or deleted while it waited for its slot.
+            guard try await applyUnlessMoved(.start, to: token) else { return }
             let tracks = try store.tracks(token)
             var progress = LiveProgress()
             for track in tracks {
@@ -56,47 +57,62 @@ extension OfflineVideoManager {
                 try Task.checkCancellation()
                 await fetchImages(token)
                 try Task.checkCancellation()
-                if let sidebandError {
-                    finish(token, error: sidebandError)
-                } else {
-                    finish(token, error: nil)
-                }
+                await finish(token, error: sidebandError ?? packageDefect(token))
             case .failure(let error):
-                finish(token, error: error)
+                await finish(token, error: error)
             }
         } catch is CancellationError {
             // Paused, cancelled or closed: whoever cancelled has set the state.
         } catch {
             let failure = (error as? OfflineVideoError)
                 ?? OfflineVideoError(.downloadFailure, .storage, "The download stopped: \(error)")
-            finish(token, error: failure)
+            await finish(token, error: failure)
         }
     }
 
-    /// Records the end of a download, then announces it, exactly once. A completion that
-    /// cannot be recorded becomes a storage failure; a failure that cannot be recorded (the
-    /// store's disk is full too) is still announced, the stored state then stays
-    /// `downloading` and the next start tries again.
-    func finish(_ token: OfflineVideoToken, error: OfflineVideoError?) {
-        var outcome = error
-        if let error {
-            try? fail(token, error)
-        } else {
-            let now = configuration.clock().timeIntervalSince1970
+    /// Records the end of a download, then announces it, exactly once (the state machine's
+    /// `complete` or `fail`). A completion that cannot be recorded becomes a storage failure;
+    /// a failure that cannot be recorded (the store's disk is full too) is still announced,
+    /// the stored state then stays `downloading` and the next start tries again. Nothing is
+    /// recorded or announced when the download was paused, cancelled or deleted meanwhile.
+    func finish(_ token: OfflineVideoToken, error: OfflineVideoError?) async {
+        var failure = error
+        if failure == nil {
             do {
-                try storeCall {
-                    try store.update(token) { record in
-                        record.state = OfflineVideoDownloadState.completed.rawValue
-                        record.endedAt = now
-                        record.error = nil
-                    }
-                }
+                _ = try await applyUnlessMoved(.complete, to: token)
+                return
             } catch {
-                outcome = error
-                try? fail(token, error)
+                failure = error
             }
         }
-        hub.emit(.downloadFinished(token, error: outcome))
+        guard let failure else { return }
+        do {
+            _ = try await applyUnlessMoved(.fail(failure), to: token)
+        } catch {
+            hub.emit(.downloadFinished(token, error: failure))
+        }
+    }
+
+    /// Why a download whose every transfer succeeded is still not a whole package, or nil:
+    /// a playlist, a selected segment, a sideband subtitle file or the FairPlay license is
+    /// missing. A download is never marked completed without all of them.
+    func packageDefect(_ token: OfflineVideoToken) -> OfflineVideoError? {
+        guard let record = try? store.download(token) else { return nil }
+        if let missing = missingFile(record) {
+            return OfflineVideoError(.downloadFailure, .filesMissing, "The package is incomplete: \(missing) is missing")
+        }
+        if let video = try? record.video() {
+            for track in OfflineVideoManager.sidebandTracks(record: record, video: video) {
+                let file = PackageLayout.sidebandFile(track)
+                if access(packageFolder(token).path + "/" + file, F_OK) != 0 {
+                    return OfflineVideoError(.downloadFailure, .filesMissing, "The package is incomplete: \(file) is missing")
+                }
+            }
+            if video.usesFairPlay, record.license == nil {
+                return OfflineVideoError(.invalidLicense, .license, "The FairPlay download holds no license")
+            }
+        }
+        return nil
     }
 
     /// Turns runner progress into per-track events: a track's percent when it moved, and

@@ -46,6 +46,12 @@ public actor OfflineVideoManager {
     var live: [OfflineVideoToken: LiveProgress] = [:]
     /// Video objects of completed downloads (`videoObject(fromOfflineVideoToken:)`).
     var videoCache: [OfflineVideoToken: PlaybackVideo] = [:]
+    /// Videos a request or preload is working on (planning, the license exchange): a second
+    /// request for one of them is refused before it suspends, so a video is never downloaded twice.
+    var reservedVideos: Set<String> = []
+    /// The lock that makes this manager the one running the storage folder's downloads; nil
+    /// for a reader and once closed.
+    var ownership: StorageLock?
 
     struct LiveProgress {
         var percent: Double = 0
@@ -62,8 +68,14 @@ public actor OfflineVideoManager {
         options = configuration.options
         packagesDirectory = configuration.storageDirectory.appendingPathComponent("packages", isDirectory: true)
         do {
-            store = try OfflineStore(directory: configuration.storageDirectory)
             try FileManager.default.createDirectory(at: packagesDirectory, withIntermediateDirectories: true)
+            if configuration.role == .owner {
+                ownership = try StorageLock.owner(at: configuration.storageDirectory.appendingPathComponent("owner.lock").path,
+                                                  folder: configuration.storageDirectory.path)
+            }
+            store = try OfflineStore(directory: configuration.storageDirectory)
+        } catch let error as OfflineVideoError {
+            throw error
         } catch {
             throw OfflineVideoError(.invalidParameter, .storage,
                                     "Cannot open the offline store in \(configuration.storageDirectory.path): \(OfflineVideoManager.reason(error))")
@@ -79,7 +91,7 @@ public actor OfflineVideoManager {
         planner = DownloadPlanner(client: client)
         licenseClient = FairPlayLicenseClient(store: store, client: client, clock: configuration.clock)
         hub.delegate = delegate
-        try await recover()
+        if configuration.role == .owner { try await recover() }
     }
 
     // MARK: The shared instance
@@ -118,12 +130,27 @@ public actor OfflineVideoManager {
     public nonisolated func events() -> AsyncStream<OfflineVideoEvent> { hub.subscribe() }
 
     /// Stops every running download without changing what is stored, as if the process
-    /// ended: a manager made later on the same storage continues them.
-    public func close() {
-        for task in running.values { task.cancel() }
+    /// ended, waits until their tasks have ended and lets go of the storage folder: a manager
+    /// made later on the same storage continues them. The manager changes nothing afterwards.
+    public func close() async {
+        let tasks = Array(running.values) + Array(winding.values)
+        for task in tasks { task.cancel() }
         running = [:]
+        winding = [:]
         queue = []
         live = [:]
+        for task in tasks { await task.value }
+        ownership = nil
+    }
+
+    /// Refuses changes from a reader or a closed manager.
+    func requireOwner() throws(OfflineVideoError) {
+        guard ownership == nil else { return }
+        if configuration.role == .reader {
+            throw OfflineVideoError(.invalidParameter, .readOnly,
+                                    "This manager was opened as a reader of \(configuration.storageDirectory.path) and cannot change it")
+        }
+        throw OfflineVideoError(.invalidParameter, .readOnly, "This manager was closed")
     }
 
     // MARK: Requests
@@ -138,17 +165,18 @@ public actor OfflineVideoManager {
     /// `minimumFreeSpace`. `mediaSelections` nil takes the preferred languages of the configuration.
     public func requestVideoDownload(_ video: PlaybackVideo, mediaSelections: MediaSelections?,
                                      parameters: DownloadParameters?) async throws(OfflineVideoError) -> OfflineVideoToken {
+        try requireOwner()
         let parameters = parameters ?? DownloadParameters()
         try ParameterRules.validateBitrate(parameters.requestedBitrate)
         guard video.canBeDownloaded else {
             throw OfflineVideoError(.unsupported, .notEligible, "Video \(video.id) is not eligible for offline playback")
         }
         let source = try DownloadPlanner.offlineSource(of: video)
-        let existing = try storeCall { try store.allDownloads().filter { $0.videoID == video.id } }
-        if let active = existing.first(where: { [.requested, .downloading, .suspended, .completed].contains($0.downloadState) }) {
-            throw OfflineVideoError(.invalidParameter, .alreadyDownloaded,
-                                    "Video \(video.id) has already been downloaded or is downloading (token \(active.token))")
-        }
+        // Checked and reserved before the first suspension: a second request for the video
+        // while this one plans or licenses is refused, not downloaded twice.
+        let existing = try reserve(video, refusingIn: DownloadStateMachine.holdsVideo,
+                                   "has already been downloaded or is downloading")
+        defer { reservedVideos.remove(video.id) }
         // FairPlay: a preloaded license is used as it is; otherwise terms are checked before
         // any request, and the license is acquired before any media byte is fetched.
         let preloaded = existing.first { $0.downloadState == .licensePreloaded }
@@ -202,13 +230,13 @@ public actor OfflineVideoManager {
         let now = configuration.clock().timeIntervalSince1970
         let allowsCellular = options.allowsCellularDownload
         let record = try storeCall { () throws -> DownloadRecord in
-            // A preloaded record keeps its token, sequence and license; everything else is this request's.
+            // A preloaded record keeps its token, sequence, state (moved by `.request` below) and
+            // license; everything else is this request's.
             var record = try preloaded ?? DownloadRecord.new(token: token, video: video, state: .requested, parameters: parameters,
                                                              requestedAt: now, allowsCellular: allowsCellular,
                                                              sequence: try store.nextSequence())
             if preloaded != nil {
                 record.videoJSON = try OfflineVideoManager.json(video)
-                record.state = OfflineVideoDownloadState.requested.rawValue
                 record.parameters = try JSONEncoder().encode(parameters)
                 record.displayName = parameters.displayName ?? video.name
                 record.requestedAt = now
@@ -233,78 +261,70 @@ public actor OfflineVideoManager {
             if license != nil { releaseOnServer(record) }  // nothing here holds that license now
             throw OfflineVideoError(.downloadFailure, .storage, "Cannot store the download: \(error)")
         }
-        queue.append(token)
-        schedule()
+        if preloaded != nil {
+            try await apply(.request, to: token)
+        } else {
+            queue.append(token)
+            schedule()
+        }
         return token
+    }
+
+    /// Refuses a video another request is working on or whose stored records are in one of
+    /// `refused`, else reserves it (the caller removes it from `reservedVideos` when done).
+    /// Returns the video's stored records. Never suspends: check and reservation are one step.
+    func reserve(_ video: PlaybackVideo, refusingIn refused: Set<OfflineVideoDownloadState>,
+                 _ what: String) throws(OfflineVideoError) -> [DownloadRecord] {
+        if reservedVideos.contains(video.id) {
+            throw OfflineVideoError(.invalidParameter, .alreadyDownloaded, "Video \(video.id) \(what) (another request is under way)")
+        }
+        let existing = try storeCall { try store.allDownloads().filter { $0.videoID == video.id } }
+        if let held = existing.first(where: { refused.contains($0.downloadState) }) {
+            throw OfflineVideoError(.invalidParameter, .alreadyDownloaded, "Video \(video.id) \(what) (token \(held.token))")
+        }
+        reservedVideos.insert(video.id)
+        return existing
     }
 
     // MARK: Control
 
     /// Pauses a requested or running download (state `suspended`); finished segments and the
     /// partial one are kept.
-    public func pauseVideoDownload(_ token: OfflineVideoToken) throws(OfflineVideoError) {
-        let record = try existing(token)
-        guard record.downloadState.isActive else {
-            throw OfflineVideoError(.invalidParameter, .invalidState, "Download \(token) is \(record.downloadState), not running")
-        }
-        try setState(token, .suspended)
-        stopRunning(token)
+    public func pauseVideoDownload(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
+        try await apply(.pause, to: token)
     }
 
-    /// Continues a suspended download, or retries a failed one, where it stopped.
-    public func resumeVideoDownload(_ token: OfflineVideoToken) throws(OfflineVideoError) {
-        let record = try existing(token)
-        guard record.downloadState == .suspended || record.downloadState == .error else {
-            throw OfflineVideoError(.invalidParameter, .invalidState, "Download \(token) is \(record.downloadState), not suspended")
-        }
-        try storeCall {
-            try store.update(token) { stored in
-                stored.state = OfflineVideoDownloadState.requested.rawValue
-                stored.endedAt = nil
-                stored.error = nil
-            }
-        }
-        if !queue.contains(token) { queue.append(token) }
-        schedule()
+    /// Continues a suspended download, or a failed one, where it stopped.
+    public func resumeVideoDownload(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
+        try await apply(.resume, to: token)
+    }
+
+    /// Retries a failed download (state `error` only), keeping the segments already fetched.
+    public func retryVideoDownload(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
+        try await apply(.retry, to: token)
     }
 
     /// Cancels a download: state `cancelled`, its media files removed, the record kept
-    /// (status queries still answer) until `deleteOfflineVideo`.
+    /// (status queries still answer) until `deleteOfflineVideo`. A download that was queued,
+    /// running or suspended ends with `didFinishDownloadWithError` (reason `cancelled`).
     public func cancelVideoDownload(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
-        let record = try existing(token)
-        guard [.requested, .downloading, .suspended, .error].contains(record.downloadState) else {
-            throw OfflineVideoError(.invalidParameter, .invalidState, "Download \(token) is \(record.downloadState) and cannot be cancelled")
-        }
-        stopRunning(token)
-        let now = configuration.clock().timeIntervalSince1970
-        try storeCall {
-            try store.update(token) { stored in
-                stored.state = OfflineVideoDownloadState.cancelled.rawValue
-                stored.endedAt = now
-            }
-        }
-        await removePackage(token)
+        try await apply(.cancel, to: token)
     }
 
-    /// Removes every file of the offline video and its license, and forgets the token.
+    /// Removes every file of the offline video and its license, and forgets the token. The
+    /// license is given back to the server (later, if offline now).
     public func deleteOfflineVideo(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
-        let record = try existing(token)
-        stopRunning(token)
-        releaseOnServer(record)
-        try storeCall { try store.delete(token) }
-        await removePackage(token)
-        videoCache[token] = nil
+        try await apply(.delete, to: token)
     }
 
-    /// Ends every requested and running download with an error and deletes its files;
+    /// Ends every requested, running and suspended download with an error (reason
+    /// `cancelled`, announced with `didFinishDownloadWithError`) and deletes its files;
     /// completed ones are left alone.
     public func forceStopAllDownloadTasks() async throws(OfflineVideoError) {
-        let active = try storeCall { try store.allDownloads().filter { $0.downloadState.isActive || $0.downloadState == .suspended } }
+        try requireOwner()
+        let active = try storeCall { try store.allDownloads().filter { DownloadStateMachine.stoppable.contains($0.downloadState) } }
         for record in active {
-            stopRunning(record.token)
-            let error = OfflineVideoError(.downloadFailure, .cancelled, "Stopped by forceStopAllDownloadTasks")
-            try fail(record.token, error)
-            await removePackage(record.token)
+            _ = try await applyUnlessMoved(.forceStop, to: record.token)  // false: it ended meanwhile
         }
     }
 
@@ -349,22 +369,6 @@ public actor OfflineVideoManager {
             throw OfflineVideoError(.invalidParameter, .unknownToken, "No offline video has the token \(token)")
         }
         return record
-    }
-
-    func setState(_ token: OfflineVideoToken, _ state: OfflineVideoDownloadState) throws(OfflineVideoError) {
-        try storeCall { try store.update(token) { $0.state = state.rawValue } }
-    }
-
-    func fail(_ token: OfflineVideoToken, _ error: OfflineVideoError) throws(OfflineVideoError) {
-        let now = configuration.clock().timeIntervalSince1970
-        let stored = try? JSONEncoder().encode(StoredError(error))
-        try storeCall {
-            try store.update(token) { record in
-                record.state = OfflineVideoDownloadState.error.rawValue
-                record.endedAt = now
-                record.error = stored
-            }
-        }
     }
 
     func stopRunning(_ token: OfflineVideoToken) {

@@ -23,6 +23,15 @@ public struct OfflineVideoManagerOptions: Sendable, Equatable {
     }
 }
 
+/// What a manager may do with its storage folder.
+public enum StorageRole: Sendable, Equatable {
+    /// Runs downloads and changes what is stored. Holds the folder's `owner.lock` while open:
+    /// a second owner, in this process or another, is refused with `storageInUse`.
+    case owner
+    /// Reads what is stored beside an owner; every change is refused with `readOnly`.
+    case reader
+}
+
 /// Everything an `OfflineVideoManager` is made with.
 public struct OfflineVideoManagerConfiguration: Sendable {
     /// Where the database and the package folders live.
@@ -45,9 +54,10 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     public var retryInitialDelay: Duration = .milliseconds(250)
     /// The least time between two progress reports of a download (default 100 ms: 10 a second).
     public var progressInterval: Duration = .milliseconds(100)
-    /// Whether a new manager continues the downloads a previous run left unfinished (default
-    /// yes; tools that only look at the store turn it off).
-    public var resumesDownloadsAtStart = true
+    /// Whether this manager runs the storage folder's downloads (`owner`, the default: one per
+    /// folder across every process; it continues what the last one left unfinished) or only
+    /// reads it beside the owner (`reader`: status, lists, video objects and playback).
+    public var role: StorageRole = .owner
     /// Which network the device is on.
     public var network: any NetworkMonitor = ManualNetworkMonitor()
     /// The clock license and URL expiry decisions read.

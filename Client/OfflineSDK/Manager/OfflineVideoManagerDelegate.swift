@@ -32,8 +32,13 @@ public enum OfflineVideoEvent: Sendable, Equatable {
     case staticImagesDownloaded(OfflineVideoToken)
     /// A download ended: nil when it completed, else why it failed.
     case downloadFinished(OfflineVideoToken, error: OfflineVideoError?)
-    /// Stored videos changed while the manager was not running (files vanished, packages removed).
+    /// Stored videos changed behind the manager's back (files vanished, packages removed).
     case storageChanged
+    /// The effective expiry of a video's license moved (first play, renewal, invalidation):
+    /// the new one, `distantFuture` for a purchase, nil when it holds no license now.
+    case licenseExpirationChanged(OfflineVideoToken, expiration: Date?)
+    /// A download whose license expired was deleted (`autoPurgesExpiredDownloads`).
+    case downloadPurged(OfflineVideoToken)
 }
 
 /// Callbacks of `OfflineVideoManager`, named as in Brightcove's SDK. Every method has an
@@ -50,8 +55,12 @@ public protocol OfflineVideoManagerDelegate: AnyObject, Sendable {
     func didDownloadStaticImages(offlineVideoToken token: OfflineVideoToken)
     /// A package folder no record knows was found at start; true deletes it (the default).
     func shouldDeleteVideoPackage(_ videoPackagePath: String) -> Bool
-    /// Stored videos changed while the manager was not running.
+    /// Stored videos changed behind the manager's back.
     func offlineVideoStorageDidChange()
+    /// The effective expiry of a video's license moved (nil: no license now).
+    func offlineVideoToken(_ token: OfflineVideoToken, didChangeLicenseExpirationTo expiration: Date?)
+    /// A download whose license expired was deleted by auto-purge.
+    func offlineVideoTokenWasPurged(_ token: OfflineVideoToken)
     /// The service to fetch `video` again with when its URLs expired; nil builds one from the
     /// account and policy key the video was found with.
     func playbackServiceForManifestURLTTLUpdate(for video: PlaybackVideo) -> PlaybackService?
@@ -64,6 +73,8 @@ extension OfflineVideoManagerDelegate {
     public func didDownloadStaticImages(offlineVideoToken token: OfflineVideoToken) {}
     public func shouldDeleteVideoPackage(_ videoPackagePath: String) -> Bool { true }
     public func offlineVideoStorageDidChange() {}
+    public func offlineVideoToken(_ token: OfflineVideoToken, didChangeLicenseExpirationTo expiration: Date?) {}
+    public func offlineVideoTokenWasPurged(_ token: OfflineVideoToken) {}
     public func playbackServiceForManifestURLTTLUpdate(for video: PlaybackVideo) -> PlaybackService? { nil }
 }
 
@@ -81,6 +92,10 @@ extension OfflineVideoEvent {
             delegate.offlineVideoToken(token, didFinishDownloadWithError: error)
         case .storageChanged:
             delegate.offlineVideoStorageDidChange()
+        case .licenseExpirationChanged(let token, let expiration):
+            delegate.offlineVideoToken(token, didChangeLicenseExpirationTo: expiration)
+        case .downloadPurged(let token):
+            delegate.offlineVideoTokenWasPurged(token)
         }
     }
 }

@@ -7,10 +7,19 @@ import GRDB
 final class OfflineStore: Sendable {
     let pool: DatabasePool
 
-    /// Opens (creating) `offline.sqlite` in `directory` and migrates it.
+    /// How long a statement waits for another connection or process holding the database's
+    /// write lock before failing with SQLITE_BUSY.
+    static let busyTimeout: TimeInterval = 10
+
+    /// Opens (creating) `offline.sqlite` in `directory` and migrates it. Opening and migrating
+    /// are serialized across processes by `store.lock`; afterwards every statement waits up to
+    /// `busyTimeout` for a database another process is writing.
     init(directory: URL) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let lock = try StorageLock.waiting(at: directory.appendingPathComponent("store.lock").path)
+        defer { withExtendedLifetime(lock) {} }
         var configuration = Configuration()
+        configuration.busyMode = .timeout(OfflineStore.busyTimeout)
         configuration.prepareDatabase { db in
             // WAL + NORMAL: a committed transaction survives a process crash (not always a power loss).
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
@@ -147,6 +156,35 @@ final class OfflineStore: Sendable {
             change(&record)
             try record.update(db)
             return record
+        }
+    }
+
+    /// Applies the state machine's decision for the stored state of `token`, in one transaction:
+    /// the state is written only from the state it was decided on. Returns the decision and
+    /// the record as it was before; nil for an unknown token.
+    func transition(_ token: String, at now: Double, _ decide: (OfflineVideoDownloadState) throws -> DownloadStateMachine.Transition)
+        throws -> (DownloadStateMachine.Transition, before: DownloadRecord)? {
+        try pool.write { db in
+            guard let before = try DownloadRecord.fetchOne(db, key: token) else { return nil }
+            var record = before
+            let transition = try decide(record.downloadState)
+            guard let state = transition.state else {
+                try record.delete(db)
+                return (transition, before)
+            }
+            record.state = state.rawValue
+            switch transition.endTime {
+            case .keep: break
+            case .clear: record.endedAt = nil
+            case .now: record.endedAt = now
+            }
+            switch transition.error {
+            case .keep: break
+            case .clear: record.error = nil
+            case .set(let error): record.error = try JSONEncoder().encode(StoredError(error))
+            }
+            try record.update(db)
+            return (transition, before)
         }
     }
 

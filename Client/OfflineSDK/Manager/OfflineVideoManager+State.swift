@@ -1,0 +1,65 @@
+import Foundation
+
+/// Every change of a download's state goes through `apply`: the state machine decides from
+/// the stored state, the store records the decision in the same transaction, then the
+/// decision's actions run here.
+extension OfflineVideoManager {
+    /// Applies `event` to the download `token` and carries out its actions. Throws
+    /// `unknownToken`, `invalidState` when the event does not apply to the stored state, and
+    /// `readOnly` on a reader.
+    @discardableResult
+    func apply(_ event: DownloadStateMachine.Event, to token: OfflineVideoToken,
+               announcesStorageChange: Bool = true) async throws(OfflineVideoError) -> DownloadStateMachine.Transition {
+        try requireOwner()
+        let now = configuration.clock().timeIntervalSince1970
+        let decided = try storeCall {
+            try store.transition(token, at: now) { state throws(OfflineVideoError) in
+                try DownloadStateMachine.transition(from: state, on: event, token: token)
+            }
+        }
+        guard let (transition, before) = decided else {
+            throw OfflineVideoError(.invalidParameter, .unknownToken, "No offline video has the token \(token)")
+        }
+        await carryOut(transition.actions, for: before, announcesStorageChange: announcesStorageChange)
+        return transition
+    }
+
+    /// `apply`, for events that race with the app's own calls (a task starting or ending while
+    /// the app pauses or cancels): false, and nothing done, when the download has moved to a
+    /// state the event does not apply to, or is gone.
+    func applyUnlessMoved(_ event: DownloadStateMachine.Event, to token: OfflineVideoToken) async throws(OfflineVideoError) -> Bool {
+        do {
+            try await apply(event, to: token)
+            return true
+        } catch {
+            if error.reason == .invalidState || error.reason == .unknownToken { return false }
+            throw error
+        }
+    }
+
+    /// Runs a transition's actions for the download whose record was `before` the transition.
+    private func carryOut(_ actions: [DownloadStateMachine.Action], for before: DownloadRecord, announcesStorageChange: Bool) async {
+        let token = before.token
+        for action in actions {
+            switch action {
+            case .stopTask:
+                stopRunning(token)
+            case .enqueue:
+                if !queue.contains(token) && running[token] == nil { queue.append(token) }
+                schedule()
+            case .removePackage:
+                await removePackage(token)
+            case .releaseLicense:
+                releaseOnServer(before)
+            case .forgetCaches:
+                videoCache[token] = nil
+            case .announceFinished(let error):
+                hub.emit(.downloadFinished(token, error: error))
+            case .announceStorageChanged:
+                if announcesStorageChange { hub.emit(.storageChanged) }
+            case .announcePurged:
+                hub.emit(.downloadPurged(token))
+            }
+        }
+    }
+}

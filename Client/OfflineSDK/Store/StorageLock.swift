@@ -1,0 +1,77 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An advisory lock on a file of the storage folder (`flock`): the kernel releases it when
+/// the descriptor is closed or the process dies, so a killed process never leaves a stale
+/// lock behind. Two locks are used:
+/// - `owner.lock`, held for the life of the manager that runs downloads: one such manager per
+///   storage folder, whatever the process; readers (`StorageRole.reader`) take none.
+/// - `store.lock`, held only while the store is opened and migrated: GRDB's migrator reads
+///   which migrations are applied before it takes SQLite's write lock, so two processes
+///   opening a fresh folder at once would otherwise both create the tables.
+///
+/// `flock` locks belong to an open file description: a second lock on the same file conflicts
+/// even inside one process, which is what keeps two managers of one process apart too.
+final class StorageLock: Sendable {
+    private let descriptor: Int32
+    let path: String
+
+    private init(descriptor: Int32, path: String) {
+        self.descriptor = descriptor
+        self.path = path
+    }
+
+    deinit { close(descriptor) }
+
+    /// Takes the exclusive lock on `path` (made if missing), waiting for another holder to
+    /// let go. Used for short critical sections only (opening the store).
+    static func waiting(at path: String) throws(OfflineVideoError) -> StorageLock {
+        let descriptor = try open(path)
+        while flock(descriptor, LOCK_EX) != 0 {
+            if errno == EINTR { continue }
+            let reason = String(cString: strerror(errno))
+            close(descriptor)
+            throw OfflineVideoError(.invalidParameter, .storage, "Cannot lock \(path): \(reason)")
+        }
+        return StorageLock(descriptor: descriptor, path: path)
+    }
+
+    /// Takes the exclusive lock on `path` if nobody holds it, and writes this process's id
+    /// into the file; otherwise refuses, naming the holder's process id when it wrote one.
+    static func owner(at path: String, folder: String) throws(OfflineVideoError) -> StorageLock {
+        let descriptor = try open(path)
+        if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            let busy = errno == EWOULDBLOCK
+            let reason = String(cString: strerror(errno))
+            let holder = busy ? processID(in: descriptor) : nil
+            close(descriptor)
+            guard busy else { throw OfflineVideoError(.invalidParameter, .storage, "Cannot lock \(path): \(reason)") }
+            let who = holder.map { "process \($0)" } ?? "another process"
+            throw OfflineVideoError(.invalidParameter, .storageInUse,
+                                    "The storage folder \(folder) is in use by \(who), which runs its downloads. "
+                                        + "Stop it first, or open this manager as a reader (status, lists and video objects only).")
+        }
+        let text = Array("\(getpid())\n".utf8)
+        _ = ftruncate(descriptor, 0)
+        _ = text.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        return StorageLock(descriptor: descriptor, path: path)
+    }
+
+    private static func open(_ path: String) throws(OfflineVideoError) -> Int32 {
+        let descriptor = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw OfflineVideoError(.invalidParameter, .storage, "Cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        return descriptor
+    }
+
+    /// The process id written in the lock file by its holder, if any.
+    private static func processID(in descriptor: Int32) -> Int32? {
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return nil }
+        return Int32(String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}
