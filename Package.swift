@@ -53,19 +53,21 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // Server
+        // HTTP serving for both sides: the mock backend and the SDK's loopback playback server.
         .systemLibrary(
             name: "CMicroHTTPD",
-            path: "Server/CMicroHTTPD",
+            path: "Shared/CMicroHTTPD",
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
         .target(
             name: "MicroHTTP",
             dependencies: ["CMicroHTTPD", .product(name: "Logging", package: "swift-log")],
-            path: "Server/MicroHTTP",
+            path: "Shared/MicroHTTP",
             swiftSettings: swiftSettings
         ),
+
+        // Server
         .target(
             name: "MockBackend",
             dependencies: [
@@ -108,9 +110,10 @@ let package = Package(
         .target(
             name: "OfflineSDK",
             dependencies: [
-                "WireModels", "CurlTransfer", "LicenseProtocol",
+                "WireModels", "CurlTransfer", "LicenseProtocol", "SampleAES", "MicroHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Client/OfflineSDK",
             swiftSettings: swiftSettings

@@ -21,6 +21,9 @@ import Glibc
 public final class HTTPServer: Sendable {
     /// Answers one request. Runs on an MHD thread.
     public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
+    /// Answers one request when its answer has to wait (for a file still arriving, say): the
+    /// connection is suspended meanwhile, so no MHD thread waits with it.
+    public typealias DeferredHandler = @Sendable (HTTPRequest) async -> HTTPResponse
     /// Builds the answer for failures found before a handler runs (bad target, 413, 500).
     public typealias ErrorResponder = @Sendable (_ status: Int, _ message: String) -> HTTPResponse
 
@@ -32,7 +35,14 @@ public final class HTTPServer: Sendable {
     public init(configuration: HTTPServerConfiguration, logger: Logger,
                 errorResponder: @escaping ErrorResponder = HTTPServer.plainErrorResponder,
                 handler: @escaping Handler) {
-        core = ServerCore(configuration: configuration, logger: logger, handler: handler, errorResponder: errorResponder)
+        core = ServerCore(configuration: configuration, logger: logger, handler: .immediate(handler), errorResponder: errorResponder)
+    }
+
+    /// Creates a server whose handler answers asynchronously; nothing is bound until `start()`.
+    public init(configuration: HTTPServerConfiguration, logger: Logger,
+                errorResponder: @escaping ErrorResponder = HTTPServer.plainErrorResponder,
+                deferredHandler: @escaping DeferredHandler) {
+        core = ServerCore(configuration: configuration, logger: logger, handler: .deferred(deferredHandler), errorResponder: errorResponder)
     }
 
     deinit {
@@ -119,11 +129,17 @@ struct DaemonHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 }
 
+/// How requests are answered: on MHD's thread, or later by a task.
+enum Handling: Sendable {
+    case immediate(HTTPServer.Handler)
+    case deferred(HTTPServer.DeferredHandler)
+}
+
 /// What the C callbacks need: immutable configuration, the handler and atomic counters.
 final class ServerCore: Sendable {
     let configuration: HTTPServerConfiguration
     let logger: Logger
-    let handler: HTTPServer.Handler
+    let handler: Handling
     let errorResponder: HTTPServer.ErrorResponder
     let activeRequests = Atomic<Int>(0)
     let addedLatency: Atomic<Int>
@@ -133,7 +149,7 @@ final class ServerCore: Sendable {
     let suspended = Mutex<Set<ConnectionHandle>?>([])
 
     init(configuration: HTTPServerConfiguration, logger: Logger,
-         handler: @escaping HTTPServer.Handler, errorResponder: @escaping HTTPServer.ErrorResponder) {
+         handler: Handling, errorResponder: @escaping HTTPServer.ErrorResponder) {
         self.configuration = configuration
         self.logger = logger
         self.handler = handler

@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import Logging
 import Dispatch
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,8 +15,9 @@ final class RequestState {
     var target = ""
     var body: [UInt8] = []
     var bodyTooLarge = false
-    /// Set while the connection is suspended for added latency; queued when MHD calls back.
-    var pending: HTTPResponse?
+    /// Set while the connection is suspended (added latency, an async handler): the answer
+    /// arrives there from another thread before the connection is resumed.
+    var later: Later?
     var status = 0
     var bytesSent: UInt64 = 0
 }
@@ -51,9 +53,11 @@ nonisolated enum MHDCallbacks {
         }
         let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
 
-        if let pending = state.pending {
-            state.pending = nil
-            return queue(pending, for: nil, state: state, connection: connection, core: core)
+        if let later = state.later {
+            // Resumed: the answer is in, or the server is stopping and could not wait for it.
+            state.later = nil
+            let response = later.slot.withLock { $0 } ?? core.errorResponder(503, "the server is shutting down")
+            return queue(response, for: later.request, state: state, connection: connection, core: core)
         }
         if state.status != 0 { return .YES }  // answered early (413); MHD is draining
 
@@ -73,27 +77,58 @@ nonisolated enum MHDCallbacks {
         }
 
         // The whole request is in.
-        let (response, request) = respond(core: core, state: state, connection: connection)
         let latency = core.addedLatency.load(ordering: .relaxed)
-        if latency > 0 {
-            let handle = ConnectionHandle(pointer: connection)
-            // Set before suspending: once suspended, a resume may come from another thread.
-            state.pending = response.flatMap { r in request.map { r.applyingConditionals(for: $0) } ?? r }
-            let suspended = core.suspended.withLock { set -> Bool in
-                guard set != nil else { return false }  // shutting down: answer at once
-                MHD_suspend_connection(connection)
-                set?.insert(handle)
-                return true
-            }
-            if suspended {
-                core.timerQueue.asyncAfter(deadline: .now() + .milliseconds(latency)) {
-                    core.resume(handle)
-                }
-                return .YES
-            }
-            state.pending = nil
+        let request: HTTPRequest
+        switch makeRequest(core: core, state: state, connection: connection) {
+        case .failure(let refusal):
+            return queue(refusal.response, for: nil, state: state, connection: connection, core: core)
+        case .success(let made):
+            request = made
         }
-        return queue(response ?? core.errorResponder(500, "no response"), for: request, state: state, connection: connection, core: core)
+        switch core.handler {
+        case .immediate(let handler):
+            let response = handler(request)
+            guard latency > 0 else { return queue(response, for: request, state: state, connection: connection, core: core) }
+            let later = Later(request: request)
+            later.slot.withLock { $0 = response }
+            guard suspend(connection, state: state, later: later, core: core) else {
+                return queue(response, for: request, state: state, connection: connection, core: core)  // stopping: at once
+            }
+            let handle = ConnectionHandle(pointer: connection)
+            core.timerQueue.asyncAfter(deadline: .now() + .milliseconds(latency)) {
+                core.resume(handle)
+            }
+            return .YES
+        case .deferred(let handler):
+            let later = Later(request: request)
+            guard suspend(connection, state: state, later: later, core: core) else {
+                return queue(core.errorResponder(503, "the server is shutting down"), for: request, state: state,
+                             connection: connection, core: core)
+            }
+            let handle = ConnectionHandle(pointer: connection)
+            Task {
+                let response = await handler(request)
+                if latency > 0 { try? await Task.sleep(for: .milliseconds(latency)) }
+                later.slot.withLock { $0 = response }
+                core.resume(handle)
+            }
+            return .YES
+        }
+    }
+
+    /// Suspends a connection whose answer comes later; false when the server is stopping
+    /// (answer at once then). `state.later` is set before suspending: once suspended, a
+    /// resume may come from another thread.
+    private static func suspend(_ connection: OpaquePointer, state: RequestState, later: Later, core: ServerCore) -> Bool {
+        state.later = later
+        let suspended = core.suspended.withLock { set -> Bool in
+            guard set != nil else { return false }
+            MHD_suspend_connection(connection)
+            set?.insert(ConnectionHandle(pointer: connection))
+            return true
+        }
+        if !suspended { state.later = nil }
+        return suspended
     }
 
     static let completed: MHD_RequestCompletedCallback = { cls, _, conCls, termination in
@@ -110,20 +145,25 @@ nonisolated enum MHDCallbacks {
         ])
     }
 
-    /// Runs the handler (or builds the pre-handler error) for a fully received request.
-    private static func respond(core: ServerCore, state: RequestState, connection: OpaquePointer)
-        -> (HTTPResponse?, HTTPRequest?) {
+    /// The request a handler sees, or the answer to a request no handler may see (413, 400).
+    private static func makeRequest(core: ServerCore, state: RequestState,
+                                    connection: OpaquePointer) -> Result<HTTPRequest, Refusal> {
         if state.bodyTooLarge {
-            return (core.errorResponder(413, "request body is over the limit of \(core.configuration.maxBodySize) bytes"), nil)
+            return .failure(Refusal(core.errorResponder(413, "request body is over the limit of \(core.configuration.maxBodySize) bytes")))
         }
         do {
-            let request = try HTTPRequest(method: state.method, target: state.target,
-                                          headers: headers(connection), body: state.body,
-                                          remoteAddress: SocketAddress.describe(mhd_shim_client_address(connection)))
-            return (core.handler(request), request)
+            return .success(try HTTPRequest(method: state.method, target: state.target,
+                                            headers: headers(connection), body: state.body,
+                                            remoteAddress: SocketAddress.describe(mhd_shim_client_address(connection))))
         } catch {
-            return (core.errorResponder(400, error.description), nil)
+            return .failure(Refusal(core.errorResponder(400, error.description)))
         }
+    }
+
+    /// An answer given before any handler ran.
+    private struct Refusal: Error {
+        let response: HTTPResponse
+        init(_ response: HTTPResponse) { self.response = response }
     }
 
     /// Hands a response to MHD, applying ranges and conditionals first when `request` is given.
@@ -210,6 +250,14 @@ nonisolated enum MHDCallbacks {
     private static func header(_ connection: OpaquePointer, _ name: String) -> String? {
         MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
     }
+}
+
+/// The answer of a suspended connection: the request it answers, and the response once
+/// made (on another thread; read by MHD's thread after the connection is resumed).
+final class Later: Sendable {
+    let request: HTTPRequest
+    let slot = Mutex<HTTPResponse?>(nil)
+    init(request: HTTPRequest) { self.request = request }
 }
 
 /// A suspended connection handed to the latency timer. MHD allows `MHD_resume_connection`
