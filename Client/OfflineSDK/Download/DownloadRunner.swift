@@ -36,6 +36,8 @@ struct DownloadRunner: Sendable {
     var refreshURLs: @Sendable () async throws(OfflineVideoError) -> Void
     /// Called at most every `progressInterval`, and once at the end.
     var report: @Sendable (RunnerProgress) async -> Void
+    /// Called as each segment's file is in place (playback during download waits on it).
+    var arrived: @Sendable (SegmentKey) -> Void = { _ in }
     var progressInterval: Duration = .milliseconds(100)
     var clock: @Sendable () -> Date = { Date() }
 
@@ -129,6 +131,7 @@ struct DownloadRunner: Sendable {
                     group.addTask { await self.commit(segment, file) }
                 case .finished(let segment, let bytes):
                     committing -= 1
+                    arrived(segment.key)
                     streak.recordProgress()
                     refreshedAfterFailure = false
                     trackDone[segment.track, default: 0] += bytes

@@ -74,10 +74,26 @@ struct FairPlayLicenseClient: Sendable {
         let (request, answer) = try await exchange(licenseID == nil ? .acquire : .renew, fairPlay: fairPlay, contentKeyID: contentKeyID,
                                                    accountID: accountID, licenseID: licenseID, authToken: authToken,
                                                    headers: [("X-BOLT-OFFLINE-LICENSE", "true"), ("X-BC-CRT-CONFIG", profile.headerValue)])
+        return try store(request, answer)
+    }
+
+    /// Reports the first playback of a license; returns the license with the server's updated
+    /// terms (its first play and shortened expiry), sealed as stored.
+    func firstPlay(licenseID: String, fairPlay: KeySystem, contentKeyID: String, accountID: String,
+                   authToken: String?) async throws(OfflineVideoError) -> StoredLicense {
+        let (request, answer) = try await exchange(.firstPlay, fairPlay: fairPlay, contentKeyID: contentKeyID, accountID: accountID,
+                                                   licenseID: licenseID, authToken: authToken, headers: [])
+        return try store(request, answer)
+    }
+
+    /// Verifies a CKC against its request and seals it for the store; its issue time raises the
+    /// trusted-time mark.
+    private func store(_ request: PendingLicenseRequest, _ answer: [UInt8]) throws(OfflineVideoError) -> StoredLicense {
         let license: License
         do { license = try request.open(answer) } catch {
             throw OfflineVideoError(.contentKeyRequestFailed, .license, "The license server's answer does not verify: \(error)")
         }
+        try? store.raiseTrustedTime(to: license.terms.issuedAt.timeIntervalSince1970)
         return try StoredLicense(license, deviceKey: deviceKey())
     }
 
@@ -123,6 +139,20 @@ struct FairPlayLicenseClient: Sendable {
                                         + (detail.map { " \($0.errorCode)/\($0.errorSubcode ?? "-"): \($0.message ?? "")" } ?? ""),
                                     httpStatus: response.status, responseBody: response.body)
         }
+        if let date = response.headers["Date"].flatMap(HTTPDate.parse) {
+            try? store.raiseTrustedTime(to: date.timeIntervalSince1970)
+        }
         return (request, response.body)
+    }
+}
+
+/// HTTP's `Date` header format (RFC 9110 IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`).
+enum HTTPDate {
+    static func parse(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        return formatter.date(from: text)
     }
 }

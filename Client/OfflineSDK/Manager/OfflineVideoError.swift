@@ -55,6 +55,14 @@ public struct OfflineVideoError: Error, Sendable, Equatable, CustomStringConvert
         /// The manager was opened as a reader and cannot change what is stored.
         case readOnly = "read_only"
         case license = "license"
+        /// The license has ended (rental end, or the play window after the first play).
+        case licenseExpired = "license_expired"
+        /// The device clock stands behind the latest trusted time: licensed playback is refused.
+        case clockRollback = "clock_rollback"
+        /// Nothing of the video is on disk to play (a preloaded license, a cancelled download).
+        case notDownloaded = "not_downloaded"
+        /// A playback session was closed.
+        case closed = "closed"
         case other = "other"
     }
 

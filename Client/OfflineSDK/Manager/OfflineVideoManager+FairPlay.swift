@@ -45,10 +45,13 @@ extension OfflineVideoManager {
     }
 
     /// Replaces the license of an offline video with new terms (a new rental duration, or a
-    /// rental turned into a purchase). `video` is a fresh object from the Playback API (its
-    /// license URL must be valid). No bitrate may be given. Returns the same token.
+    /// rental turned into a purchase), or, after `invalidateFairPlayLicense`, acquires a new
+    /// one for it: the video plays again without downloading it again. `video` is a fresh
+    /// object from the Playback API (its license URL must be valid). No bitrate may be given.
+    /// A renewed rental's play window starts again at its next first play. Returns the same token.
     public func renewFairPlayLicense(_ token: OfflineVideoToken, video: PlaybackVideo, authToken: String? = nil,
                                      parameters: DownloadParameters) async throws(OfflineVideoError) -> OfflineVideoToken {
+        try requireOwner()
         let terms = try ParameterRules.validateRenewal(parameters)
         let record = try existing(token)
         // The reference allows a "substantially similar" video: same account, same FairPlay setup.
@@ -59,12 +62,17 @@ extension OfflineVideoManager {
         guard let fairPlay = try DownloadPlanner.offlineSource(of: video).fairPlay else {
             throw OfflineVideoError(.unsupported, .license, "Video \(video.id) is not protected with FairPlay")
         }
-        guard let current = StoredLicense.terms(of: record) else {
-            throw OfflineVideoError(.invalidLicense, .license, "Offline video \(token) holds no license to renew")
-        }
-        let renewed = try await licenseClient.offlineLicense(terms, fairPlay: fairPlay, contentKeyID: current.contentKeyID,
+        let renewed: StoredLicense
+        if let current = StoredLicense.terms(of: record) {
+            renewed = try await licenseClient.offlineLicense(terms, fairPlay: fairPlay, contentKeyID: current.contentKeyID,
                                                              accountID: record.accountID, licenseID: current.licenseID,
                                                              authToken: authToken ?? video.origin?.authToken)
+        } else {
+            // Given back: a new license for the same content key.
+            let keyID = try await contentKeyID(of: record, video: video)
+            renewed = try await licenseClient.offlineLicense(terms, fairPlay: fairPlay, contentKeyID: keyID, accountID: record.accountID,
+                                                             authToken: authToken ?? video.origin?.authToken)
+        }
         try storeCall {
             try store.update(token) { stored in
                 renewed.apply(to: &stored)
@@ -72,13 +80,30 @@ extension OfflineVideoManager {
             }
         }
         videoCache[token] = nil
+        hub.emit(.licenseExpirationChanged(token, expiration: LicenseRules.expiration(renewed.terms, localFirstPlay: nil) ?? .distantFuture))
         return token
     }
 
+    /// The FairPlay content key id of a download: from its local master playlist, else (a
+    /// preloaded license given back) from the video's master playlist online.
+    private func contentKeyID(of record: DownloadRecord, video: PlaybackVideo) async throws(OfflineVideoError) -> String {
+        let local = packageFolder(record.token).appendingPathComponent(PackageLayout.masterPlaylist).path
+        if let body = FileManager.default.contents(atPath: local),
+           let master = try? MasterPlaylist(parsing: String(decoding: body, as: UTF8.self)),
+           let keyID = DownloadPlanner.fairPlayKeyID(master.sessionKeys) {
+            return keyID
+        }
+        guard let keyID = DownloadPlanner.fairPlayKeyID(try await planner.master(of: video).playlist.sessionKeys) else {
+            throw OfflineVideoError(.noKeyRequestURLForRendition, .license, "The master playlist of video \(video.id) has no skd:// session key")
+        }
+        return keyID
+    }
+
     /// Deletes the license of an offline video (the media stay); playing it then fails with
-    /// `invalidLicense` until a new one is acquired with `renewFairPlayLicense`. The server
-    /// is told (best effort) so the device slot is freed.
+    /// `invalidLicense` until a new one is acquired with `renewFairPlayLicense`. The server is
+    /// told so the device slot is freed: now when online, else queued and sent later.
     public func invalidateFairPlayLicense(_ token: OfflineVideoToken) throws(OfflineVideoError) {
+        try requireOwner()
         let record = try existing(token)
         releaseOnServer(record)
         try storeCall {
@@ -86,18 +111,55 @@ extension OfflineVideoManager {
                 stored.license = nil
                 stored.licenseTerms = nil
                 stored.licenseExpiresAt = nil
+                stored.initialPlaybackAt = nil
             }
         }
         videoCache[token] = nil
+        if record.license != nil { hub.emit(.licenseExpirationChanged(token, expiration: nil)) }
     }
 
     /// When the license of an offline video expires: `distantFuture` for a purchase or a
-    /// video without FairPlay, nil when a FairPlay video holds no license.
+    /// video without FairPlay, nil when a FairPlay video holds no license. After the first
+    /// play of a rental with a play duration, the earlier of its end and the play window's.
     public func fairPlayLicenseExpiration(_ token: OfflineVideoToken) throws(OfflineVideoError) -> Date? {
         let record = try existing(token)
         guard let video = try? record.video(), video.usesFairPlay else { return .distantFuture }
         guard let terms = StoredLicense.terms(of: record) else { return nil }
-        return terms.expiresAt ?? .distantFuture
+        return LicenseRules.expiration(terms, localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:))) ?? .distantFuture
+    }
+
+    /// Deletes downloads whose license has expired (`autoPurgesExpiredDownloads`), except those
+    /// a playback session has open (purged once it closes), with `.downloadPurged` for each.
+    func purgeExpiredDownloads() async {
+        let now = configuration.clock()
+        for record in (try? store.allDownloads()) ?? [] where openSessions[record.token] == nil {
+            guard let terms = StoredLicense.terms(of: record),
+                  let end = LicenseRules.expiration(terms, localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:))),
+                  now >= end else { continue }
+            _ = try? await applyUnlessMoved(.purgeExpired, to: record.token)
+        }
+    }
+
+    /// The earliest license expiry still ahead, for the auto-purge watcher.
+    func nextLicenseExpiry() -> Date? {
+        let now = configuration.clock()
+        return ((try? store.allDownloads()) ?? []).compactMap { record -> Date? in
+            guard let terms = StoredLicense.terms(of: record) else { return nil }
+            return LicenseRules.expiration(terms, localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:)))
+        }.filter { $0 > now }.min()
+    }
+
+    /// Purges expired downloads now and as licenses expire: it wakes at the next expiry, and at
+    /// least once a minute (licenses acquired meanwhile, a clock that moved).
+    func watchLicenseExpiry() {
+        expiryWatcher = Task { [weak self] in
+            while !Task.isCancelled {
+                guard let self else { return }
+                await self.purgeExpiredDownloads()
+                let wait = await self.nextLicenseExpiry().map { $0.timeIntervalSince(self.configuration.clock()) } ?? 60
+                try? await Task.sleep(for: .seconds(min(60, max(0.05, wait))))
+            }
+        }
     }
 
     /// Adds (or, with nil, removes) an application certificate for `identifier` (the
@@ -109,19 +171,5 @@ extension OfflineVideoManager {
             }
         }
         try storeCall { try store.setCertificate(certificate.map { Data($0) }, identifier: identifier) }
-    }
-
-    /// Gives the record's license back to the server, in the background; failures are
-    /// ignored (an expired license URL, no network): the license is gone locally either way.
-    func releaseOnServer(_ record: DownloadRecord) {
-        guard let terms = StoredLicense.terms(of: record), terms.persistable,
-              let video = try? record.video(),
-              let fairPlay = try? DownloadPlanner.offlineSource(of: video).fairPlay
-        else { return }
-        let client = licenseClient
-        Task.detached {
-            try? await client.release(licenseID: terms.licenseID, fairPlay: fairPlay, contentKeyID: terms.contentKeyID,
-                                      accountID: record.accountID, authToken: nil)
-        }
     }
 }

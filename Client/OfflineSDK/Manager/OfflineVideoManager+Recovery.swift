@@ -34,12 +34,16 @@ extension OfflineVideoManager {
         schedule()
     }
 
-    /// The first file of a completed download that is not on disk, or nil when all are.
+    /// The first file of a completed download that is not on disk (playlists, segments,
+    /// sideband subtitles), or nil when all are.
     func missingFile(_ record: DownloadRecord) -> String? {
         let folder = packageFolder(record.token).path
         func exists(_ file: String) -> Bool { access(folder + "/" + file, F_OK) == 0 }
-        let playlists = [PackageLayout.masterPlaylist] + ((try? store.tracks(record.token)) ?? []).map(\.localPlaylist)
-        if let missing = playlists.first(where: { !exists($0) }) { return missing }
+        var files = [PackageLayout.masterPlaylist] + ((try? store.tracks(record.token)) ?? []).map(\.localPlaylist)
+        if let video = try? record.video() {
+            files += OfflineVideoManager.sidebandTracks(record: record, video: video).map(PackageLayout.sidebandFile)
+        }
+        if let missing = files.first(where: { !exists($0) }) { return missing }
         // Segment by segment from the store: a long video's records are never all in memory.
         var missing: String?
         try? store.forEachSegmentState(record.token) { segment in

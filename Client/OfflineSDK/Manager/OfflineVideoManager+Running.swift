@@ -20,6 +20,7 @@ extension OfflineVideoManager {
     /// One download from `requested` (or a resumed one) to `completed` or `error`.
     func perform(_ token: OfflineVideoToken) async {
         defer {
+            arrivals.stopped(token)
             if !Task.isCancelled {
                 running[token] = nil
                 live[token] = nil
@@ -48,6 +49,7 @@ extension OfflineVideoManager {
                     try await self.refreshURLs(token)
                 },
                 report: { [weak self] progress in await self?.report(token, progress) },
+                arrived: { [arrivals] key in arrivals.arrived(token, key) },
                 progressInterval: configuration.progressInterval, clock: configuration.clock)
             let result = try await runner.run()
             try Task.checkCancellation()
@@ -101,16 +103,8 @@ extension OfflineVideoManager {
         if let missing = missingFile(record) {
             return OfflineVideoError(.downloadFailure, .filesMissing, "The package is incomplete: \(missing) is missing")
         }
-        if let video = try? record.video() {
-            for track in OfflineVideoManager.sidebandTracks(record: record, video: video) {
-                let file = PackageLayout.sidebandFile(track)
-                if access(packageFolder(token).path + "/" + file, F_OK) != 0 {
-                    return OfflineVideoError(.downloadFailure, .filesMissing, "The package is incomplete: \(file) is missing")
-                }
-            }
-            if video.usesFairPlay, record.license == nil {
-                return OfflineVideoError(.invalidLicense, .license, "The FairPlay download holds no license")
-            }
+        if let video = try? record.video(), video.usesFairPlay, record.license == nil {
+            return OfflineVideoError(.invalidLicense, .license, "The FairPlay download holds no license")
         }
         return nil
     }

@@ -66,7 +66,6 @@ extension OfflineVideoManager {
             sideband.map { ($0.srclang, JSONValue.string(folder.appendingPathComponent(PackageLayout.sidebandFile($0)).path)) },
             uniquingKeysWith: { first, _ in first }))
         let playable = record.downloadState == .completed && missingFile(record) == nil
-            && sideband.allSatisfy { FileManager.default.fileExists(atPath: folder.appendingPathComponent(PackageLayout.sidebandFile($0)).path) }
         properties[OfflineProperty.playableOffline] = .bool(playable)
         let video = PlaybackVideo(video: original.video, properties: properties, origin: original.origin)
         if record.downloadState == .completed { videoCache[token] = video }

@@ -33,6 +33,8 @@ public actor OfflineVideoManager {
     let planner: DownloadPlanner
     let licenseClient: FairPlayLicenseClient
     let hub = EventHub()
+    /// Segments arriving from running downloads, for playback during download.
+    let arrivals = SegmentArrivals()
     let packagesDirectory: URL
 
     /// Running downloads; at most `maxConcurrentDownloads`.
@@ -52,6 +54,14 @@ public actor OfflineVideoManager {
     /// The lock that makes this manager the one running the storage folder's downloads; nil
     /// for a reader and once closed.
     var ownership: StorageLock?
+    /// Open playback sessions per offline video.
+    var openSessions: [OfflineVideoToken: Int] = [:]
+    /// License reports: a pass is running; another was asked for meanwhile.
+    var sendingReports = false
+    var reportsAgain = false
+    /// Background watchers of an owner: the network (license reports) and license expiry (auto-purge).
+    var reportWatcher: Task<Void, Never>?
+    var expiryWatcher: Task<Void, Never>?
 
     struct LiveProgress {
         var percent: Double = 0
@@ -91,7 +101,11 @@ public actor OfflineVideoManager {
         planner = DownloadPlanner(client: client)
         licenseClient = FairPlayLicenseClient(store: store, client: client, clock: configuration.clock)
         hub.delegate = delegate
-        if configuration.role == .owner { try await recover() }
+        if configuration.role == .owner {
+            try await recover()
+            watchNetworkForReports()
+            if configuration.autoPurgesExpiredDownloads { watchLicenseExpiry() }
+        }
     }
 
     // MARK: The shared instance
@@ -135,6 +149,10 @@ public actor OfflineVideoManager {
     public func close() async {
         let tasks = Array(running.values) + Array(winding.values)
         for task in tasks { task.cancel() }
+        reportWatcher?.cancel()
+        expiryWatcher?.cancel()
+        reportWatcher = nil
+        expiryWatcher = nil
         running = [:]
         winding = [:]
         queue = []

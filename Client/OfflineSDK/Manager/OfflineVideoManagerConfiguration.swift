@@ -58,6 +58,14 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     /// folder across every process; it continues what the last one left unfinished) or only
     /// reads it beside the owner (`reader`: status, lists, video objects and playback).
     public var role: StorageRole = .owner
+    /// Whether downloads whose license expired are deleted: at start, and as they expire while
+    /// the manager runs (not while a playback session of them is open), with `.downloadPurged`
+    /// (default off, as Quickplay's `downloadAutoPurgeOnExpiry`).
+    public var autoPurgesExpiredDownloads = false
+    /// How far the wall clock may stand behind the latest trusted time (server dates, license
+    /// issue and first-play times, earlier opens) before licensed playback is refused as a
+    /// clock set back (default 10 minutes).
+    public var clockTolerance: TimeInterval = 600
     /// Which network the device is on.
     public var network: any NetworkMonitor = ManualNetworkMonitor()
     /// The clock license and URL expiry decisions read.

@@ -93,7 +93,79 @@ final class OfflineStore: Sendable {
                 t.column("value", .blob).notNull()
             }
         }
+        migrator.registerMigration("v2: license reports") { db in
+            // First plays and releases waiting to reach the license server (sent when online).
+            // A report carries all it needs: its download may be deleted before it is sent.
+            try db.create(table: "license_report") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("kind", .text).notNull()
+                t.column("token", .text)
+                t.column("license_id", .text).notNull()
+                t.column("content_key_id", .text).notNull()
+                t.column("account_id", .text).notNull()
+                t.column("video_id", .text).notNull()
+                t.column("key_system", .blob).notNull()
+                t.column("service_base_url", .text)
+                t.column("policy_key", .text)
+                t.column("created_at", .double).notNull()
+                t.column("attempts", .integer).notNull().defaults(to: 0)
+            }
+        }
         return migrator
+    }
+
+    // MARK: License reports and trusted time
+
+    /// Records the first play of `token` at `time` (seconds since 1970) and queues its report,
+    /// in one transaction; false when a first play was already recorded.
+    func recordFirstPlay(_ token: String, at time: Double, report: LicenseReport) throws -> Bool {
+        try pool.write { db in
+            guard var record = try DownloadRecord.fetchOne(db, key: token), record.initialPlaybackAt == nil else { return false }
+            record.initialPlaybackAt = time
+            try record.update(db)
+            var report = report
+            try report.insert(db)
+            return true
+        }
+    }
+
+    func addReport(_ report: LicenseReport) throws {
+        try pool.write { db in
+            var report = report
+            try report.insert(db)
+        }
+    }
+
+    /// Reports not yet sent, oldest first.
+    func pendingReports() throws -> [LicenseReport] {
+        try pool.read { db in try LicenseReport.order(Column("id")).fetchAll(db) }
+    }
+
+    func removeReport(_ id: Int64) throws {
+        _ = try pool.write { db in try LicenseReport.deleteOne(db, key: id) }
+    }
+
+    func countReportAttempt(_ id: Int64) throws {
+        try pool.write { db in try db.execute(sql: "UPDATE license_report SET attempts = attempts + 1 WHERE id = ?", arguments: [id]) }
+    }
+
+    /// The trusted-time mark (seconds since 1970), if any time was recorded yet.
+    func trustedTime() throws -> Double? {
+        try pool.read { db in
+            try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'trusted_time'", arguments: [])
+                .flatMap { Double(String(decoding: $0, as: UTF8.self)) }
+        }
+    }
+
+    /// Raises the trusted-time mark to `time` if it is later; never lowers it.
+    func raiseTrustedTime(to time: Double) throws {
+        try pool.write { db in
+            let current = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'trusted_time'", arguments: [])
+                .flatMap { Double(String(decoding: $0, as: UTF8.self)) }
+            guard current.map({ time > $0 }) ?? true else { return }
+            try db.execute(sql: "INSERT OR REPLACE INTO setting (name, value) VALUES ('trusted_time', ?)",
+                           arguments: [Data(String(time).utf8)])
+        }
     }
 
     // MARK: Downloads

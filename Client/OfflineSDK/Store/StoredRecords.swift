@@ -162,3 +162,37 @@ struct StoredError: Codable, Sendable {
                           message, httpStatus: httpStatus)
     }
 }
+
+/// A first play or a release waiting to reach the license server (`license_report`).
+struct LicenseReport: Codable, Sendable, Equatable, FetchableRecord, MutablePersistableRecord {
+    static let databaseTableName = "license_report"
+
+    enum Kind: String, Codable, Sendable {
+        case firstPlay = "first_play"
+        case release
+    }
+
+    var id: Int64?
+    var kind: Kind
+    /// The download it came from (nil or gone once deleted: a release outlives its download).
+    var token: String?
+    var licenseID: String
+    var contentKeyID: String
+    var accountID: String
+    var videoID: String
+    /// The video's FairPlay key system (`KeySystem` JSON): where to send it.
+    var keySystem: Data
+    /// The Playback API the video was found with, to renew an expired license URL.
+    var serviceBaseURL: String?
+    var policyKey: String?
+    var createdAt: Double
+    var attempts: Int
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+
+    enum CodingKeys: String, CodingKey {
+        case id, kind, token, attempts
+        case licenseID = "license_id", contentKeyID = "content_key_id", accountID = "account_id", videoID = "video_id"
+        case keySystem = "key_system", serviceBaseURL = "service_base_url", policyKey = "policy_key", createdAt = "created_at"
+    }
+}

@@ -1,0 +1,120 @@
+import CurlTransfer
+import Foundation
+import LicenseProtocol
+import WireModels
+
+/// First plays and releases on their way to the license server. Each is queued durably in the
+/// store first and sent when the playback network policy allows: at once, at the next start,
+/// or when the network comes back. A report the server refuses for good (an expired or
+/// released license) is dropped; one that cannot reach it waits.
+extension OfflineVideoManager {
+    /// A report of `kind` for the license in `terms`, or nil when the video has no FairPlay source.
+    func licenseReport(_ kind: LicenseReport.Kind, record: DownloadRecord, terms: LicenseTerms) -> LicenseReport? {
+        guard let video = try? record.video(), let fairPlay = try? DownloadPlanner.offlineSource(of: video).fairPlay,
+              let keySystem = try? JSONEncoder().encode(fairPlay) else { return nil }
+        return LicenseReport(id: nil, kind: kind, token: record.token, licenseID: terms.licenseID, contentKeyID: terms.contentKeyID,
+                             accountID: record.accountID, videoID: record.videoID, keySystem: keySystem,
+                             serviceBaseURL: record.serviceBaseURL, policyKey: record.policyKey,
+                             createdAt: configuration.clock().timeIntervalSince1970, attempts: 0)
+    }
+
+    /// Queues the release of `record`'s license (if it holds a persistable one) and sends it
+    /// when it can: the license is gone on the device either way.
+    func releaseOnServer(_ record: DownloadRecord) {
+        guard let terms = StoredLicense.terms(of: record), terms.persistable,
+              let report = licenseReport(.release, record: record, terms: terms) else { return }
+        do { try store.addReport(report) } catch { return }
+        Task { await self.sendLicenseReports() }
+    }
+
+    /// Sends every queued report while the network allows, oldest first; one pass at a time
+    /// (a call during a pass makes the pass run once more).
+    func sendLicenseReports() async {
+        guard ownership != nil else { return }
+        guard !sendingReports else {
+            reportsAgain = true
+            return
+        }
+        sendingReports = true
+        defer { sendingReports = false }
+        repeat {
+            reportsAgain = false
+            guard NetworkGate.allows(configuration.network.currentPath, allowsCellular: options.allowsCellularPlayback) else { return }
+            for report in (try? store.pendingReports()) ?? [] {
+                guard let id = report.id else { continue }
+                if await send(report) {
+                    try? store.removeReport(id)
+                } else {
+                    try? store.countReportAttempt(id)
+                    return  // the server cannot be reached: the rest waits too
+                }
+            }
+        } while reportsAgain
+    }
+
+    /// Sends one report; true when it is done with (sent, or refused for good).
+    private func send(_ report: LicenseReport) async -> Bool {
+        guard var keySystem = try? JSONDecoder().decode(KeySystem.self, from: report.keySystem) else { return true }
+        for attempt in 0..<2 {
+            do {
+                switch report.kind {
+                case .firstPlay:
+                    let updated = try await licenseClient.firstPlay(licenseID: report.licenseID, fairPlay: keySystem,
+                                                                    contentKeyID: report.contentKeyID, accountID: report.accountID,
+                                                                    authToken: nil)
+                    applyServerLicense(updated, token: report.token)
+                case .release:
+                    try await licenseClient.release(licenseID: report.licenseID, fairPlay: keySystem, contentKeyID: report.contentKeyID,
+                                                    accountID: report.accountID, authToken: nil)
+                }
+                return true
+            } catch {
+                if error.reason == .tokenExpired, attempt == 0, let fresh = await freshKeySystem(report) {
+                    keySystem = fresh
+                    continue
+                }
+                let unreachable = error.reason == .network || (error.httpStatus.map { $0 >= 500 || $0 == 429 } ?? false)
+                return !unreachable
+            }
+        }
+        return false
+    }
+
+    /// Replaces the stored license of `token` with the server's answer to a first-play report
+    /// (same license id), keeping the local first play; announces the expiry if it moved.
+    private func applyServerLicense(_ license: StoredLicense, token: OfflineVideoToken?) {
+        guard let token, let record = try? store.download(token), let current = StoredLicense.terms(of: record),
+              current.licenseID == license.terms.licenseID else { return }
+        let local = record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:))
+        let before = LicenseRules.expiration(current, localFirstPlay: local)
+        guard (try? store.update(token, { license.apply(to: &$0) })) != nil else { return }
+        videoCache[token] = nil
+        let after = LicenseRules.expiration(license.terms, localFirstPlay: local)
+        if after != before { hub.emit(.licenseExpirationChanged(token, expiration: after ?? .distantFuture)) }
+    }
+
+    /// The key system of a fresh video object, for a report whose license URL expired: from the
+    /// delegate's service or one built from the origin kept with the report.
+    private func freshKeySystem(_ report: LicenseReport) async -> KeySystem? {
+        let record = report.token.flatMap { try? store.download($0) }
+        var service: PlaybackService?
+        if let video = try? record?.video() { service = hub.delegate?.playbackServiceForManifestURLTTLUpdate(for: video) }
+        if service == nil, let base = report.serviceBaseURL {
+            service = PlaybackService(origin: PlaybackService.Origin(baseURL: base, accountID: report.accountID, policyKey: report.policyKey),
+                                      client: client)
+        }
+        guard let service, let video = try? await service.findVideo(id: report.videoID) else { return nil }
+        return try? DownloadPlanner.offlineSource(of: video).fairPlay
+    }
+
+    /// Sends queued reports now and whenever the network changes to one the playback policy allows.
+    func watchNetworkForReports() {
+        let paths = configuration.network.paths()
+        reportWatcher = Task { [weak self] in
+            for await _ in paths {
+                guard let self else { return }
+                await self.sendLicenseReports()
+            }
+        }
+    }
+}

@@ -1,0 +1,200 @@
+import CurlTransfer
+import Foundation
+import LicenseProtocol
+import WireModels
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Offline playback: opening a session checks the package and enforces the license on the
+/// device, then hands out clear media (`OfflinePlayback`).
+extension OfflineVideoManager {
+    /// Opens a playback session of an offline video, the way the source material hands an
+    /// offline video to a playback controller. A completed download plays with no network at
+    /// all; one still downloading plays what is on disk and fetches (or waits for) the rest.
+    ///
+    /// Checks, in this order, each a stable error: an unknown token (`unknownToken`); missing
+    /// files (`filesMissing`: a completed download becomes stale and `offlineVideoStorageDidChange`
+    /// fires; nothing downloaded is `notDownloaded`); for FairPlay, a license that is missing,
+    /// unreadable or edited (69304 `invalidLicense`), expired (69303 `expiredLicense`), or a
+    /// wall clock set back behind the trusted time (69304, `clockRollback`). Clear packages
+    /// need no license.
+    ///
+    /// The first open of a rental with a play duration starts its play window: the first play
+    /// is stored before any media byte is served, then reported to the license server (queued
+    /// while offline); the license's expiry becomes min(rental end, first play + play duration)
+    /// and `didChangeLicenseExpiration` fires.
+    ///
+    /// ```swift
+    /// let playback = try await manager.openPlayback(token)
+    /// let url = try playback.serve()   // hand it to any HLS player
+    /// ```
+    public func openPlayback(_ token: OfflineVideoToken) async throws(OfflineVideoError) -> OfflinePlayback {
+        try requireOwner()
+        let record = try existing(token)
+        let now = configuration.clock()
+        switch record.downloadState {
+        case .completed:
+            if let missing = missingFile(record) {
+                _ = try? await applyUnlessMoved(.filesMissing(missing), to: token)
+                throw OfflineVideoError(.downloadFailure, .filesMissing,
+                                        "Files of offline video \(token) are missing (\(missing)); delete it and download it again")
+            }
+        case .stale:
+            throw OfflineVideoError(.downloadFailure, .filesMissing,
+                                    "Files of offline video \(token) are missing; delete it and download it again")
+        case .cancelled, .licensePreloaded:
+            throw OfflineVideoError(.invalidParameter, .notDownloaded, "Offline video \(token) is \(record.downloadState): nothing to play")
+        case .requested, .downloading, .suspended, .error:
+            break  // playback during download: what is missing is fetched or waited for
+        }
+        let video: PlaybackVideo
+        do { video = try record.video() } catch {
+            throw OfflineVideoError(.downloadFailure, .storage, "The stored video object of \(token) is damaged: \(error)")
+        }
+
+        var key: (key: [UInt8], iv: [UInt8])?
+        var licenseKeyID: String?
+        var info: OfflineLicenseInfo?
+        if video.usesFairPlay {
+            let license = try verifiedLicense(record)
+            var firstPlay = record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:))
+            let trusted = (try? store.trustedTime()).flatMap { $0 }.map(Date.init(timeIntervalSince1970:))
+            try LicenseRules.checkPlayable(license.terms, localFirstPlay: firstPlay, now: now, trustedTime: trusted,
+                                           tolerance: configuration.clockTolerance, token: token)
+            try? store.raiseTrustedTime(to: now.timeIntervalSince1970)
+            if LicenseRules.startsPlayWindow(license.terms, localFirstPlay: firstPlay) {
+                try startPlayWindow(record, terms: license.terms, at: now)
+                firstPlay = now
+            }
+            info = LicenseRules.info(license.terms, localFirstPlay: firstPlay, now: now)
+            key = (license.contentKey, license.iv)
+            licenseKeyID = license.terms.contentKeyID
+        }
+
+        let folder = packageFolder(token).path
+        let reader = try ClearMediaReader.open(folder: folder, tracks: try storeCall { try store.tracks(token) }, key: key,
+                                               licenseKeyID: licenseKeyID, source: segmentSource(token: token, folder: folder))
+        let sideband = OfflineVideoManager.sidebandTracks(record: record, video: video).map { (language: $0.srclang, file: PackageLayout.sidebandFile($0)) }
+        let images = [record.posterFile, record.thumbnailFile].compactMap { $0 }
+        openSessions[token, default: 0] += 1
+        return OfflinePlayback(token: token, reader: reader, license: info, sideband: sideband, images: images) { [weak self] in
+            await self?.playbackClosed(token)
+        }
+    }
+
+    /// Opens a playback session of the offline video object `videoObject(fromOfflineVideoToken:)` returned.
+    public func openPlayback(_ video: PlaybackVideo) async throws(OfflineVideoError) -> OfflinePlayback {
+        guard let token = video.offlineVideoToken else {
+            throw OfflineVideoError(.invalidParameter, .unknownToken, "Video \(video.id) is not an offline video object")
+        }
+        return try await openPlayback(token)
+    }
+
+    /// The whole picture of an offline video's license (kind, issue time, rental end, play
+    /// duration, first play, effective expiry, both remaining windows); nil for a video
+    /// without FairPlay or without a license. A damaged license is `invalidLicense`.
+    public func licenseInfo(_ token: OfflineVideoToken) throws(OfflineVideoError) -> OfflineLicenseInfo? {
+        let record = try existing(token)
+        guard record.license != nil else { return nil }
+        let license = try verifiedLicense(record)
+        return LicenseRules.info(license.terms, localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:)),
+                                 now: configuration.clock())
+    }
+
+    /// The record's license, opened with the device key and its signature checked again: a
+    /// missing, unreadable or edited license, or one for another video, is `invalidLicense`.
+    func verifiedLicense(_ record: DownloadRecord) throws(OfflineVideoError) -> License {
+        guard let sealed = record.license else {
+            throw OfflineVideoError(.invalidLicense, .license,
+                                    "Offline video \(record.token) holds no license; renew it with renewFairPlayLicense")
+        }
+        let license: License
+        do { license = try License(sealed: Array(sealed), deviceKey: try licenseClient.deviceKey()) } catch {
+            throw OfflineVideoError(.invalidLicense, .license, "The stored license of \(record.token) is damaged or was edited: \(error)")
+        }
+        guard license.terms.videoID == record.videoID, license.terms.accountID == record.accountID else {
+            throw OfflineVideoError(.invalidLicense, .license,
+                                    "The stored license of \(record.token) is for video \(license.terms.videoID), not \(record.videoID)")
+        }
+        return license
+    }
+
+    /// Records the first play (before any media byte is served) with its report in one
+    /// transaction, announces the shortened expiry, and sends the report when the network allows.
+    private func startPlayWindow(_ record: DownloadRecord, terms: LicenseTerms, at now: Date) throws(OfflineVideoError) {
+        guard let report = licenseReport(.firstPlay, record: record, terms: terms) else {
+            throw OfflineVideoError(.invalidLicense, .license, "Offline video \(record.token) has no FairPlay source to report its first play to")
+        }
+        let recorded = try storeCall { try store.recordFirstPlay(record.token, at: now.timeIntervalSince1970, report: report) }
+        guard recorded else { return }
+        videoCache[record.token] = nil
+        hub.emit(.licenseExpirationChanged(record.token, expiration: LicenseRules.expiration(terms, localFirstPlay: now) ?? .distantFuture))
+        Task { await self.sendLicenseReports() }
+    }
+
+    /// A playback session ended: an expired download waiting for it may be purged now.
+    func playbackClosed(_ token: OfflineVideoToken) async {
+        openSessions[token, default: 1] -= 1
+        if openSessions[token] == 0 { openSessions[token] = nil }
+        if configuration.autoPurgesExpiredDownloads { await purgeExpiredDownloads() }
+    }
+
+    /// Where the reader gets a segment's stored bytes: the package folder; during a download,
+    /// the network when the playback policy allows it (fresh URLs on a 403), else the download
+    /// itself once it brings the segment.
+    func segmentSource(token: OfflineVideoToken, folder: String) -> ClearMediaReader.Source {
+        let store = self.store, arrivals = self.arrivals, client = self.client, network = configuration.network
+        let allowsCellular = options.allowsCellularPlayback
+        return { [weak self] track, sequence in
+            let path = folder + "/" + track.folder + "/" + track.names[sequence]
+            if let bytes = OfflineVideoManager.readFile(path) { return bytes }
+            let key = SegmentKey(track: track.position, sequence: sequence)
+            if NetworkGate.allows(network.currentPath, allowsCellular: allowsCellular) {
+                for attempt in 0..<2 {
+                    guard let url = try store.segmentURLs(token, [key])[key] else { break }
+                    let response = try? await client.send(HTTPClientRequest(url: url))
+                    if let response, response.status == 200 { return response.body }
+                    guard attempt == 0, response?.status == 403, let self else { break }
+                    try await self.refreshURLs(token)
+                }
+            }
+            while await self?.isDownloading(token) == true {
+                await arrivals.wait(token, key) { access(path, F_OK) == 0 }
+                if let bytes = OfflineVideoManager.readFile(path) { return bytes }
+                try Task.checkCancellation()
+            }
+            if let bytes = OfflineVideoManager.readFile(path) { return bytes }
+            throw OfflineVideoError(.downloadFailure, .notDownloaded,
+                                    "Segment \(sequence) of \(track.selection) is not downloaded and cannot be fetched now")
+        }
+    }
+
+    /// Whether `token` is queued or running.
+    func isDownloading(_ token: OfflineVideoToken) -> Bool {
+        running[token] != nil || queue.contains(token)
+    }
+
+    /// A whole file's bytes, or nil when it is not there.
+    static func readFile(_ path: String) -> [UInt8]? {
+        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { Glibc.close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { return nil }
+        let size = Int(info.st_size)
+        var complete = true
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            while count < size {
+                let got = Glibc.read(descriptor, buffer.baseAddress! + count, size - count)
+                if got < 0 && errno == EINTR { continue }
+                guard got > 0 else {
+                    complete = false
+                    return
+                }
+                count += got
+            }
+        }
+        return complete ? bytes : nil
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import SampleAES
+import WireModels
+
+/// The one place an offline package's media becomes clear: every way out (the loopback HLS
+/// server, the async segment sequences, the export) reads through it. SAMPLE-AES segments are
+/// decrypted in memory with the content key unsealed from the license at open; the clear key
+/// never touches the disk. Playlists come out without their keys, since what they point at is
+/// served clear.
+struct ClearMediaReader: Sendable {
+    /// One track of the package: where its playlist and segments are, and which are encrypted.
+    struct Track: Sendable {
+        var position: Int
+        var selection: OfflineMediaSelection
+        /// The track's folder inside the package (`0-video`).
+        var folder: String
+        /// The media playlist's path inside the package (`0-video/index.m3u8`).
+        var playlist: String
+        /// Segment file names inside `folder`, by sequence.
+        var names: [String]
+        var durations: [Double]
+        /// The IV of each SAMPLE-AES segment (nil: clear), by sequence.
+        var ivs: [[UInt8]?]
+    }
+
+    /// Where a segment's stored bytes come from: the disk, or (during a download) the network
+    /// or the download itself. Throws `OfflineVideoError`.
+    typealias Source = @Sendable (_ track: Track, _ sequence: Int) async throws -> [UInt8]
+
+    let folder: String
+    let tracks: [Track]
+    /// The content key and its IV, for FairPlay packages.
+    let key: (key: [UInt8], iv: [UInt8])?
+    let source: Source
+
+    /// Reads a package's local playlists. `keyID` is the content key id the license is for:
+    /// a playlist naming another key cannot be read with it.
+    static func open(folder: String, tracks: [TrackRecord], key: (key: [UInt8], iv: [UInt8])?, licenseKeyID: String?,
+                     source: @escaping Source) throws(OfflineVideoError) -> ClearMediaReader {
+        var read: [Track] = []
+        for record in tracks {
+            let selection = OfflineMediaSelection(kind: OfflineMediaSelection.Kind(rawValue: record.kind) ?? .video,
+                                                  language: record.language, name: record.name)
+            let path = folder + "/" + record.localPlaylist
+            guard let body = FileManager.default.contents(atPath: path) else {
+                throw OfflineVideoError(.downloadFailure, .filesMissing, "The package is incomplete: \(record.localPlaylist) is missing")
+            }
+            var names: [String] = [], durations: [Double] = [], ivs: [[UInt8]?] = []
+            var keyInEffect: EncryptionKey?
+            var foreignKey: String?
+            do {
+                _ = try MediaPlaylist.parse(utf8: Array(body)) { segment in
+                    if !segment.keys.isEmpty { keyInEffect = segment.keys.first { $0.method != .none } }
+                    names.append(segment.uri)
+                    durations.append(segment.duration)
+                    if let encryption = keyInEffect {
+                        if let uri = encryption.uri, let keyID = licenseKeyID, uri != "skd://\(keyID)" { foreignKey = uri }
+                        ivs.append(encryption.ivBytes ?? key?.iv ?? [])
+                    } else {
+                        ivs.append(nil)
+                    }
+                }
+            } catch {
+                throw OfflineVideoError(.downloadFailure, .malformedPlaylist, "\(record.localPlaylist) is not valid HLS: \(error)")
+            }
+            if let foreignKey {
+                throw OfflineVideoError(.invalidLicense, .license, "The license is for key \(licenseKeyID ?? "-"); \(record.localPlaylist) uses \(foreignKey)")
+            }
+            if key == nil, ivs.contains(where: { $0 != nil }) {
+                throw OfflineVideoError(.invalidLicense, .license, "\(record.localPlaylist) is encrypted and the video holds no license")
+            }
+            let trackFolder = record.localPlaylist.split(separator: "/").dropLast().joined(separator: "/")
+            read.append(Track(position: record.position, selection: selection, folder: trackFolder, playlist: record.localPlaylist,
+                              names: names, durations: durations, ivs: ivs))
+        }
+        return ClearMediaReader(folder: folder, tracks: read, key: key, source: source)
+    }
+
+    /// Segment `sequence` of `track`, clear.
+    func segment(_ track: Track, _ sequence: Int) async throws(OfflineVideoError) -> [UInt8] {
+        guard track.names.indices.contains(sequence) else {
+            throw OfflineVideoError(.invalidParameter, .invalidParameter, "Track \(track.selection) has no segment \(sequence)")
+        }
+        let stored: [UInt8]
+        do { stored = try await source(track, sequence) } catch let error as OfflineVideoError { throw error } catch {
+            throw OfflineVideoError(.downloadFailure, .other, "Segment \(sequence) of \(track.selection) cannot be read: \(error)")
+        }
+        guard let iv = track.ivs[sequence], let key else { return stored }
+        do {
+            return try SampleAES.decrypt(segment: stored, key: key.key, iv: iv.count == 16 ? iv : key.iv)
+        } catch {
+            throw OfflineVideoError(.invalidLicense, .license, "Segment \(sequence) of \(track.selection) does not decrypt: \(error)")
+        }
+    }
+
+    /// The track whose segment file is `path` inside the package, and its sequence.
+    func segment(at path: String) -> (Track, Int)? {
+        guard let slash = path.lastIndex(of: "/") else { return nil }
+        let folder = path[..<slash], name = path[path.index(after: slash)...]
+        // Names are the sequence number and an extension (`PackageLayout.segmentName`).
+        guard let track = tracks.first(where: { $0.folder == folder }), let sequence = Int(name.prefix { $0.isASCII && $0.isNumber }),
+              track.names.indices.contains(sequence), track.names[sequence] == name
+        else { return nil }
+        return (track, sequence)
+    }
+
+    /// A local playlist as served clear: without `EXT-X-KEY` and `EXT-X-SESSION-KEY`; nil for
+    /// a path that is none of the package's playlists.
+    /// `sideband` lists subtitle playlists to add to the master as renditions (sideband text
+    /// tracks the manifest does not carry), by language.
+    func clearPlaylist(_ path: String, sideband: [(language: String, uri: String)] = []) -> String? {
+        guard let body = FileManager.default.contents(atPath: folder + "/" + path) else { return nil }
+        let text = String(decoding: body, as: UTF8.self)
+        if path == PackageLayout.masterPlaylist {
+            guard var master = try? MasterPlaylist(parsing: text) else { return nil }
+            master.sessionKeys = []
+            let group = master.variants.first?.subtitles ?? "sideband"
+            for (language, uri) in sideband where !master.renditions.contains(where: { $0.type == .subtitles && $0.language == language }) {
+                master.renditions.append(Rendition(type: .subtitles, groupID: group, language: language, name: language,
+                                                   autoselect: true, uri: uri))
+            }
+            if !sideband.isEmpty {
+                for index in master.variants.indices where master.variants[index].subtitles == nil { master.variants[index].subtitles = group }
+            }
+            return master.render()
+        }
+        guard tracks.contains(where: { $0.playlist == path }) else { return nil }
+        var clear = ""
+        guard let playlist = try? MediaPlaylist.parse(utf8: Array(body), segment: { segment in
+            var segment = segment
+            segment.keys = []
+            segment.render(into: &clear)
+        }) else { return nil }
+        var out = ""
+        playlist.renderHead(into: &out)
+        out += clear
+        playlist.renderTail(into: &out)
+        return out
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import Logging
+import MicroHTTP
+import Synchronization
+
+/// One clear segment of a track, in order.
+public struct ClearSegment: Sendable, Equatable {
+    /// Its position in the track (0 first).
+    public var sequence: Int
+    /// Its `EXTINF` duration in seconds.
+    public var duration: Double
+    /// The clear MPEG-TS (or WebVTT) bytes.
+    public var bytes: [UInt8]
+}
+
+/// A playback session of an offline video, opened with `OfflineVideoManager.openPlayback`
+/// once its license checks passed: the video's media in the clear, three ways, all through
+/// one decrypting reader.
+///
+/// ```swift
+/// let playback = try await manager.openPlayback(token)
+/// let url = try playback.serve()                 // http://127.0.0.1:PORT/SECRET/master.m3u8 for any player
+/// for try await segment in playback.segments(of: playback.tracks[0]) { … }
+/// try await playback.export(to: URL(fileURLWithPath: "movie.ts"), audioLanguage: "en")
+/// await playback.close()
+/// ```
+///
+/// A session keeps working once open, even if its license expires meanwhile (the next open is
+/// refused). Close it when done: the loopback server stops and a download paused for it, or an
+/// expired download waiting for auto-purge, goes on.
+public final class OfflinePlayback: Sendable {
+    /// The offline video played.
+    public let token: OfflineVideoToken
+    /// Its tracks: the video rendition first, then the downloaded audio and subtitles.
+    public let tracks: [OfflineMediaSelection]
+    /// Its license as it stood at open (first play included); nil for clear content.
+    public let license: OfflineLicenseInfo?
+
+    let reader: ClearMediaReader
+    /// Sideband subtitle files by language (inside the package).
+    let sideband: [(language: String, file: String)]
+    let images: [String]
+    private let state = Mutex<(server: HTTPServer?, secret: String, closed: Bool)>((nil, "", false))
+    private let onClose: @Sendable () async -> Void
+
+    init(token: OfflineVideoToken, reader: ClearMediaReader, license: OfflineLicenseInfo?, sideband: [(language: String, file: String)],
+         images: [String], onClose: @escaping @Sendable () async -> Void) {
+        self.token = token
+        self.reader = reader
+        self.tracks = reader.tracks.map(\.selection)
+        self.license = license
+        self.sideband = sideband
+        self.images = images
+        self.onClose = onClose
+        var generator = SystemRandomNumberGenerator()
+        let secret = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        state.withLock { $0.secret = secret }
+    }
+
+    deinit {
+        state.withLock { $0.server }?.shutdown(gracePeriod: .zero)
+    }
+
+    // MARK: Loopback HLS
+
+    /// The master playlist's URL on the loopback server, starting the server on first call:
+    /// 127.0.0.1 on a random port, under a random path secret, serving only this package's
+    /// playlists (without keys), its clear segments, sideband subtitles and images.
+    public func serve() throws(OfflineVideoError) -> URL {
+        try state.withLock { state throws(OfflineVideoError) -> URL in
+            if state.closed { throw OfflineVideoError(.invalidParameter, .closed, "The playback session of \(token) is closed") }
+            if state.server == nil {
+                var configuration = HTTPServerConfiguration()
+                configuration.host = "127.0.0.1"
+                configuration.port = 0
+                configuration.threadCount = 2
+                let logger = Logger(label: "OfflineSDK.playback") { _ in SwiftLogNoOpLogHandler() }
+                let secret = state.secret
+                let server = HTTPServer(configuration: configuration, logger: logger) { [reader, sideband, images] request in
+                    await LoopbackRoutes.answer(request, secret: secret, reader: reader, sideband: sideband, images: images)
+                }
+                do { try server.start() } catch {
+                    throw OfflineVideoError(.downloadFailure, .other, "Cannot start the loopback server: \(error)")
+                }
+                state.server = server
+            }
+            guard let server = state.server,
+                  let url = URL(string: "http://127.0.0.1:\(server.port)/\(state.secret)/\(PackageLayout.masterPlaylist)") else {
+                throw OfflineVideoError(.downloadFailure, .other, "The loopback server has no address")
+            }
+            return url
+        }
+    }
+
+    // MARK: Segments
+
+    /// The clear segments of `track`, in order; the sequence ends after the last one, or
+    /// throws an `OfflineVideoError`.
+    public func segments(of track: OfflineMediaSelection) -> AsyncThrowingStream<ClearSegment, any Error> {
+        let reader = self.reader
+        let found = reader.tracks.first { $0.selection == track }
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                guard let found else {
+                    continuation.finish(throwing: OfflineVideoError(.invalidParameter, .invalidParameter, "The video has no track \(track)"))
+                    return
+                }
+                do {
+                    for sequence in found.names.indices {
+                        try Task.checkCancellation()
+                        let bytes = try await reader.segment(found, sequence)
+                        continuation.yield(ClearSegment(sequence: sequence, duration: found.durations[sequence], bytes: bytes))
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    // MARK: Export
+
+    /// Writes the video rendition, clear, to one MPEG-TS file at `file` (replaced if there):
+    /// with `audioLanguage`, that downloaded audio is multiplexed in; without, the video track's
+    /// segments as they are (with their own audio, if the rendition carries it). The file
+    /// appears only once whole.
+    public func export(to file: URL, audioLanguage: String? = nil) async throws(OfflineVideoError) {
+        guard let video = reader.tracks.first(where: { $0.selection.kind == .video }) else {
+            throw OfflineVideoError(.invalidParameter, .invalidParameter, "The package has no video track")
+        }
+        var audio: ClearMediaReader.Track?
+        if let audioLanguage {
+            audio = reader.tracks.first { $0.selection.kind == .audio && RenditionChooser.language($0.selection.language ?? "", matches: audioLanguage) }
+            guard audio != nil else {
+                throw OfflineVideoError(.invalidParameter, .invalidParameter, "No \(audioLanguage) audio was downloaded with this video")
+            }
+        }
+        try await ClearExport.write(reader: reader, video: video, audio: audio, to: file)
+    }
+
+    // MARK: Closing
+
+    /// Stops the loopback server and ends the session. Safe to call twice.
+    public func close() async {
+        let (server, wasClosed) = state.withLock { state -> (HTTPServer?, Bool) in
+            defer { state.closed = true; state.server = nil }
+            return (state.server, state.closed)
+        }
+        guard !wasClosed else { return }
+        server?.shutdown(gracePeriod: .milliseconds(200))
+        await onClose()
+    }
+}

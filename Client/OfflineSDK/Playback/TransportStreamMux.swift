@@ -1,0 +1,137 @@
+import SampleAES
+
+/// Multiplexes a video rendition's clear MPEG-TS segments with an audio rendition's into one
+/// transport stream, segment pair by segment pair: the video's PAT, one PMT listing the video
+/// and the audio streams (the audio moved to PIDs the video does not use), and the elementary
+/// stream packets of both interleaved by decoding time. Continuity counters are renumbered per
+/// PID over the whole output, so the result reads as one continuous stream. Works on the packet
+/// bytes in place (no per-packet objects): exports run at disk speed.
+struct TransportStreamMux {
+    private var counters = [UInt8](repeating: 0, count: 0x2000)
+    private var audioPIDs: [Int: Int] = [:]
+
+    /// The output for one segment of video and the audio segment covering the same time.
+    mutating func mux(video: [UInt8], audio: [UInt8]) throws(SampleAESError) -> [UInt8] {
+        let videoTables = try Tables(video)
+        let audioTables = try Tables(audio)
+        // Audio PIDs: the audio's own, moved above the video's when they collide (they usually
+        // do: muxers number the first stream of each file 0x100).
+        let taken = Set(videoTables.map.streams.map(\.pid) + [0, videoTables.pmtPID])
+        var next = (taken.max() ?? 0x100) + 1
+        for stream in audioTables.map.streams where audioPIDs[stream.pid] == nil {
+            if taken.contains(stream.pid) || audioPIDs.values.contains(stream.pid) {
+                while taken.contains(next) || audioPIDs.values.contains(next) { next += 1 }
+                audioPIDs[stream.pid] = next
+            } else {
+                audioPIDs[stream.pid] = stream.pid
+            }
+        }
+        var map = videoTables.map
+        for var stream in audioTables.map.streams {
+            let pid = audioPIDs[stream.pid] ?? stream.pid
+            stream.pidBytes = [stream.pidBytes[0] & 0xE0 | UInt8(pid >> 8), UInt8(pid & 0xFF)]
+            map.streams.append(stream)
+        }
+
+        var out: [UInt8] = []
+        out.reserveCapacity(video.count + audio.count + 2 * TransportPacket.size)
+        append(section: videoTables.patSection, pid: 0, to: &out)
+        append(section: map.section, pid: videoTables.pmtPID, to: &out)
+        let videoPackets = Self.timedPackets(video, streams: Set(videoTables.map.streams.map(\.pid)))
+        let audioPackets = Self.timedPackets(audio, streams: Set(audioTables.map.streams.map(\.pid)))
+        var v = 0, a = 0
+        while v < videoPackets.count || a < audioPackets.count {
+            let takeVideo = a == audioPackets.count || (v < videoPackets.count && videoPackets[v].time <= audioPackets[a].time)
+            if takeVideo {
+                append(packetAt: videoPackets[v].offset, of: video, pid: videoPackets[v].pid, to: &out)
+                v += 1
+            } else {
+                let pid = audioPackets[a].pid
+                append(packetAt: audioPackets[a].offset, of: audio, pid: audioPIDs[pid] ?? pid, to: &out)
+                a += 1
+            }
+        }
+        return out
+    }
+
+    /// A segment's PAT section, its PMT's PID and the PMT taken apart.
+    private struct Tables {
+        var patSection: [UInt8]
+        var pmtPID: Int
+        var map: ProgramMap
+
+        init(_ segment: [UInt8]) throws(SampleAESError) {
+            let packets = try TransportStream.packets(of: Array(segment.prefix(16 * TransportPacket.size)))
+            guard let pat = packets.first(where: { $0.pid == 0 && $0.payloadUnitStart }) else {
+                throw SampleAESError(.malformedProgramTable, "the segment has no PAT in its first packets")
+            }
+            let patSection = try ProgramSection(in: pat, expectedTableID: 0x00)
+            guard let pmtPID = patSection.programMapPIDs.first,
+                  let pmt = packets.first(where: { $0.pid == pmtPID && $0.payloadUnitStart }) else {
+                throw SampleAESError(.malformedProgramTable, "the segment has no PMT in its first packets")
+            }
+            self.patSection = patSection.bytes
+            self.pmtPID = pmtPID
+            map = try ProgramMap(try ProgramSection(in: pmt, expectedTableID: 0x02).bytes)
+        }
+    }
+
+    /// The elementary-stream packets of `segment` (PIDs in `streams`), each with the decoding
+    /// time of the PES it belongs to (DTS, else PTS; 0 before the first).
+    private static func timedPackets(_ segment: [UInt8], streams: Set<Int>) -> [(offset: Int, pid: Int, time: UInt64)] {
+        var result: [(offset: Int, pid: Int, time: UInt64)] = []
+        result.reserveCapacity(segment.count / TransportPacket.size)
+        var current: [Int: UInt64] = [:]
+        segment.withUnsafeBufferPointer { bytes in
+            var offset = 0
+            while offset + TransportPacket.size <= bytes.count {
+                defer { offset += TransportPacket.size }
+                let pid = Int(bytes[offset + 1] & 0x1F) << 8 | Int(bytes[offset + 2])
+                guard streams.contains(pid) else { continue }
+                if bytes[offset + 1] & 0x40 != 0, let time = pesTime(bytes, packet: offset) { current[pid] = time }
+                result.append((offset, pid, current[pid] ?? 0))
+            }
+        }
+        return result
+    }
+
+    /// The DTS (else PTS) of the PES header starting in the packet at `packet`, if any.
+    private static func pesTime(_ bytes: UnsafeBufferPointer<UInt8>, packet: Int) -> UInt64? {
+        let control = (bytes[packet + 3] >> 4) & 0x03
+        guard control & 0x01 != 0 else { return nil }
+        let start = packet + (control & 0x02 != 0 ? 5 + Int(bytes[packet + 4]) : 4)
+        let end = packet + TransportPacket.size
+        guard start + 14 <= end, bytes[start] == 0, bytes[start + 1] == 0, bytes[start + 2] == 1 else { return nil }
+        let flags = bytes[start + 7] >> 6
+        func timestamp(at index: Int) -> UInt64 {
+            UInt64(bytes[index] & 0x0E) << 29 | UInt64(bytes[index + 1]) << 22 | UInt64(bytes[index + 2] & 0xFE) << 14
+                | UInt64(bytes[index + 3]) << 7 | UInt64(bytes[index + 4] >> 1)
+        }
+        switch flags {
+        case 0b11 where start + 19 <= end: return timestamp(at: start + 14)
+        case 0b10, 0b11: return timestamp(at: start + 9)
+        default: return nil
+        }
+    }
+
+    /// Copies a packet with its PID set to `pid` and the next continuity counter of that PID.
+    private mutating func append(packetAt offset: Int, of segment: [UInt8], pid: Int, to out: inout [UInt8]) {
+        let start = out.count
+        out.append(contentsOf: segment[offset ..< offset + TransportPacket.size])
+        out[start + 1] = out[start + 1] & 0xE0 | UInt8(pid >> 8)
+        out[start + 2] = UInt8(pid & 0xFF)
+        if out[start + 3] & 0x10 != 0 {  // only packets with payload advance the counter
+            out[start + 3] = out[start + 3] & 0xF0 | counters[pid]
+            counters[pid] = (counters[pid] + 1) & 0x0F
+        }
+    }
+
+    /// A PSI section in one packet: pointer field 0, the section, 0xFF stuffing.
+    private mutating func append(section: [UInt8], pid: Int, to out: inout [UInt8]) {
+        var packet: [UInt8] = [TransportPacket.syncByte, 0x40 | UInt8(pid >> 8), UInt8(pid & 0xFF), 0x10 | counters[pid], 0x00]
+        counters[pid] = (counters[pid] + 1) & 0x0F
+        packet.append(contentsOf: section.prefix(TransportPacket.size - 5))
+        packet.append(contentsOf: repeatElement(0xFF, count: TransportPacket.size - packet.count))
+        out.append(contentsOf: packet)
+    }
+}

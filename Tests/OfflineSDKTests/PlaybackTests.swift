@@ -1,0 +1,360 @@
+import CurlTransfer
+import Foundation
+import LicenseProtocol
+import MockBackend
+@testable import OfflineSDK
+import TestKit
+import Testing
+import WireModels
+
+/// The clear fixture media the server packages (fixtures/media/bars).
+enum ClearFixture {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("fixtures/media/bars")
+
+    static func bytes(_ relative: String) throws -> [UInt8] {
+        Array(try Data(contentsOf: root.appendingPathComponent(relative)))
+    }
+
+    /// The six clear segments of a fixture track folder (`video/416x234`, `audio/en`).
+    static func segments(_ folder: String) throws -> [[UInt8]] {
+        try (0..<6).map { try bytes("\(folder)/seg_00\($0).ts") }
+    }
+
+    /// ffmpeg's framemd5 lines ("stream, dts, pts, duration, size, md5") of one stream of `input`.
+    static func frameHashes(_ input: String, map: String) async throws -> [String] {
+        let output = try await Run.process("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-i", input, "-map", map, "-f", "framemd5", "-"])
+        try #require(output.exitCode == 0, "ffmpeg \(input): \(output.stderrText)")
+        return output.stdoutText.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("#") && !$0.isEmpty }
+    }
+}
+
+@Suite("Offline playback: clear media out, licenses enforced on the device, live")
+struct PlaybackTests {
+    static let rentalVideo = "6415818918104"
+
+    /// A harness whose SDK clock is the backend's (moving the server clock moves both).
+    func withServerClock(_ server: MockBackendServer, _ configure: @escaping (inout OfflineVideoManagerConfiguration) -> Void = { _ in },
+                         _ body: (Harness) async throws -> Void) async throws {
+        try await withHarness(server, { configuration in
+            configuration.clock = { server.app.clock.now() }
+            configure(&configuration)
+        }, body)
+    }
+
+    @Test("a clear download plays with the server gone: ffprobe and ffmpeg read the loopback URL, segments and export are the fixture's bytes")
+    func clearOffline() async throws {
+        let storage = try TemporaryDirectory()
+        defer { storage.remove() }
+        var token = ""
+        try await withBackend { server in
+            let manager = try await OfflineVideoManager(configuration: testConfiguration(storage))
+            let events = EventRecorder(manager)
+            let service = PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
+            token = try await manager.requestVideoDownload(try await service.findVideo(id: Catalog.clearVideo),
+                                                           mediaSelections: MediaSelections(audioLanguages: ["fr"], subtitleLanguages: ["de"]),
+                                                           parameters: DownloadParameters(requestedBitrate: 300_000))
+            #expect(try await events.finished(token) == nil)
+            await manager.close()
+        }
+        // The backend is gone and the device has no network.
+        var configuration = testConfiguration(storage)
+        configuration.network = ManualNetworkMonitor(path: .none)
+        let manager = try await OfflineVideoManager(configuration: configuration)
+        defer { Task { await manager.close() } }
+        let video = try #require(await manager.videoObject(fromOfflineVideoToken: token))
+        let playback = try await manager.openPlayback(video)
+        #expect(playback.license == nil, "clear content needs no license")
+        #expect(playback.tracks.map(\.kind) == [.video, .audio], "German subtitles are sideband only: no manifest track")
+        let url = try playback.serve()
+        #expect(url.host == "127.0.0.1" && url.path.hasSuffix("/master.m3u8"))
+
+        let probe = try await Run.process("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration:stream=codec_type,codec_name,width",
+                                                               "-of", "json", url.absoluteString])
+        #expect(probe.exitCode == 0, "\(probe.stderrText)")
+        #expect(probe.stdoutText.contains("\"width\": 416") && probe.stdoutText.contains("\"codec_name\": \"aac\""), "\(probe.stdoutText)")
+        let decode = try await Run.process("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-i", url.absoluteString, "-map", "0:v", "-map", "0:a",
+                                                               "-f", "null", "-"])
+        #expect(decode.exitCode == 0 && decode.stderrText.isEmpty, "\(decode.stderrText)")
+
+        // Sideband subtitles are listed in the master and served; nothing outside the secret path is.
+        let master = try await Curl.fetch(url.absoluteString)
+        #expect(master.text.contains("TYPE=SUBTITLES") && !master.text.contains("SESSION-KEY"))
+        let base = url.deletingLastPathComponent().absoluteString
+        let sideband = try await Curl.fetch(base + "sideband/de.vtt")
+        try #expect(sideband.status == 200 && sideband.body == ClearFixture.bytes("subtitles/de.vtt"))
+        let elsewhere = try await Curl.fetch("http://127.0.0.1:\(url.port ?? 0)/wrong-secret/master.m3u8")
+        #expect(elsewhere.status == 404)
+        let traversal = try await Curl.fetch(base + "..%2F..%2Foffline.sqlite", ["--path-as-is"])
+        #expect(traversal.status == 400 || traversal.status == 404)
+
+        // The async sequence gives the fixture's segments, in order.
+        var received: [[UInt8]] = []
+        for try await segment in playback.segments(of: playback.tracks[1]) { received.append(segment.bytes) }
+        try #expect(received == ClearFixture.segments("audio/fr"))
+        // The export of the video alone is the concatenated clear segments.
+        let export = storage.url.appendingPathComponent("video.ts")
+        try await playback.export(to: export)
+        try #expect(Array(Data(contentsOf: export)) == ClearFixture.segments("video/416x234").flatMap { $0 })
+        // With the French audio multiplexed in: one file ffprobe reads as H.264 + AAC, 12 s long.
+        let muxed = storage.url.appendingPathComponent("muxed.ts")
+        try await playback.export(to: muxed, audioLanguage: "fr")
+        let muxedProbe = try await Run.process("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name:format=duration",
+                                                                    "-of", "csv=p=0", muxed.path])
+        #expect(muxedProbe.stdoutText.contains("h264") && muxedProbe.stdoutText.contains("aac"), "\(muxedProbe.stdoutText) \(muxedProbe.stderrText)")
+        let audioFrames = try await ClearFixture.frameHashes(muxed.path, map: "0:a:0")
+        let fixtureAudio = try await ClearFixture.frameHashes(ClearFixture.root.appendingPathComponent("audio/fr/index.m3u8").path, map: "0:a:0")
+        #expect(audioFrames.map { $0.split(separator: ",").last } == fixtureAudio.map { $0.split(separator: ",").last },
+                "every audio frame of the export decodes as the fixture's")
+        await playback.close()
+        #expect(throws: OfflineVideoError.self) { try playback.serve() }
+    }
+
+    @Test("FairPlay: the loopback URL decodes with ffmpeg to the clear fixture's frames, every decrypted segment equals the fixture's bytes")
+    func fairPlayDecrypts() async throws {
+        try await withBackend { server in try await withHarness(server) { h in
+            let token = try await h.manager.requestVideoDownload(try await h.service.findVideo(id: Catalog.fairPlayVideo),
+                                                                 mediaSelections: MediaSelections(audioLanguages: ["es"]),
+                                                                 parameters: DownloadParameters(license: .purchase))
+            #expect(try await h.events.finished(token) == nil)
+            let playback = try await h.manager.openPlayback(token)
+            #expect(playback.license?.kind == .purchase && playback.license?.expiration == nil)
+            var clear: [[UInt8]] = []
+            for try await segment in playback.segments(of: playback.tracks[0]) { clear.append(segment.bytes) }
+            try #expect(clear == ClearFixture.segments("video/416x234"))
+            var audio: [[UInt8]] = []
+            for try await segment in playback.segments(of: playback.tracks[1]) { audio.append(segment.bytes) }
+            try #expect(audio == ClearFixture.segments("audio/es"))
+
+            let url = try playback.serve().absoluteString
+            let frames = try await ClearFixture.frameHashes(url, map: "0:v:0")
+            let fixture = try await ClearFixture.frameHashes(ClearFixture.root.appendingPathComponent("video/416x234/index.m3u8").path, map: "0:v:0")
+            #expect(frames.count == 300 && frames == fixture, "all 300 frames equal the clear fixture's")
+            let export = h.storage.url.appendingPathComponent("export.ts")
+            try await playback.export(to: export)
+            #expect(Array(try Data(contentsOf: export)) == clear.flatMap { $0 })
+            await playback.close()
+        } }
+    }
+
+    @Test("dual expiry after an online first play: recorded before any byte, reported, the server's license stored; expired 69303 once past the window")
+    func dualExpiryOnline() async throws {
+        try await withBackend { server in try await withServerClock(server) { h in
+            let video = try await h.service.findVideo(id: Self.rentalVideo)
+            let token = try await h.manager.requestVideoDownload(video, mediaSelections: nil,
+                                                                 parameters: DownloadParameters(license: .rental(duration: 2 * 86400, playDuration: 6 * 3600)))
+            #expect(try await h.events.finished(token) == nil)
+            let before = try #require(try await h.manager.licenseInfo(token))
+            #expect(before.kind == .rental && before.firstPlay == nil && before.playRemaining == 6 * 3600)
+            #expect(abs((before.rentalRemaining ?? 0) - 2 * 86400) < 60)
+
+            let opened = server.app.clock.now()
+            let playback = try await h.manager.openPlayback(token)
+            let info = try #require(playback.license)
+            #expect(info.firstPlay == opened || abs(info.firstPlay!.timeIntervalSince(opened)) < 1)
+            #expect(abs(info.expiration!.timeIntervalSince(opened.addingTimeInterval(6 * 3600))) < 1, "min(rental end, first play + 6 h)")
+            let stored = try #require(try await h.manager.store.download(token)?.initialPlaybackAt)
+            #expect(abs(stored - opened.timeIntervalSince1970) < 1)
+            try await h.events.wait { if case .licenseExpirationChanged(token, let date) = $0 { date == info.expiration } else { false } }
+            // The report reaches the server, whose updated license replaces the stored one.
+            #expect(try await eventually { try await h.manager.store.pendingReports().isEmpty })
+            let record = try #require(try await h.manager.store.download(token))
+            #expect(StoredLicense.terms(of: record)?.firstPlay != nil, "the server's first play is in the stored license")
+            #expect(try await h.manager.fairPlayLicenseExpiration(token).map { abs($0.timeIntervalSince(info.expiration!)) < 1 } == true)
+            await playback.close()
+
+            // Past the play window (well before the rental end): refused, on both clocks.
+            server.app.clock.offset += 7 * 3600
+            let expired = await #expect(throws: OfflineVideoError.self) { try await h.manager.openPlayback(token) }
+            #expect(expired?.code == .expiredLicense && expired?.reason == .licenseExpired)
+        } }
+    }
+
+    @Test("dual expiry after an offline first play: the local first play stands, the report is queued and sent when the network returns")
+    func dualExpiryOffline() async throws {
+        let network = ManualNetworkMonitor(path: .wifi)
+        try await withBackend { server in try await withServerClock(server, { $0.network = network }) { h in
+            let token = try await h.manager.requestVideoDownload(try await h.service.findVideo(id: Self.rentalVideo), mediaSelections: nil,
+                                                                 parameters: DownloadParameters(license: .rental(duration: 86400, playDuration: 3600)))
+            #expect(try await h.events.finished(token) == nil)
+            network.currentPath = .none
+            let playedAt = server.app.clock.now()
+            let playback = try await h.manager.openPlayback(token)
+            #expect(playback.license.flatMap(\.expiration).map { abs($0.timeIntervalSince(playedAt.addingTimeInterval(3600))) < 1 } == true)
+            _ = try await collect(playback.segments(of: playback.tracks[0]))
+            await playback.close()
+            let queued = try await h.manager.store.pendingReports()
+            #expect(queued.count == 1 && queued.first?.kind == .firstPlay)
+
+            // Half an hour later the network is back: the report goes out; the server records
+            // its own (later) first play, and the earlier local one keeps deciding the expiry.
+            server.app.clock.offset += 1800
+            network.currentPath = .wifi
+            #expect(try await eventually { try await h.manager.store.pendingReports().isEmpty })
+            let store = await h.manager.store
+            #expect(try await eventually { try store.download(token).flatMap(StoredLicense.terms)?.firstPlay != nil })
+            let serverFirstPlay = try #require(try store.download(token).flatMap(StoredLicense.terms)?.firstPlay)
+            #expect(serverFirstPlay > playedAt.addingTimeInterval(1700))
+            let expiry = try #require(try await h.manager.fairPlayLicenseExpiration(token))
+            #expect(abs(expiry.timeIntervalSince(playedAt.addingTimeInterval(3600))) < 1)
+            server.app.clock.offset += 1900  // 3,700 s after the local first play, 1,900 s after the server's
+            let expired = await #expect(throws: OfflineVideoError.self) { try await h.manager.openPlayback(token) }
+            #expect(expired?.code == .expiredLicense)
+        } }
+    }
+
+    @Test("an expired rental renewed as a purchase plays again; invalidate gives 69304 until renewed; a session open at expiry keeps playing")
+    func renewAndInvalidate() async throws {
+        try await withBackend { server in try await withServerClock(server) { h in
+            let video = try await h.service.findVideo(id: Self.rentalVideo)
+            let token = try await h.manager.requestVideoDownload(video, mediaSelections: nil,
+                                                                 parameters: DownloadParameters(license: .rental(duration: 3600)))
+            #expect(try await h.events.finished(token) == nil)
+            let open = try await h.manager.openPlayback(token)
+            server.app.clock.offset += 7200
+            // Already open: keeps playing past the expiry.
+            #expect(try await collect(open.segments(of: open.tracks[0])).count == 6)
+            await open.close()
+            #expect(await #expect(throws: OfflineVideoError.self) { try await h.manager.openPlayback(token) }?.code == .expiredLicense)
+
+            let fresh = try await h.service.findVideo(id: Self.rentalVideo)
+            _ = try await h.manager.renewFairPlayLicense(token, video: fresh, parameters: DownloadParameters(license: .purchase))
+            try await h.events.wait { if case .licenseExpirationChanged(token, .distantFuture) = $0 { true } else { false } }
+            let renewed = try await h.manager.openPlayback(token)
+            #expect(renewed.license?.kind == .purchase)
+            await renewed.close()
+
+            try await h.manager.invalidateFairPlayLicense(token)
+            try await h.events.wait { if case .licenseExpirationChanged(token, nil) = $0 { true } else { false } }
+            let invalid = await #expect(throws: OfflineVideoError.self) { try await h.manager.openPlayback(token) }
+            #expect(invalid?.code == .invalidLicense)
+            #expect(try await eventually { try await h.manager.store.pendingReports().isEmpty }, "the release reached the server")
+
+            // Given back, then taken again: no new download.
+            _ = try await h.manager.renewFairPlayLicense(token, video: try await h.service.findVideo(id: Self.rentalVideo),
+                                                         parameters: DownloadParameters(license: .rental(duration: 86400)))
+            let again = try await h.manager.openPlayback(token)
+            #expect(again.license?.kind == .rental)
+            let againSegments = try await collect(again.segments(of: again.tracks[0])).map(\.bytes)
+            try #expect(againSegments == ClearFixture.segments("video/416x234"))
+            await again.close()
+        } }
+    }
+
+    @Test("a stored license edited by one byte, or another video's license, is 69304; a clock set back is refused")
+    func tamperingAndClock() async throws {
+        try await withBackend { server in try await withServerClock(server) { h in
+            let bought = try await h.manager.requestVideoDownload(try await h.service.findVideo(id: Catalog.fairPlayVideo), mediaSelections: nil,
+                                                                  parameters: DownloadParameters(license: .purchase))
+            let rented = try await h.manager.requestVideoDownload(try await h.service.findVideo(id: Self.rentalVideo), mediaSelections: nil,
+                                                                  parameters: DownloadParameters(license: .rental(duration: 86400)))
+            #expect(try await h.events.finished(bought) == nil)
+            #expect(try await h.events.finished(rented) == nil)
+            let store = await h.manager.store
+            let original = try #require(try store.download(bought)?.license)
+
+            for index in [10, original.count / 2, original.count - 1] {
+                var bytes = original
+                bytes[index] ^= 0x01
+                let edited = bytes
+                try store.update(bought) { $0.license = edited }
+                let refused = await #expect(throws: OfflineVideoError.self) { try await h.manager.openPlayback(bought) }
+                #expect(refused?.code == .invalidLicense, "byte \(index)")
+            }
+            try store.update(bought) { $0.license = original }
+            await (try await h.manager.openPlayback(bought)).close()
+
+            // One video's license put on another's download: refused, its segments never decrypted with it.
+            let rentedLicense = try #require(try store.download(rented)).license
+            try store.update(bought) { $0.license = rentedLicense }
+            let foreign = await #expect(throws: OfflineVideoError.self) { try await h.manager.openPlayback(bought) }
+            #expect(foreign?.code == .invalidLicense)
+            try store.update(bought) { $0.license = original }
+
+            // The wall clock turned back an hour (behind the license's issue and the last open).
+            server.app.clock.offset -= 3600
+            let rollback = await #expect(throws: OfflineVideoError.self) { try await h.manager.openPlayback(rented) }
+            #expect(rollback?.code == .invalidLicense && rollback?.reason == .clockRollback)
+            server.app.clock.offset += 3600
+            await (try await h.manager.openPlayback(rented)).close()
+        } }
+    }
+
+    @Test("playback during a download: segments on disk are served, the others wait for the download when the network may not be used for playback")
+    func duringDownload() async throws {
+        let network = ManualNetworkMonitor(path: .cellular)
+        try await withBackend({ $0.addedLatencyMilliseconds = 5 }) { server in
+            try await withHarness(server, { configuration in
+                configuration.network = network
+                configuration.options.allowsCellularDownload = true  // downloads run on cellular; playback may not
+                configuration.segmentsInParallel = 2
+            }) { h in
+                let token = try await h.request(Catalog.marathonVideo)
+                #expect(try await eventually { try await h.manager.status(token).downloadPercent > 1 })
+                let playback = try await h.manager.openPlayback(token)
+                let base = try playback.serve().deletingLastPathComponent().absoluteString
+                let first = try await Curl.fetch(base + "0-video/00000.ts")
+                try #expect(first.status == 200 && first.body == ClearFixture.bytes("video/416x234/seg_000.ts"))
+                // Further on: not on disk yet, and cellular may not be used for playback: the
+                // request waits until the download brings it.
+                let later = await h.manager.packageFolder(token).appendingPathComponent("0-video/00902.ts").path
+                #expect(!FileManager.default.fileExists(atPath: later))
+                let late = try await Curl.fetch(base + "0-video/00902.ts", ["--max-time", "120"])
+                try #expect(late.status == 200 && late.body == ClearFixture.bytes("video/416x234/seg_002.ts"), "\(late.status) \(late.text.prefix(200))")
+                #expect(try await h.manager.status(token).downloadState == .downloading, "the download went on while playing")
+                // On wifi, playback may use the network: a segment far ahead is fetched at once.
+                network.currentPath = .wifi
+                let ahead = try await Curl.fetch(base + "0-video/03000.ts")
+                try #expect(ahead.status == 200 && ahead.body == ClearFixture.bytes("video/416x234/seg_000.ts"))
+                #expect(!FileManager.default.fileExists(atPath: await h.manager.packageFolder(token).appendingPathComponent("0-video/03000.ts").path),
+                        "fetched for playback, not stored ahead of the download")
+                await playback.close()
+                try await h.manager.pauseVideoDownload(token)
+            }
+        }
+    }
+
+    @Test("opening checks in order: unknown token, nothing downloaded, missing files (the download becomes stale)")
+    func openRefusals() async throws {
+        try await withBackend { server in try await withHarness(server) { h in
+            let unknown = await #expect(throws: OfflineVideoError.self) { try await h.manager.openPlayback("no-such-token") }
+            #expect(unknown?.reason == .unknownToken)
+            let preloaded = try await h.manager.preloadFairPlayLicense(try await h.service.findVideo(id: Self.rentalVideo),
+                                                                       parameters: DownloadParameters(license: .purchase))
+            #expect(await #expect(throws: OfflineVideoError.self) { try await h.manager.openPlayback(preloaded) }?.reason == .notDownloaded)
+
+            let token = try await h.request(Catalog.clearVideo)
+            #expect(try await h.events.finished(token) == nil)
+            let folder = await h.manager.packageFolder(token)
+            try FileManager.default.removeItem(at: folder.appendingPathComponent("0-video/00003.ts"))
+            let missing = await #expect(throws: OfflineVideoError.self) { try await h.manager.openPlayback(token) }
+            #expect(missing?.reason == .filesMissing)
+            #expect(try await h.manager.status(token).downloadState == .stale)
+            try await h.events.wait { $0 == .storageChanged }
+        } }
+    }
+
+    @Test("auto-purge deletes downloads whose license expired, not while a session plays them, with an event")
+    func autoPurge() async throws {
+        try await withBackend { server in try await withServerClock(server, { $0.autoPurgesExpiredDownloads = true }) { h in
+            let token = try await h.manager.requestVideoDownload(try await h.service.findVideo(id: Self.rentalVideo), mediaSelections: nil,
+                                                                 parameters: DownloadParameters(license: .rental(duration: 3600)))
+            #expect(try await h.events.finished(token) == nil)
+            let playing = try await h.manager.openPlayback(token)
+            server.app.clock.offset += 7200
+            await h.manager.purgeExpiredDownloads()
+            #expect(try await h.manager.offlineVideoStatus(forToken: token) != nil, "kept while it plays")
+            await playing.close()
+            try await h.events.wait { $0 == .downloadPurged(token) }
+            #expect(try await h.manager.offlineVideoStatus(forToken: token) == nil)
+            #expect(!FileManager.default.fileExists(atPath: await h.manager.packageFolder(token).path))
+        } }
+    }
+}
+
+/// Every element of an async sequence.
+func collect<S: AsyncSequence>(_ sequence: S) async throws -> [S.Element] {
+    var all: [S.Element] = []
+    for try await element in sequence { all.append(element) }
+    return all
+}
