@@ -1,6 +1,6 @@
 # The two commands: `make demo` and `make test`. Everything installs what it needs first.
 SWIFT ?= swift
-APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev pkg-config ffmpeg curl openssl python3
+APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev pkg-config ffmpeg curl openssl python3 tmux
 
 .PHONY: deps build test serve demo fixtures bench-server clean
 

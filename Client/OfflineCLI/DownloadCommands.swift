@@ -3,186 +3,206 @@ import Foundation
 import OfflineSDK
 import WireModels
 
-/// Where the SDK keeps its offline store and packages.
-struct StorageOptions: ParsableArguments {
-    @Option(help: "Storage folder of the offline store. [OFFLINE_STORAGE, default ~/.local/share/OfflineSDK]")
-    var storage: String?
+/// The license terms of a FairPlay download or renewal.
+struct LicenseOptions: ParsableArguments {
+    @Flag(help: "FairPlay: buy the video (the license never expires).") var purchase = false
+    @Option(help: "FairPlay: rent the video for this long (30d, 48h, 90m, 45s).") var rental: DurationArgument?
+    @Option(name: .customLong("play-duration"), help: "FairPlay rentals: the license also ends this long after the first playback.")
+    var playDuration: DurationArgument?
+    @Option(name: .customLong("rental-hours"), help: ArgumentHelp("Replaced by --rental Nh.", visibility: .hidden)) var rentalHours: Double?
+    @Option(name: .customLong("play-hours"), help: ArgumentHelp("Replaced by --play-duration Nh.", visibility: .hidden)) var playHours: Double?
 
-    @Option(help: "Segments fetched in parallel per download.")
-    var parallel: Int = 6
-
-    @Flag(help: "Allow downloads over cellular (the SDK's default is no).")
-    var allowCellular = false
-
-    @Option(name: .customLong("reserve-mb"), help: "Refuse a download that would leave less free space than this (MiB).")
-    var reserveMB: Int = 1024
-
-    func manager(delegate: (any OfflineVideoManagerDelegate)? = nil, role: StorageRole = .owner) async throws -> OfflineVideoManager {
-        var configuration = OfflineVideoManagerConfiguration()
-        configuration.role = role
-        if let folder = storage ?? ProcessInfo.processInfo.environment["OFFLINE_STORAGE"] {
-            configuration.storageDirectory = URL(fileURLWithPath: folder)
+    func requested() throws -> RequestedLicense? {
+        let rentalSeconds = rental?.seconds ?? rentalHours.map { $0 * 3600 }
+        let play = playDuration?.seconds ?? playHours.map { $0 * 3600 }
+        switch (purchase, rentalSeconds) {
+        case (true, nil):
+            if play != nil { throw ValidationError("--play-duration goes with --rental, not --purchase") }
+            return .purchase
+        case (false, let seconds?): return .rental(duration: seconds, playDuration: play)
+        case (false, nil):
+            if play != nil { throw ValidationError("--play-duration needs --rental DURATION") }
+            return nil
+        case (true, _?): throw ValidationError("give --purchase or --rental, not both")
         }
-        configuration.segmentsInParallel = max(1, parallel)
-        configuration.minimumFreeSpace = Int64(max(0, reserveMB)) * 1_048_576
-        configuration.options.allowsCellularDownload = allowCellular
-        return try await OfflineVideoManager(configuration: configuration, delegate: delegate)
+    }
+
+    /// `rental 48 h, 6 h play window` or `purchase`.
+    static func describe(_ license: RequestedLicense?) -> String? {
+        switch license {
+        case nil: nil
+        case .purchase: "purchase"
+        case .rental(let duration, let play): "rental \(Format.duration(duration))" + (play.map { ", \(Format.duration($0)) play window" } ?? "")
+        }
     }
 }
 
 struct DownloadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "download", abstract: "Download a video for offline playback and wait until it is done.")
+        commandName: "download", abstract: "Download a video for offline playback and follow it until it is done.",
+        discussion: "Ctrl-C pauses the download (nothing is lost; `offline resume` continues it); a second Ctrl-C quits.")
     @OptionGroup var service: ServiceOptions
     @OptionGroup var storage: StorageOptions
-    @Argument(help: "Video id, or ref:REFERENCE_ID.") var id: String
-    @Option(help: "Bitrate in bits/s: the largest rendition at or below it (default: the lowest).") var bitrate: Int?
-    @Option(help: "Audio languages, comma-separated (default: the default audio).") var audio: String?
-    @Option(help: "Subtitle languages, comma-separated.") var subtitles: String?
-    @Flag(help: "Print one line per progress event instead of a status line.") var verbose = false
+    @OptionGroup var output: OutputOptions
+    @OptionGroup var selection: SelectionOptions
     @OptionGroup var license: LicenseOptions
+    @Flag(help: ArgumentHelp("Replaced by the live progress display.", visibility: .hidden)) var verbose = false
+    @Argument(help: "Video id, or ref:REFERENCE_ID.") var id: String
 
     func run() async throws {
-        let playback = try service.service()
-        // The store opens while the Playback API answers.
-        async let opened = storage.manager()
-        let video = id.hasPrefix("ref:") ? try await playback.findVideo(referenceID: String(id.dropFirst(4)))
-                                         : try await playback.findVideo(id: id)
-        let manager = try await opened
-        let events = manager.events()
-        let selections = MediaSelections(audioLanguages: Self.list(audio), subtitleLanguages: Self.list(subtitles))
-        let token = try await manager.requestVideoDownload(video, mediaSelections: selections,
-                                                           parameters: DownloadParameters(requestedBitrate: bitrate, license: try license.requested()))
-        print("downloading \(video.name) as \(token)")
-        try await Progress.follow(events, tokens: [token], manager: manager, verbose: verbose)
-        await manager.close()
-    }
-
-    static func list(_ text: String?) -> [String] {
-        (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-    }
-}
-
-/// The license terms of a FairPlay download.
-struct LicenseOptions: ParsableArguments {
-    @Flag(help: "FairPlay: buy the video (the license never expires).") var purchase = false
-    @Option(name: .customLong("rental-hours"), help: "FairPlay: rent the video for this many hours.") var rentalHours: Double?
-    @Option(name: .customLong("play-hours"), help: "FairPlay rentals: the license also ends this many hours after the first playback.")
-    var playHours: Double?
-
-    func requested() throws -> RequestedLicense? {
-        switch (purchase, rentalHours) {
-        case (true, nil): return .purchase
-        case (false, let hours?): return .rental(duration: hours * 3600, playDuration: playHours.map { $0 * 3600 })
-        case (false, nil): return nil
-        case (true, _?): throw ValidationError("give --purchase or --rental-hours, not both")
-        }
-    }
-}
-
-struct ListCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "List offline videos and their state.")
-    @OptionGroup var storage: StorageOptions
-
-    func run() async throws {
-        let manager = try await storage.manager(role: .reader)
-        let statuses = try await manager.offlineVideoStatus()
-        if statuses.isEmpty { print("no offline videos") }
-        for status in statuses {
-            let name = await manager.videoObject(fromOfflineVideoToken: status.token)?.name ?? "?"
-            var line = "\(status.token)  \(status.downloadState)  \(String(format: "%5.1f", status.downloadPercent)) %  \(name)"
-            switch try await manager.fairPlayLicenseExpiration(status.token) {
-            case nil: line += "  [no license]"
-            case Date.distantFuture?: break
-            case let expiry?: line += "  [license until \(WireDate.string(from: expiry))]"
+        try await runCommand(json: output.json) {
+            let terms = try license.requested()
+            // The store opens while the Playback API answers.
+            async let opened = storage.manager()
+            let video = try await service.video(id)
+            let manager = try await opened
+            let events = manager.events()
+            let token = try await manager.requestVideoDownload(video, mediaSelections: selection.selections,
+                                                               parameters: DownloadParameters(requestedBitrate: selection.bitrate, license: terms))
+            if output.json {
+                JSONOutput.print(["event": "requested", "token": token, "video": video.id, "name": video.name])
+            } else {
+                say("Downloading \(video.name) (\(Describe.protection(video))" + (LicenseOptions.describe(terms).map { ", \($0)" } ?? "") + ")")
             }
-            if let error = status.error { line += "  error \(error.code.rawValue) \(error.reason.rawValue): \(error.message)" }
-            print(line)
+            try await follow(manager, events, [(token, video.name)], json: output.json)
         }
     }
+}
+
+/// Follows downloads with a progress display; Ctrl-C pauses them. Throws exit status 4 when one failed.
+func follow(_ manager: OfflineVideoManager, _ events: AsyncStream<OfflineVideoEvent>,
+            _ downloads: [(token: OfflineVideoToken, title: String)], json: Bool) async throws {
+    let tokens = downloads.map(\.token)
+    let interrupt = Interrupt {
+        for token in tokens { try? await manager.pauseVideoDownload(token) }
+        await manager.close()
+        let short = shortTokens(tokens)
+        if json {
+            JSONOutput.print(["event": "paused", "tokens": tokens])
+        } else {
+            say("")
+            say("Paused. Nothing is lost: continue with `offline resume" + (tokens.count == 1 ? " \(short[tokens[0]] ?? tokens[0])" : "") + "`.")
+        }
+        exit(ExitStatus.interrupted)
+    }
+    let follower = DownloadFollower(manager: manager, json: json)
+    await follower.follow(events, downloads)
+    withExtendedLifetime(interrupt) {}
+    await manager.close()
+    if follower.outcomes.values.contains(where: { $0 != nil }) { throw ExitCode(ExitStatus.downloadFailed) }
 }
 
 struct ResumeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "resume", abstract: "Continue interrupted downloads (and a suspended or failed one by token) and wait for them.")
+        commandName: "resume", abstract: "Continue a paused or failed download, or with no token every interrupted one, and follow them.")
     @OptionGroup var storage: StorageOptions
-    @Argument(help: "A suspended or failed download to resume too.") var token: String?
-    @Flag(help: "Print one line per progress event.") var verbose = false
+    @OptionGroup var output: OutputOptions
+    @Flag(help: ArgumentHelp("Replaced by the live progress display.", visibility: .hidden)) var verbose = false
+    @Argument(help: "A paused or failed download (a unique token prefix).") var token: String?
 
     func run() async throws {
-        let manager = try await storage.manager()
-        let events = manager.events()
-        if let token { try await manager.resumeVideoDownload(token) }
-        let active = try await manager.offlineVideoStatus().filter { $0.downloadState == .requested || $0.downloadState == .downloading }
-        if active.isEmpty { print("nothing to resume") }
-        try await Progress.follow(events, tokens: active.map(\.token), manager: manager, verbose: verbose)
-        await manager.close()
+        try await runCommand(json: output.json) {
+            let manager = try await storage.manager()
+            let events = manager.events()
+            if let token {
+                try await manager.resumeVideoDownload(try await resolveToken(token, in: manager))
+            }
+            let active = try await manager.offlineVideoStatus().filter { $0.downloadState == .requested || $0.downloadState == .downloading }
+            if active.isEmpty {
+                if output.json { JSONOutput.print(["resumed": [String]()]) } else { say("Nothing to resume.") }
+                await manager.close()
+                return
+            }
+            var downloads: [(token: OfflineVideoToken, title: String)] = []
+            for status in active {
+                downloads.append((status.token, await manager.videoObject(fromOfflineVideoToken: status.token)?.name ?? status.token))
+            }
+            try await follow(manager, events, downloads, json: output.json)
+        }
     }
 }
 
+/// pause, cancel, delete and retry: one token, one change.
+struct TokenAction {
+    enum Action: String { case pause, cancel, delete, retry }
+
+    static func run(_ action: Action, token prefix: String, storage: StorageOptions, json: Bool) async throws {
+        try await runCommand(json: json) {
+            let manager = try await storage.manager()
+            let token = try await resolveToken(prefix, in: manager)
+            let name = await manager.videoObject(fromOfflineVideoToken: token)?.name ?? token
+            switch action {
+            case .pause: try await manager.pauseVideoDownload(token)
+            case .cancel: try await manager.cancelVideoDownload(token)
+            case .delete: try await manager.deleteOfflineVideo(token)
+            case .retry: try await manager.retryVideoDownload(token)
+            }
+            let state = try await manager.offlineVideoStatus(forToken: token)?.downloadState.description ?? "deleted"
+            await manager.close()
+            if json {
+                JSONOutput.print(["token": token, "action": action.rawValue, "state": state])
+            } else {
+                let done = switch action {
+                case .pause: "Paused \(name). `offline resume \(prefix)` continues it."
+                case .cancel: "Cancelled \(name): its files are gone; `offline delete \(prefix)` forgets it."
+                case .delete: "Deleted \(name) and its license."
+                case .retry: "Queued \(name) again; `offline resume` follows it."
+                }
+                say(done)
+            }
+        }
+    }
+}
+
+struct PauseCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "pause", abstract: "Pause a download (finished segments are kept).")
+    @OptionGroup var storage: StorageOptions
+    @OptionGroup var output: OutputOptions
+    @Argument(help: "The download's token (a unique prefix).") var token: String
+    func run() async throws { try await TokenAction.run(.pause, token: token, storage: storage, json: output.json) }
+}
+
+struct CancelCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a download and remove its files.")
+    @OptionGroup var storage: StorageOptions
+    @OptionGroup var output: OutputOptions
+    @Argument(help: "The download's token (a unique prefix).") var token: String
+    func run() async throws { try await TokenAction.run(.cancel, token: token, storage: storage, json: output.json) }
+}
+
+struct DeleteCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete an offline video, its files and its license.")
+    @OptionGroup var storage: StorageOptions
+    @OptionGroup var output: OutputOptions
+    @Argument(help: "The offline video's token (a unique prefix).") var token: String
+    func run() async throws { try await TokenAction.run(.delete, token: token, storage: storage, json: output.json) }
+}
+
+struct RetryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "retry", abstract: "Retry a failed download, keeping the segments it already has (then `offline resume` follows it).")
+    @OptionGroup var storage: StorageOptions
+    @OptionGroup var output: OutputOptions
+    @Argument(help: "The failed download's token (a unique prefix).") var token: String
+    func run() async throws { try await TokenAction.run(.retry, token: token, storage: storage, json: output.json) }
+}
+
+/// The old spelling: `offline control pause|cancel|delete TOKEN`.
 struct ControlCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "control", abstract: "Pause, cancel or delete an offline video.")
+    static let configuration = CommandConfiguration(
+        commandName: "control", abstract: "Replaced by `offline pause|cancel|delete TOKEN` (still works).", shouldDisplay: false)
     enum Action: String, ExpressibleByArgument, CaseIterable { case pause, cancel, delete }
     @OptionGroup var storage: StorageOptions
+    @OptionGroup var output: OutputOptions
     @Argument(help: "pause, cancel or delete") var action: Action
     @Argument(help: "The offline video token.") var token: String
 
     func run() async throws {
-        let manager = try await storage.manager()
-        switch action {
-        case .pause: try await manager.pauseVideoDownload(token)
-        case .cancel: try await manager.cancelVideoDownload(token)
-        case .delete: try await manager.deleteOfflineVideo(token)
+        let mapped: TokenAction.Action = switch action {
+        case .pause: .pause
+        case .cancel: .cancel
+        case .delete: .delete
         }
-        print("\(action.rawValue): \(token)")
+        try await TokenAction.run(mapped, token: token, storage: storage, json: output.json)
     }
-}
-
-/// Follows downloads on the terminal until each has finished.
-enum Progress {
-    static func follow(_ events: AsyncStream<OfflineVideoEvent>, tokens: [OfflineVideoToken], manager: OfflineVideoManager,
-                       verbose: Bool) async throws {
-        var open = Set(tokens)
-        guard !open.isEmpty else { return }
-        var failures: [String] = []
-        var lastLine = ContinuousClock.now - .seconds(1)
-        for await event in events {
-            switch event {
-            case .progress(let token, let percent, let selection):
-                guard open.contains(token) else { continue }
-                if verbose {
-                    say("\(token.prefix(8))  \(selection)  \(String(format: "%5.1f", percent)) %")
-                } else if ContinuousClock.now - lastLine > .milliseconds(500) {
-                    lastLine = ContinuousClock.now
-                    let overall = (try? await manager.offlineVideoStatus(forToken: token))?.downloadPercent ?? percent
-                    say("\(token.prefix(8))  \(String(format: "%5.1f", overall)) %")
-                }
-            case .mediaSelectionFinished(let token, let selection):
-                if open.contains(token) { say("\(token.prefix(8))  \(selection) done") }
-            case .staticImagesDownloaded(let token):
-                if open.contains(token) { say("\(token.prefix(8))  poster and thumbnail fetched") }
-            case .downloadFinished(let token, let error):
-                guard open.remove(token) != nil else { continue }
-                if let error {
-                    say("\(token.prefix(8))  failed: \(error)")
-                    failures.append(token)
-                } else {
-                    let path = await manager.videoObject(fromOfflineVideoToken: token)?.offlineVideoPath ?? "?"
-                    say("\(token.prefix(8))  completed: \(path)")
-                }
-            case .storageChanged:
-                say("offline storage changed while the manager was not running")
-            case .licenseExpirationChanged, .downloadPurged:
-                break
-            }
-            if open.isEmpty { break }
-        }
-        if !failures.isEmpty { throw ExitCode(1) }
-    }
-}
-
-/// Prints a line and flushes it at once, so a log file or a pipe sees progress as it happens.
-func say(_ line: String) {
-    print(line)
-    fflush(nil)  // every output stream; `stdout` itself is a C global Swift 6 will not touch
 }

@@ -3,15 +3,30 @@ import Foundation
 import OfflineSDK
 import WireModels
 
-/// `offline`: the SDK from the command line: find videos through the Playback API, download
-/// them with the OfflineVideoManager, list, pause, resume, cancel and delete them.
+/// `offline`: the SDK from the command line. Find videos through the Playback API, download
+/// them with the OfflineVideoManager, follow their progress, play them offline with the
+/// license enforced, and watch licenses run out.
 @main
 struct OfflineCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "offline",
-        abstract: "Find and download videos for offline playback, against the mock backend or a real Playback API.",
-        subcommands: [VideoCommand.self, PlaylistCommand.self, SearchCommand.self, DownloadCommand.self, ListCommand.self,
-                      ResumeCommand.self, ControlCommand.self])
+        abstract: "Find, download and play videos offline, against the mock backend or a real Playback API.",
+        discussion: """
+            Tokens may be shortened to any unique prefix, as `offline list` shows them. Every command \
+            takes --json for one JSON document (JSON lines while downloading).
+            Replaced spellings still work: `control pause|cancel|delete TOKEN` is `pause`, `cancel`, \
+            `delete`; `--rental-hours H` and `--play-hours H` are `--rental Hh` and `--play-duration Hh`.
+            \(ExitStatus.help)
+            """,
+        subcommands: [VideoCommand.self, PlaylistCommand.self, SearchCommand.self, EstimateCommand.self, DownloadCommand.self,
+                      ListCommand.self, StatusCommand.self, LicenseCommand.self, PauseCommand.self, ResumeCommand.self,
+                      CancelCommand.self, DeleteCommand.self, RetryCommand.self, RenewCommand.self, PlayCommand.self,
+                      DemoCommand.self, ControlCommand.self])
+}
+
+/// `--json`.
+struct OutputOptions: ParsableArguments {
+    @Flag(help: "Print one JSON document (JSON lines while downloading) instead of text.") var json = false
 }
 
 /// Where the Playback API is and who is asking.
@@ -28,81 +43,105 @@ struct ServiceOptions: ParsableArguments {
     @Option(help: "Playback-restriction JWT, sent as Authorization: Bearer. [OFFLINE_JWT]")
     var jwt: String?
 
+    /// Whether the service was described at all (by options or environment).
+    var isGiven: Bool {
+        baseURLOption != nil || ProcessInfo.processInfo.environment["OFFLINE_BASE_URL"] != nil
+    }
+
     func service() throws -> PlaybackService {
         let environment = ProcessInfo.processInfo.environment
         guard let base = baseURLOption ?? environment["OFFLINE_BASE_URL"] else {
-            throw ValidationError("give --base-url (or OFFLINE_BASE_URL), e.g. http://127.0.0.1:8080")
+            throw CommandFailure(status: ExitStatus.refused, message: "No Playback API given.",
+                                 hint: "Give --base-url (or OFFLINE_BASE_URL), e.g. http://127.0.0.1:8080, with --account and --policy-key.")
         }
-        guard let account = account ?? environment["OFFLINE_ACCOUNT"] else { throw ValidationError("give --account") }
+        guard let account = account ?? environment["OFFLINE_ACCOUNT"] else {
+            throw CommandFailure(status: ExitStatus.refused, message: "No account given.", hint: "Give --account (or OFFLINE_ACCOUNT).")
+        }
         let key = policyKey ?? environment["OFFLINE_POLICY_KEY"]
         let token = jwt ?? environment["OFFLINE_JWT"]
-        guard key != nil || token != nil else { throw ValidationError("give --policy-key or --jwt") }
+        guard key != nil || token != nil else {
+            throw CommandFailure(status: ExitStatus.refused, message: "No policy key or JWT given.",
+                                 hint: "Give --policy-key (OFFLINE_POLICY_KEY) or --jwt (OFFLINE_JWT).")
+        }
         return PlaybackService(baseURL: base, accountID: account, policyKey: key, authToken: token)
     }
-}
 
-struct VideoCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "video", abstract: "Show one video.")
-    @OptionGroup var options: ServiceOptions
-    @Argument(help: "Video id, or ref:REFERENCE_ID.") var id: String
-
-    func run() async throws {
-        let service = try options.service()
-        let video = id.hasPrefix("ref:") ? try await service.findVideo(referenceID: String(id.dropFirst(4)))
-                                         : try await service.findVideo(id: id)
-        print(Describe.video(video))
+    /// A video by id, or `ref:REFERENCE_ID`.
+    func video(_ id: String) async throws -> PlaybackVideo {
+        let service = try service()
+        return id.hasPrefix("ref:") ? try await service.findVideo(referenceID: String(id.dropFirst(4)))
+                                    : try await service.findVideo(id: id)
     }
 }
 
-struct PlaylistCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "playlist", abstract: "List a playlist's videos.")
-    @OptionGroup var options: ServiceOptions
-    @Argument(help: "Playlist id, or ref:REFERENCE_ID.") var id: String
-    @Option var limit: Int?
-    @Option var offset: Int?
+/// Where the SDK keeps its offline store and packages, and how it downloads.
+struct StorageOptions: ParsableArguments {
+    @Option(help: "Storage folder of the offline store. [OFFLINE_STORAGE, default ~/.local/share/OfflineSDK]")
+    var storage: String?
 
-    func run() async throws {
-        let result = try await options.service().findPlaylist(id: id, limit: limit, offset: offset)
-        print("\(result.playlist.name) (\(result.playlist.id)): \(result.videos.count) videos")
-        for video in result.videos { print("  " + Describe.line(video)) }
+    @Option(help: "Segments fetched in parallel per download.")
+    var parallel: Int = 6
+
+    @Flag(help: "Allow downloads over cellular (the SDK's default is no).")
+    var allowCellular = false
+
+    @Option(name: .customLong("reserve-mb"), help: "Refuse a download that would leave less free space than this (MiB).")
+    var reserveMB: Int = 1024
+
+    @Option(name: .customLong("clock-offset"),
+            help: "Run the device clock this far ahead (e.g. 7h) to match a mock backend whose clock was moved. [OFFLINE_CLOCK_OFFSET]")
+    var clockOffset: DurationArgument?
+
+    var folder: URL {
+        if let folder = storage ?? ProcessInfo.processInfo.environment["OFFLINE_STORAGE"] { return URL(fileURLWithPath: folder) }
+        return OfflineVideoManagerConfiguration.defaultStorageDirectory
+    }
+
+    var offset: TimeInterval {
+        clockOffset?.seconds ?? ProcessInfo.processInfo.environment["OFFLINE_CLOCK_OFFSET"].flatMap(DurationArgument.parse) ?? 0
+    }
+
+    func configuration(role: StorageRole = .owner, delegateClock: (@Sendable () -> Date)? = nil) -> OfflineVideoManagerConfiguration {
+        var configuration = OfflineVideoManagerConfiguration(storageDirectory: folder)
+        configuration.role = role
+        configuration.segmentsInParallel = max(1, parallel)
+        configuration.minimumFreeSpace = Int64(max(0, reserveMB)) * 1_048_576
+        configuration.options.allowsCellularDownload = allowCellular
+        let offset = self.offset
+        configuration.clock = delegateClock ?? { Date().addingTimeInterval(offset) }
+        return configuration
+    }
+
+    /// The manager: `owner` runs downloads (one per folder), `reader` only looks.
+    func manager(role: StorageRole = .owner) async throws -> OfflineVideoManager {
+        try await OfflineVideoManager(configuration: configuration(role: role))
     }
 }
 
-struct SearchCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "search", abstract: "Search an account's videos.")
-    @OptionGroup var options: ServiceOptions
-    @Argument(help: "Query, e.g. 'tags:fairplay' or '+name:bars -tags:long'.") var query: String = ""
-    @Option var sort: String?
-    @Option var limit: Int?
-    @Option var offset: Int?
-
-    func run() async throws {
-        let result = try await options.service().search(query: query, sort: sort, limit: limit, offset: offset)
-        print("\(result.count) videos match" + (result.videos.count < result.count ? ", showing \(result.videos.count)" : ""))
-        for video in result.videos { print("  " + Describe.line(video)) }
+/// Finds the one offline video whose token starts with `prefix`.
+func resolveToken(_ prefix: String, in manager: OfflineVideoManager) async throws -> OfflineVideoToken {
+    let tokens = try await manager.offlineVideoTokens
+    if tokens.contains(prefix) { return prefix }
+    let matches = tokens.filter { $0.hasPrefix(prefix.lowercased()) }
+    switch matches.count {
+    case 1: return matches[0]
+    case 0:
+        throw CommandFailure(status: ExitStatus.refused, message: "No offline video has a token starting with \(prefix).",
+                             hint: "`offline list` shows the tokens.")
+    default:
+        throw CommandFailure(status: ExitStatus.refused,
+                             message: "\(prefix) is the start of \(matches.count) tokens (\(matches.map { String($0.prefix(12)) }.joined(separator: ", "))).",
+                             hint: "Give more of the token.")
     }
 }
 
-/// Text for people.
-enum Describe {
-    static func line(_ video: PlaybackVideo) -> String {
-        let protection = video.usesFairPlay ? "FairPlay" : (video.sources.first?.src.contains("/aes128/") == true ? "AES-128" : "clear")
-        return "\(video.id)  \(video.name)  [\(String(format: "%.0f", video.duration)) s, \(protection)\(video.canBeDownloaded ? ", downloadable" : "")]"
+/// The shortest prefix (at least 8 characters) of each token that no other token starts with.
+func shortTokens(_ tokens: [OfflineVideoToken]) -> [OfflineVideoToken: String] {
+    var result: [OfflineVideoToken: String] = [:]
+    for token in tokens {
+        var length = min(8, token.count)
+        while length < token.count, tokens.contains(where: { $0 != token && $0.hasPrefix(token.prefix(length)) }) { length += 1 }
+        result[token] = String(token.prefix(length))
     }
-
-    static func video(_ video: PlaybackVideo) -> String {
-        var lines = [line(video)]
-        if let ref = video.referenceID { lines.append("  reference id: \(ref)") }
-        if let description = video.video.description { lines.append("  \(description)") }
-        for source in video.sources {
-            lines.append("  source: \(source.type) \(source.src)")
-            if let fairPlay = source.fairPlay {
-                lines.append("    license: \(fairPlay.keyRequestURL ?? "-")")
-                lines.append("    certificate: \(fairPlay.certificateURL ?? "-")")
-            }
-            if let expiry = URLToken.expiry(ofURL: source.src) { lines.append("    URL expires \(WireDate.string(from: expiry))") }
-        }
-        if !video.textTracks.isEmpty { lines.append("  sideband subtitles: " + video.textTracks.map(\.srclang).joined(separator: ", ")) }
-        return lines.joined(separator: "\n")
-    }
+    return result
 }

@@ -25,14 +25,15 @@ struct CrashAndDiskTests {
             defer { storage.remove() }
             let offline = try offlineExecutable()
             let common = ["--base-url", server.baseURL, "--account", Catalog.account, "--policy-key", Catalog.playKey]
-            let child = try RunningProcess(offline, ["download"] + common + ["--storage", storage.url.path, "--reserve-mb", "0",
-                                                                            Catalog.marathonVideo])
+            let child = try RunningProcess(offline, ["download", "--json"] + common + ["--storage", storage.url.path, "--reserve-mb", "0",
+                                                                                      Catalog.marathonVideo])
             // Progress is read from the child's own output (nothing opens its store while it
             // runs). Once it is past 2 %, every new response is held for a minute: the child
             // cannot finish the remaining thousands of segments before it is killed.
             let midway = try await child.waitForOutput { output in
                 output.split(separator: "\n").contains { line in
-                    line.hasSuffix("%") && (Double(line.split(separator: " ").dropLast().last ?? "") ?? 0) > 2
+                    let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                    return event?["event"] as? String == "progress" && (event?["percent"] as? Double ?? 0) > 2
                 }
             }
             server.addedLatencyMilliseconds = 60_000
@@ -52,9 +53,9 @@ struct CrashAndDiskTests {
             #expect(try store.download(token)?.downloadState == .downloading)
 
             server.addedLatencyMilliseconds = 0
-            let rerun = try await Run.process(offline, ["resume", "--storage", storage.url.path, "--reserve-mb", "0"])
+            let rerun = try await Run.process(offline, ["resume", "--json", "--storage", storage.url.path, "--reserve-mb", "0"])
             #expect(rerun.exitCode == 0, "\(rerun.stdoutText) \(rerun.stderrText)")
-            #expect(rerun.stdoutText.contains("completed"))
+            #expect(rerun.stdoutText.contains("\"state\":\"completed\""))
             #expect(try store.download(token)?.downloadState == .completed)
             let after = try onDisk.map { try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent($0.file).path)[.systemFileNumber] as? Int }
             #expect(after == inodes, "segments finished before the kill were not fetched again")

@@ -114,6 +114,8 @@ extension OfflineVideoManager {
     func report(_ token: OfflineVideoToken, _ progress: RunnerProgress) {
         guard var state = live[token], running[token] != nil else { return }
         state.percent = ProgressMeter.percent(done: progress.done, remainingEstimate: progress.remaining, complete: progress.complete)
+        state.done = progress.trackDone
+        state.remaining = progress.trackRemaining
         for (position, selection) in state.selections.sorted(by: { $0.key < $1.key }) {
             let done = progress.trackDone[position, default: 0], remaining = progress.trackRemaining[position, default: 0]
             let finished = progress.complete || progress.finishedTracks.contains(position)

@@ -67,6 +67,9 @@ public actor OfflineVideoManager {
         var percent: Double = 0
         var selections: [Int: OfflineMediaSelection] = [:]
         var reported: [Int: Double] = [:]
+        /// Bytes on disk and bytes still expected, per track position, as last reported.
+        var done: [Int: Int64] = [:]
+        var remaining: [Int: Int64] = [:]
     }
 
     /// Opens (or creates) the offline store under `configuration.storageDirectory`, cleans up
@@ -361,6 +364,24 @@ public actor OfflineVideoManager {
     /// The status of one offline video; nil for an unknown token.
     public func offlineVideoStatus(forToken token: OfflineVideoToken) throws(OfflineVideoError) -> OfflineVideoStatus? {
         try storeCall { try store.download(token) }.map { status(of: $0) }
+    }
+
+    /// Where each track of a download stands in bytes: on disk, and expected in all (the
+    /// sizes of finished segments plus the estimates of the others), with its percent. Live
+    /// while the download runs, else as recorded.
+    public func downloadProgress(_ token: OfflineVideoToken) throws(OfflineVideoError) -> [OfflineTrackProgress] {
+        _ = try existing(token)
+        let tracks = try storeCall { try store.tracks(token) }
+        let reported = live[token].map { (done: $0.done, remaining: $0.remaining) }
+        let recorded = reported.map { !$0.done.isEmpty } == true ? [:] : try storeCall { try store.trackBytes(token) }
+        return tracks.map { track in
+            let selection = OfflineMediaSelection(kind: OfflineMediaSelection.Kind(rawValue: track.kind) ?? .video,
+                                                  language: track.language, name: track.name)
+            let done = reported?.done[track.position] ?? recorded[track.position]?.done ?? 0
+            let remaining = reported?.remaining[track.position] ?? recorded[track.position]?.remaining ?? 0
+            return OfflineTrackProgress(selection: selection, bytesDone: done, bytesExpected: done + remaining,
+                                        percent: ProgressMeter.percent(done: done, remainingEstimate: remaining, complete: remaining == 0 && done > 0))
+        }
     }
 
     func status(of record: DownloadRecord) -> OfflineVideoStatus {

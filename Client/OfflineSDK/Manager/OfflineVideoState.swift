@@ -67,3 +67,15 @@ public struct OfflineVideoStatus: Sendable, Equatable {
         self.error = error
     }
 }
+
+/// Where one track of a download stands in bytes (`OfflineVideoManager.downloadProgress`).
+public struct OfflineTrackProgress: Sendable, Equatable {
+    /// The track.
+    public var selection: OfflineMediaSelection
+    /// Bytes on disk.
+    public var bytesDone: Int64
+    /// Bytes expected in all: finished segments' real sizes plus estimates for the others.
+    public var bytesExpected: Int64
+    /// 0 to 100; 100 only once every segment is on disk.
+    public var percent: Double
+}

@@ -208,6 +208,20 @@ final class OfflineStore: Sendable {
         }
     }
 
+    /// Per track position: bytes of finished segments, and the estimates of the others.
+    func trackBytes(_ token: String) throws -> [Int: (done: Int64, remaining: Int64)] {
+        try pool.read { db in
+            var result: [Int: (done: Int64, remaining: Int64)] = [:]
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT track, COALESCE(SUM(CASE WHEN done THEN COALESCE(bytes, estimated_bytes) ELSE 0 END), 0),
+                       COALESCE(SUM(CASE WHEN done THEN 0 ELSE estimated_bytes END), 0)
+                FROM segment WHERE token = ? GROUP BY track
+                """, arguments: [token])
+            while let row = try rows.next() { result[row[0]] = (row[1], row[2]) }
+            return result
+        }
+    }
+
     func download(_ token: String) throws -> DownloadRecord? {
         try pool.read { db in try DownloadRecord.fetchOne(db, key: token) }
     }
