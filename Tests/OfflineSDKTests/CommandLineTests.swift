@@ -50,9 +50,11 @@ struct CommandLineTests {
 
     @Test("on a terminal: live bars per media selection; Ctrl-C pauses cleanly and says how to go on; resume finishes it")
     func terminalBarsAndCtrlC() async throws {
-        try await withCLI({ $0.addedLatencyMilliseconds = 10 }) { cli in
+        // 20 ms a response, 2 segments at a time: over a minute for the whole video, so a busy
+        // test pool reading the screen late still sees it mid-way.
+        try await withCLI({ $0.addedLatencyMilliseconds = 20 }) { cli in
             let session = "offline-\(UUID().uuidString.prefix(8))"
-            let command = ([cli.executable, "download", Catalog.marathonVideo, "--audio", "en,fr"] + cli.service + cli.store)
+            let command = ([cli.executable, "download", Catalog.marathonVideo, "--audio", "en,fr", "--parallel", "2"] + cli.service + cli.store)
                 .map { "'\($0)'" }.joined(separator: " ") + "; echo EXIT=$?; sleep 600"
             let started = try await Run.process("/usr/bin/tmux", ["new-session", "-d", "-s", session, "-x", "120", "-y", "20", command])
             try #require(started.exitCode == 0, "tmux: \(started.stderrText)")

@@ -20,12 +20,15 @@ func offlineExecutable() throws -> String {
 struct CrashAndDiskTests {
     @Test("a process killed with SIGKILL mid-download is continued by the next run, fetching only unfinished segments")
     func sigkill() async throws {
-        try await withBackend({ $0.addedLatencyMilliseconds = 10 }) { server in
+        // 20 ms per response and 2 segments at a time: the 7,200 segments would take the child
+        // over a minute, however fast the machine, so a busy test pool reading its output late
+        // still sees it mid-way.
+        try await withBackend({ $0.addedLatencyMilliseconds = 20 }) { server in
             let storage = try TemporaryDirectory()
             defer { storage.remove() }
             let offline = try offlineExecutable()
             let common = ["--base-url", server.baseURL, "--account", Catalog.account, "--policy-key", Catalog.playKey]
-            let child = try RunningProcess(offline, ["download", "--json"] + common + ["--storage", storage.url.path, "--reserve-mb", "0",
+            let child = try RunningProcess(offline, ["download", "--json", "--parallel", "2"] + common + ["--storage", storage.url.path, "--reserve-mb", "0",
                                                                                       Catalog.marathonVideo])
             // Progress is read from the child's own output (nothing opens its store while it
             // runs). Once it is past 2 %, every new response is held for a minute: the child

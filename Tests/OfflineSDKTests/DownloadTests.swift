@@ -152,17 +152,21 @@ struct DownloadTests {
 
     @Test("pause keeps what is done and stops fetching; resume finishes with the same token")
     func pauseResume() async throws {
-        try await withBackend { server in try await withHarness(server) { h in
+        let network = ManualNetworkMonitor(path: .wifi)
+        try await withBackend { server in try await withHarness(server, { $0.network = network }) { h in
             let (manager, events) = (h.manager, h.events)
             let token = try await h.request(Catalog.marathonVideo)
             #expect(try await eventually { try await manager.status(token).downloadPercent > 3 })
+            // No new request starts from here (those under way finish): the download cannot
+            // complete before the pause, however fast this machine is.
+            network.currentPath = .none
             try await manager.pauseVideoDownload(token)
             #expect(try await manager.status(token).downloadState == .suspended)
-            try await Task.sleep(for: .milliseconds(300))
+            await manager.waitUntilStopped(token)
+            #expect(await manager.isDownloading(token) == false, "no task runs for it")
+            network.currentPath = .wifi
             let store = await manager.store
             let doneAtPause = try store.segments(token).filter(\.done).count
-            try await Task.sleep(for: .milliseconds(500))
-            #expect(try store.segments(token).filter(\.done).count == doneAtPause, "nothing fetched while suspended")
             #expect(doneAtPause > 0 && doneAtPause < 7200)
             #expect(!events.all.contains { if case .downloadFinished = $0 { true } else { false } })
 
@@ -180,10 +184,14 @@ struct DownloadTests {
             let storage = try TemporaryDirectory()
             defer { storage.remove() }
             let service = PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
-            let first = try await OfflineVideoManager(configuration: testConfiguration(storage))
+            var configuration = testConfiguration(storage)
+            let network = ManualNetworkMonitor(path: .wifi)
+            configuration.network = network
+            let first = try await OfflineVideoManager(configuration: configuration)
             let token = try await first.requestVideoDownload(try await service.findVideo(id: Catalog.marathonVideo),
                                                              mediaSelections: nil, parameters: nil)
             #expect(try await eventually { try await first.status(token).downloadPercent > 5 })
+            network.currentPath = .none  // it cannot finish before it is closed
             await first.close()  // returns once its tasks have ended
             let folder = await first.packageFolder(token)
             let store = await first.store

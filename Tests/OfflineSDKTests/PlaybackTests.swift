@@ -283,7 +283,7 @@ struct PlaybackTests {
     @Test("playback during a download: segments on disk are served, the others wait for the download when the network may not be used for playback")
     func duringDownload() async throws {
         let network = ManualNetworkMonitor(path: .cellular)
-        try await withBackend({ $0.addedLatencyMilliseconds = 5 }) { server in
+        try await withBackend { server in
             try await withHarness(server, { configuration in
                 configuration.network = network
                 configuration.options.allowsCellularDownload = true  // downloads run on cellular; playback may not
@@ -291,6 +291,9 @@ struct PlaybackTests {
             }) { h in
                 let token = try await h.request(Catalog.marathonVideo)
                 #expect(try await eventually { try await h.manager.status(token).downloadPercent > 1 })
+                // Held: no new request starts while there is no network, so segment 902 cannot
+                // be on disk yet, however fast this machine is.
+                network.currentPath = .none
                 let playback = try await h.manager.openPlayback(token)
                 let base = try playback.serve().deletingLastPathComponent().absoluteString
                 let first = try await Curl.fetch(base + "0-video/00000.ts")
@@ -299,7 +302,10 @@ struct PlaybackTests {
                 // request waits until the download brings it.
                 let later = await h.manager.packageFolder(token).appendingPathComponent("0-video/00902.ts").path
                 #expect(!FileManager.default.fileExists(atPath: later))
-                let late = try await Curl.fetch(base + "0-video/00902.ts", ["--max-time", "120"])
+                let waiting = try Curl.start(base + "0-video/00902.ts", ["--max-time", "120"])
+                #expect(try await eventually { await h.manager.arrivals.waiting > 0 }, "the request waits for the download")
+                network.currentPath = .cellular
+                let late = waiting.finish(await waiting.process.wait())
                 try #expect(late.status == 200 && late.body == ClearFixture.bytes("video/416x234/seg_002.ts"), "\(late.status) \(late.text.prefix(200))")
                 #expect(try await h.manager.status(token).downloadState == .downloading, "the download went on while playing")
                 // On wifi, playback may use the network: a segment far ahead is fetched at once.

@@ -12,6 +12,9 @@ final class SegmentArrivals: Sendable {
 
     private let waiters = Mutex<(next: UInt64, byID: [UInt64: Waiter])>((0, [:]))
 
+    /// How many waits are registered now.
+    var waiting: Int { waiters.withLock { $0.byID.count } }
+
     /// A segment's file of download `token` is in place.
     func arrived(_ token: String, _ key: SegmentKey) {
         release { $0.token == token && $0.key == key }

@@ -424,6 +424,11 @@ public actor OfflineVideoManager {
         packagesDirectory.appendingPathComponent(token, isDirectory: true)
     }
 
+    /// Returns once a stopped (paused, cancelled) download's task has ended.
+    func waitUntilStopped(_ token: OfflineVideoToken) async {
+        if let stopping = winding[token] { await stopping.value }
+    }
+
     /// Removes a package folder once its download task, if one was just stopped, has ended:
     /// a transfer finishing meanwhile would otherwise put files back into it.
     func removePackage(_ token: OfflineVideoToken) async {
