@@ -131,6 +131,8 @@ let package = Package(
         // Benchmarks
         .executableTarget(name: "LicenseRequests", dependencies: ["LicenseProtocol"], path: "benchmarks/LicenseRequests",
                           swiftSettings: swiftSettings),
+        .executableTarget(name: "PlaybackStart", dependencies: ["OfflineSDK", "CurlTransfer"], path: "benchmarks/PlaybackStart",
+                          swiftSettings: swiftSettings),
 
         // Tests
         .target(name: "TestKit", path: "Tests/TestKit", swiftSettings: swiftSettings),
