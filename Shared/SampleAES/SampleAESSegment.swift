@@ -33,7 +33,9 @@ public enum SampleAES {
     /// encrypted with. A wrong key is not detected (there is no authentication): it gives
     /// a well-formed segment with garbage in the protected blocks.
     public static func decrypt(segment: [UInt8], key: [UInt8], iv: [UInt8]) throws(SampleAESError) -> [UInt8] {
-        try SegmentTransformer(cipher: PatternCipher(key: key, iv: iv, direction: .decrypt)).transform(segment)
+        // Nearly every segment decrypts without a length changing: in place, in one AES pass.
+        if let clear = try InPlaceDecryption.decrypt(segment, key: key, iv: iv) { return clear }
+        return try SegmentTransformer(cipher: PatternCipher(key: key, iv: iv, direction: .decrypt)).transform(segment)
     }
 }
 
@@ -103,14 +105,15 @@ struct SegmentTransformer {
             }
         }
         for (index, table) in maps {
-            layout.replaced[index] = try rewrite(packets[index], table.section, table.map, audioConfigs: audioConfigs)
+            layout.replaced[index] = try SegmentTransformer.rewrite(packets[index], table.section, table.map, encrypting: encrypting,
+                                                                    audioConfigs: audioConfigs)
         }
         return layout.write(packets)
     }
 
     /// The PMT packet with stream types and descriptors switched to (or back from) SAMPLE-AES.
-    private func rewrite(_ packet: TransportPacket, _ section: ProgramSection, _ original: ProgramMap,
-                         audioConfigs: [Int: [UInt8]]) throws(SampleAESError) -> [UInt8] {
+    static func rewrite(_ packet: TransportPacket, _ section: ProgramSection, _ original: ProgramMap, encrypting: Bool,
+                        audioConfigs: [Int: [UInt8]]) throws(SampleAESError) -> [UInt8] {
         var map = original
         for index in map.streams.indices {
             let stream = map.streams[index]

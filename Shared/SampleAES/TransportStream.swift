@@ -27,32 +27,37 @@ package struct TransportPacket: Sendable, Equatable {
     package init(_ segment: [UInt8], index: Int) throws(SampleAESError) {
         let start = index * TransportPacket.size
         let bytes = Array(segment[start ..< start + TransportPacket.size])
-        guard bytes[0] == TransportPacket.syncByte else {
-            throw SampleAESError(.malformedTransportStream, "packet \(index) (byte \(start)) has sync byte \(bytes[0]), not 0x47")
+        let (payloadOffset, coreLength) = try bytes.withUnsafeBufferPointer { buffer throws(SampleAESError) in
+            try TransportPacket.layout(of: buffer, at: 0, index: index)
         }
         self.bytes = bytes
         pid = Int(bytes[1] & 0x1F) << 8 | Int(bytes[2])
         payloadUnitStart = bytes[1] & 0x40 != 0
         continuityCounter = Int(bytes[3] & 0x0F)
-        let control = (bytes[3] >> 4) & 0x03
+        self.payloadOffset = payloadOffset
+        adaptationCore = coreLength.map { Array(bytes[5 ..< 6 + $0]) }
+    }
+
+    /// Checks the header and adaptation field of the packet at byte `base` of `bytes` (packet
+    /// `index`, for messages) and returns where its payload starts (`size` when it has none)
+    /// and the length of its adaptation core after the flags byte (nil without one).
+    package static func layout(of bytes: UnsafeBufferPointer<UInt8>, at base: Int,
+                               index: Int) throws(SampleAESError) -> (payloadOffset: Int, coreLength: Int?) {
+        guard bytes[base] == TransportPacket.syncByte else {
+            throw SampleAESError(.malformedTransportStream, "packet \(index) (byte \(base)) has sync byte \(bytes[base]), not 0x47")
+        }
+        let control = (bytes[base + 3] >> 4) & 0x03
         guard control != 0 else {
             throw SampleAESError(.malformedTransportStream, "packet \(index) has the reserved adaptation_field_control 00")
         }
-        guard control & 0x02 != 0 else {
-            payloadOffset = 4
-            adaptationCore = nil
-            return
-        }
-        let length = Int(bytes[4])
+        guard control & 0x02 != 0 else { return (4, nil) }
+        let length = Int(bytes[base + 4])
         guard length <= 183 else {
             throw SampleAESError(.malformedTransportStream, "packet \(index) has an adaptation field of \(length) bytes")
         }
-        payloadOffset = control & 0x01 != 0 ? 5 + length : TransportPacket.size
-        guard length > 0, bytes[5] != 0 else {
-            adaptationCore = nil
-            return
-        }
-        let flags = bytes[5]
+        let payloadOffset = control & 0x01 != 0 ? 5 + length : TransportPacket.size
+        guard length > 0, bytes[base + 5] != 0 else { return (payloadOffset, nil) }
+        let flags = bytes[base + 5]
         var fields = 0
         if flags & 0x10 != 0 { fields += 6 }  // PCR
         if flags & 0x08 != 0 { fields += 6 }  // OPCR
@@ -61,18 +66,18 @@ package struct TransportPacket: Sendable, Equatable {
             guard 6 + fields < 5 + length else {
                 throw SampleAESError(.malformedTransportStream, "packet \(index): adaptation field too short for its private data")
             }
-            fields += 1 + Int(bytes[6 + fields])
+            fields += 1 + Int(bytes[base + 6 + fields])
         }
         if flags & 0x01 != 0 {                // adaptation field extension
             guard 6 + fields < 5 + length else {
                 throw SampleAESError(.malformedTransportStream, "packet \(index): adaptation field too short for its extension")
             }
-            fields += 1 + Int(bytes[6 + fields])
+            fields += 1 + Int(bytes[base + 6 + fields])
         }
         guard 1 + fields <= length else {
             throw SampleAESError(.malformedTransportStream, "packet \(index): adaptation field of \(length) bytes announces \(1 + fields)")
         }
-        adaptationCore = Array(bytes[5 ..< 6 + fields])
+        return (payloadOffset, fields)
     }
 
     /// The most payload a packet with this adaptation core can carry.

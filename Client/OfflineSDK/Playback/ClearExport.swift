@@ -4,9 +4,15 @@ import Glibc
 #endif
 
 /// Writes a package's video rendition, clear, to one MPEG-TS file: the segments as they are,
-/// or multiplexed with an audio rendition. Written to `{file}.part`, synced and renamed, so
-/// the file appears only once whole.
+/// or multiplexed with an audio rendition. Parts joined at an `EXT-X-DISCONTINUITY` are
+/// re-timed to follow each other, so the file plays as one timeline (without discontinuities
+/// the video alone is exactly its segments, concatenated). Written to `{file}.part` and renamed
+/// when whole: the file never appears half-written. Not synced to disk (as cp and ffmpeg do
+/// not): an export is made again at will, a download is what must survive a power loss.
 enum ClearExport {
+    /// Segments read and decrypted ahead of the one being written.
+    static let window = 8
+
     static func write(reader: ClearMediaReader, video: ClearMediaReader.Track, audio: ClearMediaReader.Track?,
                       to file: URL) async throws(OfflineVideoError) {
         let partial = file.path + ".part"
@@ -19,38 +25,75 @@ enum ClearExport {
                 unlink(partial)
             }
         }
-        var mux = TransportStreamMux()
-        // The next segments are read and decrypted while the current ones are written.
+        // The next segments are read and decrypted (video and audio at once) while the current
+        // ones are written.
         typealias Pair = Result<(video: [UInt8], audio: [UInt8]?), OfflineVideoError>
+        @Sendable func read(_ track: ClearMediaReader.Track, _ sequence: Int) async -> Result<[UInt8], OfflineVideoError> {
+            do { return .success(try await reader.segment(track, sequence)) } catch { return .failure(error) }
+        }
         @Sendable func clear(_ sequence: Int) async -> Pair {
+            async let videoBytes = read(video, sequence)
+            var audioBytes: Result<[UInt8], OfflineVideoError>?
+            if let audio, audio.names.indices.contains(sequence) { audioBytes = await read(audio, sequence) }
             do {
-                let videoBytes = try await reader.segment(video, sequence)
-                guard let audio, audio.names.indices.contains(sequence) else { return .success((videoBytes, nil)) }
-                return .success((videoBytes, try await reader.segment(audio, sequence)))
+                return .success((try await videoBytes.get(), try audioBytes?.get()))
             } catch {
                 return .failure(error)
             }
         }
-        var next: Task<Pair, Never>? = Task { await clear(0) }
+        var mux = TransportStreamMux()
+        // A few segments ahead are read and decrypted while the current one is written.
+        var ahead: [Task<Pair, Never>] = []
+        defer { for task in ahead { task.cancel() } }
+        var requested = 0
+        func fill() {
+            while ahead.count < ClearExport.window, requested < video.names.count {
+                let sequence = requested
+                ahead.append(Task { await clear(sequence) })
+                requested += 1
+            }
+        }
+        var timeline = Timeline()
         for sequence in video.names.indices {
-            guard let current = next else { break }
-            let (videoBytes, audioBytes) = try await current.value.get()
-            next = sequence + 1 < video.names.count ? Task { await clear(sequence + 1) } : nil
+            fill()
+            var (videoBytes, audioBytes) = try await ahead.removeFirst().value.get()
+            let offset = timeline.offset(at: sequence, of: video, firstSegment: videoBytes)
+            TransportStreamMux.shiftTimestamps(&videoBytes, by: offset)
             var bytes = videoBytes
-            if let audioBytes {
+            if var audioBytes {
+                TransportStreamMux.shiftTimestamps(&audioBytes, by: offset)
                 do { bytes = try mux.mux(video: videoBytes, audio: audioBytes) } catch {
                     throw OfflineVideoError(.downloadFailure, .other, "Segment \(sequence) cannot be multiplexed: \(error)")
                 }
             }
             try writeAll(bytes, to: descriptor, path: partial)
         }
-        guard fsync(descriptor) == 0 else { throw failure("Cannot sync \(partial)", errno) }
         close(descriptor)
         closed = true
         guard rename(partial, file.path) == 0 else {
             let code = errno
             unlink(partial)
             throw failure("Cannot move the export into place at \(file.path)", code)
+        }
+    }
+
+    /// Where each part of the video (from one discontinuity to the next) goes on the joined
+    /// timeline: it starts where the segments before it end.
+    struct Timeline {
+        private var first: UInt64?
+        private var elapsed: Double = 0
+        private var offset: Int64 = 0
+
+        /// The shift for segment `sequence` (computed from `firstSegment`, that segment's bytes,
+        /// when a part starts there).
+        mutating func offset(at sequence: Int, of track: ClearMediaReader.Track, firstSegment: [UInt8]) -> Int64 {
+            defer { elapsed += track.durations[sequence] }
+            if sequence == 0 {
+                first = TransportStreamMux.firstTimestamp(firstSegment)
+            } else if track.discontinuities.contains(sequence), let first, let start = TransportStreamMux.firstTimestamp(firstSegment) {
+                offset = Int64(first) + Int64((elapsed * 90_000).rounded()) - Int64(start)
+            }
+            return offset
         }
     }
 

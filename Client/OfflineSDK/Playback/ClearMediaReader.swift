@@ -21,6 +21,8 @@ struct ClearMediaReader: Sendable {
         var durations: [Double]
         /// The IV of each SAMPLE-AES segment (nil: clear), by sequence.
         var ivs: [[UInt8]?]
+        /// Sequences preceded by `EXT-X-DISCONTINUITY` (their timestamps start afresh).
+        var discontinuities: Set<Int> = []
     }
 
     /// Where a segment's stored bytes come from: the disk, or (during a download) the network
@@ -45,12 +47,13 @@ struct ClearMediaReader: Sendable {
             guard let body = FileManager.default.contents(atPath: path) else {
                 throw OfflineVideoError(.downloadFailure, .filesMissing, "The package is incomplete: \(record.localPlaylist) is missing")
             }
-            var names: [String] = [], durations: [Double] = [], ivs: [[UInt8]?] = []
+            var names: [String] = [], durations: [Double] = [], ivs: [[UInt8]?] = [], discontinuities: Set<Int> = []
             var keyInEffect: EncryptionKey?
             var foreignKey: String?
             do {
                 _ = try MediaPlaylist.parse(utf8: Array(body)) { segment in
                     if !segment.keys.isEmpty { keyInEffect = segment.keys.first { $0.method != .none } }
+                    if segment.discontinuity { discontinuities.insert(names.count) }
                     names.append(segment.uri)
                     durations.append(segment.duration)
                     if let encryption = keyInEffect {
@@ -71,7 +74,7 @@ struct ClearMediaReader: Sendable {
             }
             let trackFolder = record.localPlaylist.split(separator: "/").dropLast().joined(separator: "/")
             read.append(Track(position: record.position, selection: selection, folder: trackFolder, playlist: record.localPlaylist,
-                              names: names, durations: durations, ivs: ivs))
+                              names: names, durations: durations, ivs: ivs, discontinuities: discontinuities))
         }
         return ClearMediaReader(folder: folder, tracks: read, key: key, source: source)
     }

@@ -81,15 +81,17 @@ struct TransportStreamMux {
     private static func timedPackets(_ segment: [UInt8], streams: Set<Int>) -> [(offset: Int, pid: Int, time: UInt64)] {
         var result: [(offset: Int, pid: Int, time: UInt64)] = []
         result.reserveCapacity(segment.count / TransportPacket.size)
-        var current: [Int: UInt64] = [:]
+        // Few streams: their PIDs and current times side by side, searched linearly.
+        let pids = Array(streams)
+        var current = [UInt64](repeating: 0, count: pids.count)
         segment.withUnsafeBufferPointer { bytes in
             var offset = 0
             while offset + TransportPacket.size <= bytes.count {
                 defer { offset += TransportPacket.size }
                 let pid = Int(bytes[offset + 1] & 0x1F) << 8 | Int(bytes[offset + 2])
-                guard streams.contains(pid) else { continue }
-                if bytes[offset + 1] & 0x40 != 0, let time = pesTime(bytes, packet: offset) { current[pid] = time }
-                result.append((offset, pid, current[pid] ?? 0))
+                guard let slot = pids.firstIndex(of: pid) else { continue }
+                if bytes[offset + 1] & 0x40 != 0, let time = pesTime(bytes, packet: offset) { current[slot] = time }
+                result.append((offset, pid, current[slot]))
             }
         }
         return result
@@ -111,6 +113,63 @@ struct TransportStreamMux {
         case 0b11 where start + 19 <= end: return timestamp(at: start + 14)
         case 0b10, 0b11: return timestamp(at: start + 9)
         default: return nil
+        }
+    }
+
+    /// The decoding time (DTS, else PTS) of the first PES that carries one, in 90 kHz units.
+    static func firstTimestamp(_ segment: [UInt8]) -> UInt64? {
+        segment.withUnsafeBufferPointer { bytes in
+            var offset = 0
+            while offset + TransportPacket.size <= bytes.count {
+                if bytes[offset + 1] & 0x40 != 0, let time = pesTime(bytes, packet: offset) { return time }
+                offset += TransportPacket.size
+            }
+            return nil
+        }
+    }
+
+    /// Moves every PTS, DTS and PCR of `segment` by `offset` 90 kHz ticks (modulo 2^33), in
+    /// place: parts of a video joined at an `EXT-X-DISCONTINUITY` play on as one timeline.
+    static func shiftTimestamps(_ segment: inout [UInt8], by offset: Int64) {
+        guard offset != 0 else { return }
+        let modulus: Int64 = 1 << 33
+        func shifted(_ value: UInt64) -> UInt64 { UInt64(((Int64(value) + offset) % modulus + modulus) % modulus) }
+        segment.withUnsafeMutableBufferPointer { bytes in
+            var packet = 0
+            while packet + TransportPacket.size <= bytes.count {
+                defer { packet += TransportPacket.size }
+                let control = (bytes[packet + 3] >> 4) & 0x03
+                var payload = packet + 4
+                if control & 0x02 != 0 {
+                    let length = Int(bytes[packet + 4])
+                    payload = packet + 5 + length
+                    if length >= 7, bytes[packet + 5] & 0x10 != 0 {  // PCR: 33-bit base, 6 reserved bits, 9-bit extension
+                        let p = packet + 6
+                        let base = UInt64(bytes[p]) << 25 | UInt64(bytes[p + 1]) << 17 | UInt64(bytes[p + 2]) << 9
+                            | UInt64(bytes[p + 3]) << 1 | UInt64(bytes[p + 4] >> 7)
+                        let value = shifted(base)
+                        bytes[p] = UInt8(value >> 25 & 0xFF)
+                        bytes[p + 1] = UInt8(value >> 17 & 0xFF)
+                        bytes[p + 2] = UInt8(value >> 9 & 0xFF)
+                        bytes[p + 3] = UInt8(value >> 1 & 0xFF)
+                        bytes[p + 4] = bytes[p + 4] & 0x7F | UInt8(value & 1) << 7
+                    }
+                }
+                guard control & 0x01 != 0, bytes[packet + 1] & 0x40 != 0, payload + 14 <= packet + TransportPacket.size,
+                      bytes[payload] == 0, bytes[payload + 1] == 0, bytes[payload + 2] == 1 else { continue }
+                let flags = bytes[payload + 7] >> 6
+                func rewrite(at index: Int) {
+                    let value = shifted(UInt64(bytes[index] & 0x0E) << 29 | UInt64(bytes[index + 1]) << 22
+                        | UInt64(bytes[index + 2] & 0xFE) << 14 | UInt64(bytes[index + 3]) << 7 | UInt64(bytes[index + 4] >> 1))
+                    bytes[index] = bytes[index] & 0xF1 | UInt8(value >> 29 & 0x0E)
+                    bytes[index + 1] = UInt8(value >> 22 & 0xFF)
+                    bytes[index + 2] = UInt8(value >> 14 & 0xFE) | bytes[index + 2] & 0x01
+                    bytes[index + 3] = UInt8(value >> 7 & 0xFF)
+                    bytes[index + 4] = UInt8(value << 1 & 0xFE) | bytes[index + 4] & 0x01
+                }
+                if flags & 0b10 != 0 { rewrite(at: payload + 9) }
+                if flags == 0b11, payload + 19 <= packet + TransportPacket.size { rewrite(at: payload + 14) }
+            }
         }
     }
 
