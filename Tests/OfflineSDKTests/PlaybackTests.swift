@@ -1,7 +1,7 @@
 import CurlTransfer
 import Foundation
 import LicenseProtocol
-import MockBackend
+@testable import MockBackend
 @testable import OfflineSDK
 import TestKit
 import Testing
@@ -200,6 +200,16 @@ struct PlaybackTests {
             server.app.clock.offset += 1900  // 3,700 s after the local first play, 1,900 s after the server's
             let expired = await #expect(throws: OfflineVideoError.self) { try await h.manager.openPlayback(token) }
             #expect(expired?.code == .expiredLicense)
+
+            // Deleted while offline: the release waits in the store and reaches the server later.
+            let licenseID = try #require(try store.download(token).flatMap(StoredLicense.terms)?.licenseID)
+            network.currentPath = .none
+            try await h.manager.deleteOfflineVideo(token)
+            #expect(try await h.manager.store.pendingReports().map(\.kind) == [.release])
+            #expect(try server.app.licenses.license(id: licenseID)?.releasedAt == nil)
+            network.currentPath = .wifi
+            #expect(try await eventually { try await h.manager.store.pendingReports().isEmpty })
+            #expect(try server.app.licenses.license(id: licenseID)?.releasedAt != nil, "released on the server")
         } }
     }
 
