@@ -55,10 +55,9 @@ struct CommandLineTests {
         try await withCLI({ $0.addedLatencyMilliseconds = 20 }) { cli in
             let session = "offline-\(UUID().uuidString.prefix(8))"
             let command = ([cli.executable, "download", Catalog.marathonVideo, "--audio", "en,fr", "--parallel", "2"] + cli.service + cli.store)
-                .map { "'\($0)'" }.joined(separator: " ") + "; echo EXIT=$?; sleep 600"
+                .map { "'\($0)'" }.joined(separator: " ") + "; echo EXIT=$?; sleep 120"  // the session ends by itself if the test stops early
             let started = try await Run.process("/usr/bin/tmux", ["new-session", "-d", "-s", session, "-x", "120", "-y", "20", command])
             try #require(started.exitCode == 0, "tmux: \(started.stderrText)")
-            defer { _ = try? Process.run(URL(fileURLWithPath: "/usr/bin/tmux"), arguments: ["kill-session", "-t", session]) }
             func screen() async throws -> String {
                 try await Run.process("/usr/bin/tmux", ["capture-pane", "-p", "-t", session]).stdoutText
             }
@@ -83,6 +82,7 @@ struct CommandLineTests {
             let token = try #require(video["token"] as? String)
             let resumed = try await cli.run(["resume", String(token.prefix(8)), "--json"] + cli.store)
             #expect(resumed.exitCode == 0 && resumed.stdoutText.contains("\"state\":\"completed\""), "\(resumed.stdoutText) \(resumed.stderrText)")
+            _ = try await Run.process("/usr/bin/tmux", ["kill-session", "-t", session])
         }
     }
 

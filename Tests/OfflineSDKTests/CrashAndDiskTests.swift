@@ -66,6 +66,9 @@ struct CrashAndDiskTests {
             #expect(all.count == 7200 && all.allSatisfy { $0.done })
             let leftovers = try FileManager.default.subpathsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".part") }
             #expect(leftovers.isEmpty)
+            let player = try await OfflineVideoManager(configuration: testConfiguration(storage))
+            try await expectPlays(player, token)
+            await player.close()
         }
     }
 
@@ -75,7 +78,7 @@ struct CrashAndDiskTests {
         defer { mountPoint.remove() }
         let mount = try await Run.process("/bin/mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", mountPoint.url.path])
         try #require(mount.exitCode == 0, "mounting a small tmpfs needs root (CI runs make test as root): \(mount.stderrText)")
-        defer { _ = try? Process.run(URL(fileURLWithPath: "/bin/umount"), arguments: ["-l", mountPoint.url.path]).waitUntilExit() }
+        defer { _ = try? RunningProcess("/bin/umount", ["-l", mountPoint.url.path]).waitBlocking() }
 
         let network = ManualNetworkMonitor(path: .none)
         try await withBackend { server in
@@ -107,6 +110,7 @@ struct CrashAndDiskTests {
             try FileManager.default.removeItem(at: filler)
             try await manager.resumeVideoDownload(token)
             #expect(try await eventually { try await manager.status(token).downloadState == .completed })
+            try await expectPlays(manager, token)
             await manager.close()
         }
     }

@@ -175,6 +175,7 @@ struct DownloadTests {
             let status = try await manager.status(token)
             #expect(status.downloadState == .completed)
             #expect(try store.segments(token).count == 7200)
+            try await expectPlays(manager, token)
         } }
     }
 
@@ -210,6 +211,7 @@ struct DownloadTests {
                 #expect(now == inode, "\(file) was fetched again")
             }
             #expect(try await second.status(token).downloadState == .completed)
+            try await expectPlays(second, token)
             await second.close()
         }
     }

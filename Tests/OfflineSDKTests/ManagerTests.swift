@@ -194,6 +194,15 @@ struct ManagerTests {
                 }
                 #expect(try await h.manager.status(done).downloadState == .completed)
                 #expect(await h.manager.videoObject(fromOfflineVideoToken: done)?.playableOffline == true)
+
+                // Resumed after the force-stop removed its folder: the package is made whole again and plays.
+                server.addedLatencyMilliseconds = 0
+                try await h.manager.resumeVideoDownload(queued)
+                #expect(try await h.events.wait { $0 == .downloadFinished(queued, error: nil) } == .downloadFinished(queued, error: nil))
+                #expect(await h.manager.videoObject(fromOfflineVideoToken: queued)?.playableOffline == true)
+                let playback = try await h.manager.openPlayback(queued)
+                #expect(try await collect(playback.segments(of: playback.tracks[0])).count == 6)
+                await playback.close()
             }
         }
     }

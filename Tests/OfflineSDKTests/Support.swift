@@ -1,3 +1,4 @@
+import CurlTransfer
 import Foundation
 import Logging
 import MockBackend
@@ -137,4 +138,17 @@ func withHarness(_ server: MockBackendServer, _ configure: (inout OfflineVideoMa
 /// The outcome of an SDK call, for tests that run several at once.
 func attempt<T: Sendable>(_ body: () async throws(OfflineVideoError) -> T) async -> Result<T, OfflineVideoError> {
     do { return .success(try await body()) } catch { return .failure(error) }
+}
+
+/// The download plays: a session opens, and its first and last video segments read clear.
+func expectPlays(_ manager: OfflineVideoManager, _ token: OfflineVideoToken,
+                 sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    let playback = try await manager.openPlayback(token)
+    defer { Task { await playback.close() } }
+    let url = try playback.serve()
+    let video = try #require(playback.reader.tracks.first, sourceLocation: sourceLocation)
+    for name in [video.names[0], video.names[video.names.count - 1]] {
+        let response = try await HTTPClient().send(HTTPClientRequest(url: url.deletingLastPathComponent().absoluteString + video.folder + "/" + name))
+        #expect(response.status == 200 && !response.body.isEmpty, "\(name)", sourceLocation: sourceLocation)
+    }
 }

@@ -16,46 +16,70 @@ public struct ProcessOutput: Sendable {
     public var stderrText: String { String(decoding: stderr, as: UTF8.self) }
 }
 
-/// A child process started right away; wait for it either asynchronously (no thread held)
-/// or blocking (for timing-sensitive tests that must not depend on the test pool's scheduling).
+/// A child process started right away; wait for it either asynchronously (no thread of the
+/// cooperative pool held) or blocking.
+///
+/// Spawned with `posix_spawn` (signals at their defaults, an empty signal mask) and reaped by
+/// a thread of its own blocked in `waitpid` for that pid: Foundation's `Process` on Linux can
+/// miss a child's exit when many are started at once (seen here with tmux, whose client exits
+/// while the server it forked lives on), which left a test waiting forever.
 public final class RunningProcess: Sendable {
-    private let process: Process
+    private let pid: pid_t
     private let scratch: TemporaryDirectory
     private let exited = ExitState()
 
     private final class ExitState: Sendable {
-        let state = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+        let state = Mutex<(status: Int32?, waiters: [CheckedContinuation<Void, Never>])>((nil, []))
+        /// Signalled once the process is reaped (and again by each blocking waiter, for the next).
+        let reaped = DispatchSemaphore(value: 0)
     }
 
     /// Spawns `executable` now; stdout and stderr go to temporary files so a chatty child never
     /// blocks on a full pipe.
     public init(_ executable: String, _ arguments: [String]) throws {
         scratch = try TemporaryDirectory()
-        _ = FileManager.default.createFile(atPath: scratch.url.appendingPathComponent("stdout").path, contents: nil)
-        _ = FileManager.default.createFile(atPath: scratch.url.appendingPathComponent("stderr").path, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: scratch.url.appendingPathComponent("stdout"))
-        process.standardError = try FileHandle(forWritingTo: scratch.url.appendingPathComponent("stderr"))
-        self.process = process
-        let exited = self.exited
-        process.terminationHandler = { _ in
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, scratch.url.appendingPathComponent("stdout").path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, scratch.url.appendingPathComponent("stderr").path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t(), all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for argument in argv { free(argument) } }
+        var child: pid_t = 0
+        let result = posix_spawn(&child, executable, &actions, &attributes, argv, environ)
+        guard result == 0 else {
+            scratch.remove()
+            throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EINVAL)
+        }
+        pid = child
+        let exited = self.exited, spawned = child
+        Thread.detachNewThread {
+            var status: Int32 = 0
+            while waitpid(spawned, &status, 0) < 0 && errno == EINTR {}
+            // Exit code, or 128 + the signal that ended it, as a shell reports it.
+            let code = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
             let waiters = exited.state.withLock { state in
-                state.done = true
+                state.status = code
                 defer { state.waiters = [] }
                 return state.waiters
             }
             for waiter in waiters { waiter.resume() }
-        }
-        do {
-            try process.run()
-        } catch {
-            scratch.remove()
-            throw error
+            exited.reaped.signal()
         }
     }
+
+    /// The process id.
+    public var processIdentifier: pid_t { pid }
 
     /// What the process has written to its standard output so far.
     public var stdoutSoFar: String {
@@ -68,23 +92,25 @@ public final class RunningProcess: Sendable {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if condition(stdoutSoFar) { return true }
-            if exited.state.withLock({ $0.done }) { return condition(stdoutSoFar) }
+            if exited.state.withLock({ $0.status != nil }) { return condition(stdoutSoFar) }
             try await Task.sleep(for: .milliseconds(20))
         }
         return false
     }
 
-    /// Sends `signal` (SIGKILL by default) to the process.
+    /// Sends `signal` (SIGKILL by default) to the process, unless it has already been reaped.
     public func kill(_ signal: Int32 = SIGKILL) {
-        _ = Glibc.kill(process.processIdentifier, signal)
+        exited.state.withLock { state in
+            if state.status == nil { _ = Glibc.kill(pid, signal) }
+        }
     }
 
-    /// Waits without holding a thread.
+    /// Waits without holding a thread of the cooperative pool.
     public func wait() async -> ProcessOutput {
         await withCheckedContinuation { continuation in
             let done = exited.state.withLock { state in
-                if !state.done { state.waiters.append(continuation) }
-                return state.done
+                if state.status == nil { state.waiters.append(continuation) }
+                return state.status != nil
             }
             if done { continuation.resume() }
         }
@@ -93,15 +119,17 @@ public final class RunningProcess: Sendable {
 
     /// Waits on this thread.
     public func waitBlocking() -> ProcessOutput {
-        process.waitUntilExit()
+        exited.reaped.wait()
+        exited.reaped.signal()
         return collect()
     }
 
     private func collect() -> ProcessOutput {
-        defer { scratch.remove() }
         let read = { (name: String) in (try? Array(Data(contentsOf: self.scratch.url.appendingPathComponent(name)))) ?? [] }
-        return ProcessOutput(exitCode: process.terminationStatus, stdout: read("stdout"), stderr: read("stderr"))
+        return ProcessOutput(exitCode: exited.state.withLock { $0.status } ?? -1, stdout: read("stdout"), stderr: read("stderr"))
     }
+
+    deinit { scratch.remove() }
 }
 
 /// Runs real programs (curl) without blocking a thread of the test's cooperative pool.

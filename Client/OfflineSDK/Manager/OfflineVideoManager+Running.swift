@@ -31,6 +31,7 @@ extension OfflineVideoManager {
             guard let record = try store.download(token), record.downloadState.isActive else { return }
             // Not when paused, cancelled or deleted while it waited for its slot.
             guard try await applyUnlessMoved(.start, to: token) else { return }
+            try restorePlaylists(token)
             let tracks = try store.tracks(token)
             var progress = LiveProgress()
             for track in tracks {
@@ -92,6 +93,21 @@ extension OfflineVideoManager {
             _ = try await applyUnlessMoved(.fail(failure), to: token)
         } catch {
             hub.emit(.downloadFinished(token, error: failure))
+        }
+    }
+
+    /// Writes again the local playlists of a package that lost them (its folder was removed
+    /// by a force-stop, or damaged): the runner then fetches the segments that are missing.
+    func restorePlaylists(_ token: OfflineVideoToken) throws(OfflineVideoError) {
+        let folder = packageFolder(token)
+        for (path, text) in try storeCall({ try store.playlists(token) }) where access(folder.path + "/" + path, F_OK) != 0 {
+            let url = folder.appendingPathComponent(path)
+            do {
+                try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try text.write(to: url, options: .atomic)
+            } catch {
+                throw OfflineVideoError(.downloadFailure, .storage, "Cannot write \(path) again: \(OfflineVideoManager.reason(error))")
+            }
         }
     }
 

@@ -273,9 +273,9 @@ public actor OfflineVideoManager {
         }
         do {
             if preloaded != nil {
-                try store.attachPlan(record, tracks: plan.trackRecords, segments: plan.segmentRecords)
+                try store.attachPlan(record, tracks: plan.trackRecords, segments: plan.segmentRecords, playlists: plan.playlists)
             } else {
-                try store.insert(record, tracks: plan.trackRecords, segments: plan.segmentRecords)
+                try store.insert(record, tracks: plan.trackRecords, segments: plan.segmentRecords, playlists: plan.playlists)
             }
         } catch {
             try? FileManager.default.removeItem(at: folder)

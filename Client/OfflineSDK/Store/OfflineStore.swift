@@ -111,7 +111,27 @@ final class OfflineStore: Sendable {
                 t.column("attempts", .integer).notNull().defaults(to: 0)
             }
         }
+        migrator.registerMigration("v3: local playlists") { db in
+            // The local playlists of a package, kept so a package folder that was removed (force-
+            // stop) or damaged is written again when its download resumes.
+            try db.create(table: "playlist") { t in
+                t.column("token", .text).notNull().references("download", onDelete: .cascade)
+                t.column("path", .text).notNull()
+                t.column("text", .blob).notNull()
+                t.primaryKey(["token", "path"])
+            }
+        }
         return migrator
+    }
+
+    /// The local playlists of a download, by path inside its package folder.
+    func playlists(_ token: String) throws -> [String: Data] {
+        try pool.read { db in
+            var result: [String: Data] = [:]
+            let rows = try Row.fetchCursor(db, sql: "SELECT path, text FROM playlist WHERE token = ?", arguments: [token])
+            while let row = try rows.next() { result[row[0]] = row[1] }
+            return result
+        }
     }
 
     // MARK: License reports and trusted time
@@ -171,26 +191,33 @@ final class OfflineStore: Sendable {
     // MARK: Downloads
 
     /// Stores a new download with its plan, in one transaction.
-    func insert(_ record: DownloadRecord, tracks: [TrackRecord], segments: some Sequence<SegmentRecord>) throws {
+    func insert(_ record: DownloadRecord, tracks: [TrackRecord], segments: some Sequence<SegmentRecord>,
+                playlists: [String: String] = [:]) throws {
         try pool.write { db in
             try record.insert(db)
-            try OfflineStore.insertPlan(db, tracks: tracks, segments: segments)
+            try OfflineStore.insertPlan(db, token: record.token, tracks: tracks, segments: segments, playlists: playlists)
         }
     }
 
     /// Gives an existing record (a preloaded license) its plan, in one transaction.
-    func attachPlan(_ record: DownloadRecord, tracks: [TrackRecord], segments: some Sequence<SegmentRecord>) throws {
+    func attachPlan(_ record: DownloadRecord, tracks: [TrackRecord], segments: some Sequence<SegmentRecord>,
+                    playlists: [String: String]) throws {
         try pool.write { db in
             try record.update(db)
-            try db.execute(sql: "DELETE FROM segment WHERE token = ?", arguments: [record.token])
-            try db.execute(sql: "DELETE FROM track WHERE token = ?", arguments: [record.token])
-            try OfflineStore.insertPlan(db, tracks: tracks, segments: segments)
+            for table in ["segment", "track", "playlist"] {
+                try db.execute(sql: "DELETE FROM \(table) WHERE token = ?", arguments: [record.token])
+            }
+            try OfflineStore.insertPlan(db, token: record.token, tracks: tracks, segments: segments, playlists: playlists)
         }
     }
 
-    private static func insertPlan(_ db: Database, tracks: [TrackRecord], segments: some Sequence<SegmentRecord>) throws {
+    private static func insertPlan(_ db: Database, token: String, tracks: [TrackRecord], segments: some Sequence<SegmentRecord>,
+                                   playlists: [String: String]) throws {
         for track in tracks { try track.insert(db) }
         for segment in segments { try segment.insert(db) }
+        for (path, text) in playlists {
+            try db.execute(sql: "INSERT INTO playlist (token, path, text) VALUES (?, ?, ?)", arguments: [token, path, Data(text.utf8)])
+        }
     }
 
     /// Percent done from what is recorded: done bytes over done plus estimated remaining.
