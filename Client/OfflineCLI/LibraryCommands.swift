@@ -106,9 +106,7 @@ struct StatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runCommand(json: output.json) {
-            let manager = try await storage.manager(role: .reader)
-            let token = try await resolveToken(token, in: manager)
-            let now = storage.configuration().clock()
+            let (manager, token, now) = try await storage.lookUp(token)
             guard let entry = try await LibraryEntry.load(token, manager: manager, storage: storage.folder) else { return }
             let tracks = try await manager.downloadProgress(token)
             if output.json {
@@ -141,9 +139,7 @@ struct LicenseCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runCommand(json: output.json) {
-            let manager = try await storage.manager(role: .reader)
-            let token = try await resolveToken(token, in: manager)
-            let now = storage.configuration().clock()
+            let (manager, token, now) = try await storage.lookUp(token)
             let fairPlay = await manager.videoObject(fromOfflineVideoToken: token)?.usesFairPlay ?? false
             let info = try await manager.licenseInfo(token)
             if output.json {

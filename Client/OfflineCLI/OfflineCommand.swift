@@ -101,20 +101,28 @@ struct StorageOptions: ParsableArguments {
         clockOffset?.seconds ?? ProcessInfo.processInfo.environment["OFFLINE_CLOCK_OFFSET"].flatMap(DurationArgument.parse) ?? 0
     }
 
-    func configuration(role: StorageRole = .owner, delegateClock: (@Sendable () -> Date)? = nil) -> OfflineVideoManagerConfiguration {
+    func configuration(role: StorageRole = .owner) -> OfflineVideoManagerConfiguration {
         var configuration = OfflineVideoManagerConfiguration(storageDirectory: folder)
         configuration.role = role
         configuration.segmentsInParallel = max(1, parallel)
         configuration.minimumFreeSpace = Int64(max(0, reserveMB)) * 1_048_576
         configuration.options.allowsCellularDownload = allowCellular
         let offset = self.offset
-        configuration.clock = delegateClock ?? { Date().addingTimeInterval(offset) }
+        configuration.clock = { Date().addingTimeInterval(offset) }
         return configuration
     }
 
     /// The manager: `owner` runs downloads (one per folder), `reader` only looks.
     func manager(role: StorageRole = .owner) async throws -> OfflineVideoManager {
         try await OfflineVideoManager(configuration: configuration(role: role))
+    }
+}
+
+extension StorageOptions {
+    /// A reader of the storage folder, the token `prefix` names, and the device clock now.
+    func lookUp(_ prefix: String) async throws -> (manager: OfflineVideoManager, token: OfflineVideoToken, now: Date) {
+        let manager = try await manager(role: .reader)
+        return (manager, try await resolveToken(prefix, in: manager), configuration().clock())
     }
 }
 

@@ -42,7 +42,9 @@ enum InPlaceDecryption {
         var isPMT = [Bool](repeating: false, count: 0x2000)
         for pid in pmtPIDs where pid < 0x2000 { isPMT[pid] = true }
         var out = segment
+        var tables = 0
         for index in 0..<count where isPMT[Int(pids[index])] {
+            tables += 1
             let packet = try TransportPacket(segment, index: index)
             let section = try ProgramSection(in: packet, expectedTableID: 0x02)
             let map = try ProgramMap(section.bytes)
@@ -53,6 +55,7 @@ enum InPlaceDecryption {
             let rewritten = try SegmentTransformer.rewrite(packet, section, map, encrypting: false, audioConfigs: [:])
             out.replaceSubrange(index * size ..< (index + 1) * size, with: rewritten)
         }
+        guard tables > 0 else { throw SampleAESError(.malformedProgramTable, "the segment has no PMT") }
         guard !videoPIDs.isEmpty || !audioPIDs.isEmpty else { return out }
 
         // PES payloads of the protected streams, back to back in `scratch`; where each piece

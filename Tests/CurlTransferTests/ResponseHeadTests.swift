@@ -96,7 +96,9 @@ struct DownloadPlanTests {
     }
 
     @Test func rangeNotSatisfiableOnResumeRestartsButOtherwiseFails() {
-        #expect(DownloadPlan.decide(resumeOffset: 100, head: head(416, [("Content-Range", "bytes */100")])) == .restartFromZero)
+        #expect(DownloadPlan.decide(resumeOffset: 100, head: head(416, [("Content-Range", "bytes */100")])) == .alreadyComplete(total: 100))
+        #expect(DownloadPlan.decide(resumeOffset: 120, head: head(416, [("Content-Range", "bytes */100")])) == .restartFromZero)
+        #expect(DownloadPlan.decide(resumeOffset: 100, head: head(416)) == .restartFromZero)
         #expect(DownloadPlan.decide(resumeOffset: 0, head: head(416)) == .fail(TransferError(.http(416), "the server answered 416")))
     }
 

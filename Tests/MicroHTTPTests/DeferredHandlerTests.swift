@@ -4,30 +4,6 @@ import Synchronization
 import TestKit
 import Testing
 
-/// A gate a handler waits on until the test opens it.
-private final class Gate: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-
-    func wait() async {
-        await withCheckedContinuation { continuation in
-            let open = state.withLock { state in
-                if !state.open { state.waiters.append(continuation) }
-                return state.open
-            }
-            if open { continuation.resume() }
-        }
-    }
-
-    func open() {
-        let waiters = state.withLock { state in
-            state.open = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-}
-
 @Suite("HTTPServer with a deferred (async) handler, live")
 struct DeferredHandlerTests {
     @Test("a waiting answer holds no thread: with one MHD thread, other requests are answered meanwhile")

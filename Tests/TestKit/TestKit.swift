@@ -65,9 +65,11 @@ public final class RunningProcess: Sendable {
         let exited = self.exited, spawned = child
         Thread.detachNewThread {
             var status: Int32 = 0
-            while waitpid(spawned, &status, 0) < 0 && errno == EINTR {}
-            // Exit code, or 128 + the signal that ended it, as a shell reports it.
-            let code = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+            var result = waitpid(spawned, &status, 0)
+            while result < 0 && errno == EINTR { result = waitpid(spawned, &status, 0) }
+            // Exit code, or 128 + the signal that ended it, as a shell reports it; -1000 - errno
+            // when waitpid failed (something else reaped the child: its status is lost).
+            let code = result < 0 ? -1000 - errno : (status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F))
             let waiters = exited.state.withLock { state in
                 state.status = code
                 defer { state.waiters = [] }
@@ -239,3 +241,34 @@ public func randomBytes(_ count: Int) -> [UInt8] {
     return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
 }
 
+
+/// A gate tasks wait on until the test opens it (a stand-in for something slow: a disk, a server).
+public final class Gate: Sendable {
+    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    public init() {}
+
+    /// Returns once the gate is open.
+    public func wait() async {
+        await withCheckedContinuation { continuation in
+            let open = state.withLock { state in
+                if !state.open { state.waiters.append(continuation) }
+                return state.open
+            }
+            if open { continuation.resume() }
+        }
+    }
+
+    /// Lets every waiter, and every later one, through.
+    public func open() {
+        let waiters = state.withLock { state in
+            state.open = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// How many wait now.
+    public var waiting: Int { state.withLock { $0.waiters.count } }
+}

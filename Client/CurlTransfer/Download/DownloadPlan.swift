@@ -5,7 +5,12 @@ enum DownloadPlan: Equatable, Sendable {
     case append(expectedTotal: Int64?)
     /// 200: the whole file follows; truncate the `.part` file and write from byte 0.
     case replace(expectedTotal: Int64?)
-    /// 416 to a resume request: the `.part` file is complete or corrupt; fetch again from 0.
+    /// 416 to a resume request naming a full size equal to the `.part` file's (`bytes */N`):
+    /// the body had arrived whole before (a process stopped between receiving and committing
+    /// it, the only way a `.part` file reaches its full length): commit it as it is.
+    case alreadyComplete(total: Int64)
+    /// 416 to a resume request otherwise: the `.part` file is longer than the file or cannot be
+    /// checked; fetch again from 0.
     case restartFromZero
     /// Anything else: fail, keeping the `.part` file as it was.
     case fail(TransferError)
@@ -33,6 +38,9 @@ enum DownloadPlan: Equatable, Sendable {
             // send less than the open-ended range asked for, and the final check reports it.
             return .append(expectedTotal: contentRange.completeLength ?? range.upperBound + 1)
         case 416 where resumeOffset > 0:
+            if let total = head.contentRange?.completeLength, total == resumeOffset, head.contentRange?.range == nil {
+                return .alreadyComplete(total: total)
+            }
             return .restartFromZero
         default:
             return .fail(TransferError(.http(head.status), "the server answered \(head.status)"))

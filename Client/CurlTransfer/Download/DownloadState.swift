@@ -28,6 +28,7 @@ final class DownloadState {
     var expectedTotal: Int64? {
         switch plan {
         case .append(let total), .replace(let total): total
+        case .alreadyComplete(let total): total
         default: nil
         }
     }

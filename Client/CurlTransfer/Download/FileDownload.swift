@@ -38,7 +38,8 @@ public struct FileDownloadResult: Sendable, Equatable {
     public var resumedFrom: Int64
     /// The size of the finished file.
     public var totalSize: Int64
-    /// The final HTTP status: 200 for a whole file, 206 for a resumed one.
+    /// The final HTTP status: 200 for a whole file, 206 for a resumed one, 416 for a `.part`
+    /// file that was already whole (committed as it was).
     public var status: Int
 
     /// Creates a result.

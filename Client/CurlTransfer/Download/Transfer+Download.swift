@@ -48,7 +48,7 @@ extension Transfer {
         state.plan = plan
         do throws(TransferError) {
             switch plan {
-            case .append:
+            case .append, .alreadyComplete:
                 let file = try PartFile(path: state.job.partialPath, truncate: false)
                 guard file.size == state.resumeOffset else {
                     throw TransferError(.lengthMismatch, "\(state.job.partialPath) changed size during the request")
@@ -90,7 +90,8 @@ extension Transfer {
         if state.plan == .restartFromZero {
             return restartFromZero(state)
         }
-        guard result == CURLE_OK else {
+        let whole = if case .alreadyComplete = state.plan { true } else { false }
+        guard result == CURLE_OK || whole else {
             state.answer(.failure(curlError(result)))
             return .answered
         }
@@ -104,7 +105,10 @@ extension Transfer {
             return .answered
         }
         reportProgress(state, final: true)
-        let resumed: Int64 = if case .append = state.plan { state.resumeOffset } else { 0 }
+        let resumed: Int64 = switch state.plan {
+        case .append, .alreadyComplete: state.resumeOffset
+        default: 0
+        }
         state.answer(committing: file, result: FileDownloadResult(bytesWritten: state.bytesWritten, resumedFrom: resumed,
                                                                   totalSize: onDisk, status: head.status))
         return .answered

@@ -20,7 +20,7 @@ struct RunnerProgress: Sendable {
 /// its package folder. Each file appears only when complete (CurlTransfer writes `.part`
 /// files, checks the length, syncs and renames); a `.part` left by a crash or a pause is
 /// resumed with a Range request. Errors are retried with backoff; the download fails only
-/// after `retry.maxConsecutiveFailures` errors in a row without a segment finishing, or at
+/// after `retry.maxConsecutiveFailures` errors in a row without a whole body arriving, or at
 /// once when the disk is full. A 403 or an expired URL token asks `refreshURLs` for fresh
 /// URLs and goes on.
 struct DownloadRunner: Sendable {
@@ -38,6 +38,8 @@ struct DownloadRunner: Sendable {
     var report: @Sendable (RunnerProgress) async -> Void
     /// Called as each segment's file is in place (playback during download waits on it).
     var arrived: @Sendable (SegmentKey) -> Void = { _ in }
+    /// Runs before each commit (tests: a slow disk).
+    var beforeCommit: (@Sendable () async -> Void)?
     var progressInterval: Duration = .milliseconds(100)
     var clock: @Sendable () -> Date = { Date() }
 
@@ -128,12 +130,13 @@ struct DownloadRunner: Sendable {
                 case .received(let segment, let file):
                     running -= 1
                     committing += 1
+                    // A body that arrived whole is progress, whatever its commit takes on a slow disk.
+                    streak.recordProgress()
+                    refreshedAfterFailure = false
                     group.addTask { await self.commit(segment, file) }
                 case .finished(let segment, let bytes):
                     committing -= 1
                     arrived(segment.key)
-                    streak.recordProgress()
-                    refreshedAfterFailure = false
                     trackDone[segment.track, default: 0] += bytes
                     trackRemaining[segment.track, default: 0] -= segment.estimatedBytes
                     trackOpen[segment.track, default: 0] -= 1
@@ -176,7 +179,9 @@ struct DownloadRunner: Sendable {
                     }
                 }
                 // Refill the request slots first: recording and reporting must not keep them idle.
-                while running < outstanding, let next = try pending.next() {
+                // Not while as many bodies as requests wait for their commit: a slow disk holds the
+                // network back instead of piling up bodies a crash would make fetch again.
+                while running < outstanding, committing < outstanding, let next = try pending.next() {
                     launch(next, after: retryDelay[next.key])
                 }
                 let now = ContinuousClock.now
@@ -238,6 +243,7 @@ struct DownloadRunner: Sendable {
     }
 
     private func commit(_ segment: SegmentRecord, _ file: ReceivedFile) async -> Outcome {
+        await beforeCommit?()
         do {
             return .finished(segment, try await file.commit().totalSize)
         } catch {

@@ -50,7 +50,7 @@ extension OfflineVideoManager {
                     try await self.refreshURLs(token)
                 },
                 report: { [weak self] progress in await self?.report(token, progress) },
-                arrived: { [arrivals] key in arrivals.arrived(token, key) },
+                arrived: { [arrivals] key in arrivals.arrived(token, key) }, beforeCommit: configuration.beforeCommit,
                 progressInterval: configuration.progressInterval, clock: configuration.clock)
             let result = try await runner.run()
             try Task.checkCancellation()

@@ -48,7 +48,7 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     public var preferredAudioLanguages: [String] = []
     /// Subtitle languages taken when a request gives no media selections.
     public var preferredSubtitleLanguages: [String] = []
-    /// Errors in a row, without a segment finishing, before a download fails (default 5).
+    /// Errors in a row, without a whole body arriving, before a download fails (default 5).
     public var maxConsecutiveFailures = 5
     /// The wait after a first error; doubled each time after (default 250 ms).
     public var retryInitialDelay: Duration = .milliseconds(250)
@@ -66,6 +66,8 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     /// issue and first-play times, earlier opens) before licensed playback is refused as a
     /// clock set back (default 10 minutes).
     public var clockTolerance: TimeInterval = 600
+    /// Runs before each segment's commit (sync and rename): tests stand in for a slow disk with it.
+    var beforeCommit: (@Sendable () async -> Void)?
     /// Which network the device is on.
     public var network: any NetworkMonitor = ManualNetworkMonitor()
     /// The clock license and URL expiry decisions read.

@@ -42,7 +42,16 @@ final class StorageLock: Sendable {
     /// into the file; otherwise refuses, naming the holder's process id when it wrote one.
     static func owner(at path: String, folder: String) throws(OfflineVideoError) -> StorageLock {
         let descriptor = try open(path)
-        if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+        // A lock just let go of can look held for an instant: a child this process is starting
+        // shares the descriptor until it executes its program (O_CLOEXEC closes it only then).
+        var locked = flock(descriptor, LOCK_EX | LOCK_NB) == 0
+        var attempts = 0
+        while !locked, errno == EWOULDBLOCK, attempts < 20 {
+            usleep(10_000)
+            attempts += 1
+            locked = flock(descriptor, LOCK_EX | LOCK_NB) == 0
+        }
+        if !locked {
             let busy = errno == EWOULDBLOCK
             let reason = String(cString: strerror(errno))
             let holder = busy ? processID(in: descriptor) : nil
