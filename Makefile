@@ -2,7 +2,7 @@
 SWIFT ?= swift
 APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev pkg-config ffmpeg curl openssl python3 tmux
 
-.PHONY: deps build test serve demo fixtures bench-server clean
+.PHONY: deps build test test-tsan serve demo fixtures bench-server clean
 
 deps:
 	@scripts/install-deps.sh $(APT_PACKAGES)
@@ -13,6 +13,11 @@ build: deps
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# Every test under ThreadSanitizer (its own build folder; several minutes, not part of `make test`).
+test-tsan: deps
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
+	TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1" $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan
 
 serve: deps
 	$(SWIFT) build --product mock-backend

@@ -53,6 +53,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The project's lock (a pthread mutex ThreadSanitizer sees).
+        .target(name: "Locking", path: "Shared/Locking", swiftSettings: swiftSettings),
+
         // HTTP serving for both sides: the mock backend and the SDK's loopback playback server.
         .systemLibrary(
             name: "CMicroHTTPD",
@@ -62,7 +65,7 @@ let package = Package(
         ),
         .target(
             name: "MicroHTTP",
-            dependencies: ["CMicroHTTPD", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CMicroHTTPD", "Locking", .product(name: "Logging", package: "swift-log")],
             path: "Shared/MicroHTTP",
             swiftSettings: swiftSettings
         ),
@@ -71,7 +74,7 @@ let package = Package(
         .target(
             name: "MockBackend",
             dependencies: [
-                "MicroHTTP", "WireModels", "SampleAES",
+                "MicroHTTP", "WireModels", "SampleAES", "Locking",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -103,14 +106,14 @@ let package = Package(
         ),
         .target(
             name: "CurlTransfer",
-            dependencies: ["CCurl"],
+            dependencies: ["CCurl", "Locking"],
             path: "Client/CurlTransfer",
             swiftSettings: swiftSettings
         ),
         .target(
             name: "OfflineSDK",
             dependencies: [
-                "WireModels", "CurlTransfer", "LicenseProtocol", "SampleAES", "MicroHTTP",
+                "WireModels", "CurlTransfer", "LicenseProtocol", "SampleAES", "MicroHTTP", "Locking",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -121,7 +124,7 @@ let package = Package(
         .executableTarget(
             name: "OfflineCLI",
             dependencies: [
-                "OfflineSDK", "WireModels",
+                "OfflineSDK", "WireModels", "CurlTransfer", "Locking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Client/OfflineCLI",
@@ -135,7 +138,7 @@ let package = Package(
                           swiftSettings: swiftSettings),
 
         // Tests
-        .target(name: "TestKit", path: "Tests/TestKit", swiftSettings: swiftSettings),
+        .target(name: "TestKit", dependencies: ["Locking"], path: "Tests/TestKit", swiftSettings: swiftSettings),
         .testTarget(name: "WireModelsTests", dependencies: ["WireModels"], path: "Tests/WireModelsTests",
                     resources: [.copy("Resources")], swiftSettings: swiftSettings),
         .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "CurlTransfer", "TestKit", .product(name: "Logging", package: "swift-log")], path: "Tests/MicroHTTPTests",
@@ -148,13 +151,13 @@ let package = Package(
                     path: "Tests/MockBackendTests", swiftSettings: swiftSettings),
         .testTarget(name: "LicenseProtocolTests", dependencies: ["LicenseProtocol"], path: "Tests/LicenseProtocolTests",
                     swiftSettings: swiftSettings),
-        .testTarget(name: "CurlTransferTests", dependencies: ["CurlTransfer", "MicroHTTP", .product(name: "Logging", package: "swift-log")], path: "Tests/CurlTransferTests",
+        .testTarget(name: "CurlTransferTests", dependencies: ["CurlTransfer", "MicroHTTP", "Locking", .product(name: "Logging", package: "swift-log")], path: "Tests/CurlTransferTests",
                     swiftSettings: swiftSettings),
-        .testTarget(name: "OfflineSDKTests", dependencies: ["OfflineSDK", "MockBackend", "WireModels", "CurlTransfer", "TestKit",
+        .testTarget(name: "OfflineSDKTests", dependencies: ["OfflineSDK", "MockBackend", "WireModels", "CurlTransfer", "TestKit", "Locking",
                                                             "LicenseProtocol", "SampleAES",
                                                             .product(name: "Logging", package: "swift-log")],
                     path: "Tests/OfflineSDKTests", swiftSettings: swiftSettings),
-        .testTarget(name: "SampleAESTests", dependencies: ["SampleAES", .product(name: "Crypto", package: "swift-crypto"),
+        .testTarget(name: "SampleAESTests", dependencies: ["SampleAES", "TestKit", .product(name: "Crypto", package: "swift-crypto"),
                                                            .product(name: "_CryptoExtras", package: "swift-crypto")],
                     path: "Tests/SampleAESTests",
                     swiftSettings: swiftSettings),

@@ -2,7 +2,7 @@ import ArgumentParser
 import CurlTransfer
 import Foundation
 import OfflineSDK
-import Synchronization
+import Locking
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -51,7 +51,7 @@ final class Demo: Sendable {
     let terminal = Terminal.standard
     let client = HTTPClient()
     private let clock = DeviceClock()
-    private let stepNumber = Mutex(0)
+    private let stepNumber = Locked(0)
     static let steps = 10
 
     init(base: String, folder: URL) {
@@ -269,6 +269,6 @@ final class Demo: Sendable {
 
 /// The device clock of the demo: the wall clock plus the offset the backend's clock was moved by.
 final class DeviceClock: Sendable {
-    let offset = Mutex<TimeInterval>(0)
+    let offset = Locked<TimeInterval>(0)
     func now() -> Date { Date().addingTimeInterval(offset.withLock { $0 }) }
 }

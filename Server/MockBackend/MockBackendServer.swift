@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import MicroHTTP
-import Synchronization
+import Locking
 
 /// The backend behind libmicrohttpd: binds, builds the app with the bound address as its
 /// base URL, and serves until `shutdown()`.
@@ -74,11 +74,14 @@ public final class MockBackendServer: Sendable {
 
     /// Stops accepting, finishes requests in flight (up to `gracePeriod`), closes everything.
     public func shutdown(gracePeriod: Duration = .seconds(10)) { http.shutdown(gracePeriod: gracePeriod) }
+
+    /// The same, without holding a thread of the cooperative pool while requests finish.
+    public func shutdown(gracePeriod: Duration = .seconds(10)) async { await http.shutdown(gracePeriod: gracePeriod) }
 }
 
 /// Holds the app once it exists; read on every request, written once at start-up.
 private final class AppSlot: Sendable {
-    private let storage = Mutex<MockBackendApp?>(nil)
+    private let storage = Locked<MockBackendApp?>(nil)
     var app: MockBackendApp? {
         get { storage.withLock { $0 } }
         set { storage.withLock { $0 = newValue } }

@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import Logging
 import Synchronization
+import Locking
 import Dispatch
 #if canImport(Glibc)
 import Glibc
@@ -28,7 +29,7 @@ public final class HTTPServer: Sendable {
     public typealias ErrorResponder = @Sendable (_ status: Int, _ message: String) -> HTTPResponse
 
     let core: ServerCore
-    private let daemon = Mutex<DaemonHandle?>(nil)
+    private let daemon = Locked<DaemonHandle?>(nil)
     private let boundPort = Atomic<Int>(0)
 
     /// Creates a server; nothing is bound until `start()`.
@@ -48,8 +49,11 @@ public final class HTTPServer: Sendable {
     deinit {
         // A server dropped without `shutdown()` still answers suspended connections
         // before stopping: MHD aborts when stopped with any of them suspended.
-        if let handle = daemon.withLock({ $0 }) {
-            Self.stop(handle, core: core, gracePeriod: .zero)
+        if let handle = takeDaemon() {
+            let listenSocket = Self.quiesce(handle)
+            core.resumeAllAndStop()
+            Self.waitForRequests(core, for: .seconds(1)) { usleep(5_000) }
+            Self.stop(handle, listenSocket: listenSocket)
         }
     }
 
@@ -87,32 +91,58 @@ public final class HTTPServer: Sendable {
     }
 
     /// Stops accepting connections, lets requests in flight finish (up to `gracePeriod`),
-    /// then closes every connection and joins MHD's threads. Safe to call twice.
+    /// then closes every connection and joins MHD's threads. Safe to call twice. Blocks the
+    /// calling thread while requests finish: from async code, use the `async` variant.
     public func shutdown(gracePeriod: Duration = .seconds(10)) {
-        guard let handle = daemon.withLock({ handle -> DaemonHandle? in
-            defer { handle = nil }
-            return handle
-        }) else { return }
-        Self.stop(handle, core: core, gracePeriod: gracePeriod)
+        guard let handle = takeDaemon() else { return }
+        let listenSocket = Self.quiesce(handle)
+        Self.waitForRequests(core, for: gracePeriod) { usleep(5_000) }
+        // Connections still waiting out added latency are answered now; MHD must not be
+        // stopped with suspended connections, and their timers must not touch it afterwards.
+        core.resumeAllAndStop()
+        Self.waitForRequests(core, for: .seconds(1)) { usleep(5_000) }
+        Self.stop(handle, listenSocket: listenSocket)
     }
 
-    private static func stop(_ handle: DaemonHandle, core: ServerCore, gracePeriod: Duration) {
+    /// `shutdown(gracePeriod:)` without holding a thread of the cooperative pool while
+    /// requests finish.
+    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
+        guard let handle = takeDaemon() else { return }
+        let listenSocket = Self.quiesce(handle)
+        await Self.waitForRequests(core, for: gracePeriod) { try? await Task.sleep(for: .milliseconds(5)) }
+        core.resumeAllAndStop()
+        await Self.waitForRequests(core, for: .seconds(1)) { try? await Task.sleep(for: .milliseconds(5)) }
+        Self.stop(handle, listenSocket: listenSocket)
+    }
+
+    private func takeDaemon() -> DaemonHandle? {
+        daemon.withLock { handle -> DaemonHandle? in
+            defer { handle = nil }
+            return handle
+        }
+    }
+
+    /// Stops accepting; returns the listen socket (closed by `stop`).
+    private static func quiesce(_ handle: DaemonHandle) -> Int32 {
         let listenSocket = MHD_quiesce_daemon(handle.pointer)
         // MHD no longer polls the socket, but the kernel would still complete handshakes
         // into its backlog; shutting it down makes new clients see a refusal at once.
         if listenSocket >= 0 { _ = Glibc.shutdown(listenSocket, Int32(SHUT_RDWR)) }
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: gracePeriod)
-        while core.activeRequests.load(ordering: .acquiring) > 0 && clock.now < deadline {
-            usleep(5_000)
-        }
-        // Connections still waiting out added latency are answered now; MHD must not be
-        // stopped with suspended connections, and their timers must not touch it afterwards.
-        core.resumeAllAndStop()
-        let drainDeadline = clock.now.advanced(by: .seconds(1))
-        while core.activeRequests.load(ordering: .acquiring) > 0 && clock.now < drainDeadline {
-            usleep(5_000)
-        }
+        return listenSocket
+    }
+
+    /// Returns once no request is in flight or `limit` has passed, pausing with `pause`.
+    private static func waitForRequests(_ core: ServerCore, for limit: Duration, pause: () -> Void) {
+        let deadline = ContinuousClock.now.advanced(by: limit)
+        while core.activeRequests.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline { pause() }
+    }
+
+    private static func waitForRequests(_ core: ServerCore, for limit: Duration, pause: () async -> Void) async {
+        let deadline = ContinuousClock.now.advanced(by: limit)
+        while core.activeRequests.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline { await pause() }
+    }
+
+    private static func stop(_ handle: DaemonHandle, listenSocket: Int32) {
         MHD_stop_daemon(handle.pointer)
         if listenSocket >= 0 { close(listenSocket) }
     }
@@ -124,7 +154,7 @@ public final class HTTPServer: Sendable {
 }
 
 /// The daemon pointer. MHD's daemon is thread-safe for the calls made on it here
-/// (quiesce, stop, info), and this wrapper is only moved under the server's Mutex.
+/// (quiesce, stop, info), and this wrapper is only moved under the server's lock.
 struct DaemonHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 }
@@ -146,7 +176,7 @@ final class ServerCore: Sendable {
     let timerQueue = DispatchQueue(label: "MicroHTTP.latency")
     let mappedFiles: MappedFiles
     /// Connections suspended for added latency; `nil` once the server is stopping.
-    let suspended = Mutex<Set<ConnectionHandle>?>([])
+    let suspended = Locked<Set<ConnectionHandle>?>([])
 
     init(configuration: HTTPServerConfiguration, logger: Logger,
          handler: Handling, errorResponder: @escaping HTTPServer.ErrorResponder) {

@@ -1,7 +1,7 @@
 import CMicroHTTPD
 import Logging
 import Dispatch
-import Synchronization
+import Locking
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -256,7 +256,7 @@ nonisolated enum MHDCallbacks {
 /// made (on another thread; read by MHD's thread after the connection is resumed).
 final class Later: Sendable {
     let request: HTTPRequest
-    let slot = Mutex<HTTPResponse?>(nil)
+    let slot = Locked<HTTPResponse?>(nil)
     init(request: HTTPRequest) { self.request = request }
 }
 

@@ -1,5 +1,5 @@
 import Glibc
-import Synchronization
+import Locking
 
 /// Files mapped into memory once and kept for the server's life, so file responses go out
 /// from memory (see `HTTPServerConfiguration.mappedFileBytesLimit`). Thread-safe.
@@ -13,7 +13,7 @@ final class MappedFiles: Sendable {
     private let limit: UInt64
     /// What is mapped, the bytes that takes, and the files that did not fit (not tried again:
     /// once the budget is spent, each of their requests would open and stat them for nothing).
-    private let state = Mutex<(mappings: [String: Mapping], total: UInt64, refused: Set<String>)>(([:], 0, []))
+    private let state = Locked<(mappings: [String: Mapping], total: UInt64, refused: Set<String>)>(([:], 0, []))
 
     init(limit: Int) {
         self.limit = UInt64(max(0, limit))

@@ -1,3 +1,4 @@
+import Locking
 import MicroHTTP
 import Testing
 import CurlTransfer
@@ -22,10 +23,10 @@ struct DownloadTests {
         let highest = Locked(0)
         let box = Locked<TestServer?>(nil)
         let server = try fileServer(folder, latencyMilliseconds: latencyMilliseconds) { _ in
-            let active = box.value?.server.activeRequests ?? 0
-            highest.update { $0 = max($0, active) }
+            let active = box.withLock { $0 }?.server.activeRequests ?? 0
+            highest.withLock { $0 = max($0, active) }
         }
-        box.update { $0 = server }
+        box.withLock { $0 = server }
         return (server, highest)
     }
 
@@ -83,10 +84,10 @@ struct DownloadTests {
 
         let job = FileDownload(url: server.url("/files/big.ts"), destination: served.file("out/big.ts"))
         let result = try await TransferEngine().download(job) { now, total in
-            reports.update { $0.append((now, total)) }
+            reports.withLock { $0.append((now, total)) }
         }
 
-        let seen = reports.value
+        let seen = reports.withLock { $0 }
         #expect(result.totalSize == 3_000_000)
         #expect(!seen.isEmpty)
         #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.0 <= $1.0 })
@@ -145,8 +146,8 @@ struct DownloadTests {
         }
 
         #expect(server.requests.count == 20)
-        #expect(highest.value <= 3)
-        #expect(highest.value >= 2)
+        #expect(highest.withLock { $0 } <= 3)
+        #expect(highest.withLock { $0 } >= 2)
     }
 
     @Test func groupLimitsHoldWithinTheEngineCap() async throws {
@@ -174,7 +175,7 @@ struct DownloadTests {
 
         for (server, group, highest) in servers {
             #expect(server.requests.count == 12)
-            #expect(highest.value == group.limit)
+            #expect(highest.withLock { $0 } == group.limit)
         }
         #expect(engine.statistics.queued == 0 && engine.statistics.running == 0)
     }

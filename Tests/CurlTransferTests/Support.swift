@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import MicroHTTP
-import Synchronization
+import Locking
 import Testing
 import CurlTransfer
 
@@ -22,7 +22,7 @@ final class TestServer: Sendable {
         logger.logLevel = .warning
         let log = self.log
         server = HTTPServer(configuration: configuration, logger: logger) { request in
-            log.update { $0.append(request) }
+            log.withLock { $0.append(request) }
             return handler(request)
         }
         try server.start()
@@ -32,7 +32,7 @@ final class TestServer: Sendable {
 
     func url(_ path: String) -> String { base + path }
 
-    var requests: [HTTPRequest] { log.value }
+    var requests: [HTTPRequest] { log.withLock { $0 } }
 
     /// Stops at once: a test that cancelled a request has no use for its answer.
     func shutdown() { server.shutdown(gracePeriod: .milliseconds(200)) }
@@ -102,17 +102,4 @@ func transferErrorCode<T>(_ result: Result<T, any Error>) -> TransferError.Code?
 
 func makeFolder(_ path: String) throws {
     try #require(mkdir(path, 0o755) == 0 || errno == EEXIST)
-}
-
-/// A value behind a lock that escaping closures can share.
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-
-    init(_ value: Value) { mutex = Mutex(value) }
-
-    var value: Value { mutex.withLock { $0 } }
-
-    func update(_ change: (inout Value) -> Void) {
-        mutex.withLock { change(&$0) }
-    }
 }

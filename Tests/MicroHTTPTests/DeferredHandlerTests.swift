@@ -44,7 +44,7 @@ struct DeferredHandlerTests {
         try server.start()
         let pending = try Curl.start("http://127.0.0.1:\(server.port)/x")
         #expect(try await eventually { server.activeRequests >= 1 })
-        server.shutdown(gracePeriod: .milliseconds(100))
+        await server.shutdown(gracePeriod: .milliseconds(100))
         let answer = pending.finish(await pending.process.wait())
         #expect(answer.status == 503)
         gate.open()  // the handler finishes after the daemon is gone

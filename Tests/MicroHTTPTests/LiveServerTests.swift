@@ -348,7 +348,7 @@ struct ShutdownEdgeCaseTests {
             try server.start()
             async let inFlight = Curl.fetch("http://127.0.0.1:\(server.port)/x", ["--max-time", "5"])
             guard try await eventually({ server.activeRequests >= 1 }) else { throw CancellationError() }
-            server.shutdown(gracePeriod: .milliseconds(100))  // the connection is still suspended here
+            await server.shutdown(gracePeriod: .milliseconds(100))  // the connection is still suspended here
             _ = try await inFlight
             try await Task.sleep(for: .milliseconds(1200))  // the latency timer fires after the stop
 
@@ -358,7 +358,7 @@ struct ShutdownEdgeCaseTests {
             let other = HTTPServer(configuration: next, logger: quietLogger) { _ in .text("ok") }
             try other.start()
             let response = try await Curl.fetch("http://127.0.0.1:\(other.port)/")
-            other.shutdown()
+            await other.shutdown()
             guard response.status == 200 else { throw CancellationError() }
         }
     }

@@ -20,8 +20,13 @@ func withServer(
     configure(&configuration)
     let server = HTTPServer(configuration: configuration, logger: quietLogger, errorResponder: errorResponder, handler: handler)
     try server.start()
-    defer { server.shutdown(gracePeriod: .seconds(5)) }
-    try await body(server, "http://127.0.0.1:\(server.port)")
+    do {
+        try await body(server, "http://127.0.0.1:\(server.port)")
+    } catch {
+        await server.shutdown(gracePeriod: .seconds(5))
+        throw error
+    }
+    await server.shutdown(gracePeriod: .seconds(5))
 }
 
 /// Waits on this thread (polling) until `condition` holds or `timeout` passes; returns whether it held.

@@ -225,8 +225,13 @@ func withLiveServer(
         configuration.port = 0
         configure(&configuration)
         let server = try MockBackendServer.start(configuration: configuration, logger: quietLogger)
-        defer { server.shutdown(gracePeriod: .seconds(5)) }
-        try await body(server)
+        do {
+            try await body(server)
+        } catch {
+            await server.shutdown(gracePeriod: .seconds(5))
+            throw error
+        }
+        await server.shutdown(gracePeriod: .seconds(5))
     }
 }
 

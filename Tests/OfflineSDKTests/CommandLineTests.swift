@@ -163,8 +163,12 @@ struct CommandLineTests {
         let storage = try TemporaryDirectory()
         defer { storage.remove() }
         var child: RunningProcess?
-        try await withBackend({ $0.addedLatencyMilliseconds = 10 }) { server in
-            child = try RunningProcess(executable, ["download", Catalog.marathonVideo, "--json", "--storage", storage.url.path, "--reserve-mb", "0",
+        // 20 ms a response, one segment at a time: the 7,200 segments would take the child over
+        // two minutes, so it is still downloading when the backend goes, however late this
+        // test gets to stop it.
+        try await withBackend({ $0.addedLatencyMilliseconds = 20 }) { server in
+            child = try RunningProcess(executable, ["download", Catalog.marathonVideo, "--json", "--parallel", "1",
+                                                    "--storage", storage.url.path, "--reserve-mb", "0",
                                                     "--base-url", server.baseURL, "--account", Catalog.account, "--policy-key", Catalog.playKey])
             #expect(try await child!.waitForOutput { $0.contains("\"event\":\"requested\"") })
         }  // the backend is gone from here on

@@ -1,7 +1,7 @@
 import CurlTransfer
 import Foundation
 import MockBackend
-import Synchronization
+import Locking
 @testable import OfflineSDK
 import TestKit
 import Testing
@@ -305,8 +305,8 @@ struct DownloadTests {
     func recovery() async throws {
         final class Delegate: OfflineVideoManagerDelegate {
             let keep: String
-            let asked = Mutex<[String]>([])
-            let storageChanges = Mutex(0)
+            let asked = Locked<[String]>([])
+            let storageChanges = Locked(0)
             init(keep: String) { self.keep = keep }
             func shouldDeleteVideoPackage(_ videoPackagePath: String) -> Bool {
                 asked.withLock { $0.append(videoPackagePath) }

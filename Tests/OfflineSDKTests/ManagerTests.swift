@@ -1,7 +1,7 @@
 import Foundation
 import MockBackend
 @testable import OfflineSDK
-import Synchronization
+import Locking
 import TestKit
 import Testing
 import WireModels
@@ -140,7 +140,7 @@ struct ManagerTests {
     @Test("the delegate gets what events() gets, in the same order; the shared manager is made once and updated after")
     func delegate() async throws {
         final class Recorder: OfflineVideoManagerDelegate {
-            let log = Mutex<[OfflineVideoEvent]>([])
+            let log = Locked<[OfflineVideoEvent]>([])
             func offlineVideoToken(_ token: OfflineVideoToken, didProgressTo percent: Double, forMediaSelection mediaSelection: OfflineMediaSelection) {
                 log.withLock { $0.append(.progress(token, percent: percent, mediaSelection: mediaSelection)) }
             }

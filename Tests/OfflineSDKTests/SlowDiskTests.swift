@@ -4,7 +4,7 @@ import Logging
 import MicroHTTP
 import MockBackend
 @testable import OfflineSDK
-import Synchronization
+import Locking
 import TestKit
 import Testing
 
@@ -15,7 +15,7 @@ final class FlakyProxy: Sendable {
     private let counters = Counters()
 
     final class Counters: Sendable {
-        let state = Mutex<(backend: String, segments: Int, failed: Int)>(("", 0, 0))
+        let state = Locked<(backend: String, segments: Int, failed: Int)>(("", 0, 0))
     }
 
     init() throws {
@@ -54,7 +54,6 @@ struct SlowDiskTests {
     @Test("failures between bodies that arrived whole do not fail a download whose commits lag behind; commits hold the network back")
     func slowCommitsAndFailures() async throws {
         let proxy = try FlakyProxy()
-        defer { proxy.server.shutdown(gracePeriod: .seconds(1)) }
         let disk = Gate()  // every commit waits here: a disk that does not keep up
         try await withBackend({ $0.publicBaseURL = proxy.baseURL }) { server in
             proxy.forward(to: "http://127.0.0.1:\(server.port)")
@@ -77,5 +76,6 @@ struct SlowDiskTests {
                 try await expectPlays(h.manager, token)
             }
         }
+        await proxy.server.shutdown(gracePeriod: .seconds(1))
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import MockBackend
 @testable import OfflineSDK
-import Synchronization
+import Locking
 import TestKit
 import Testing
 import WireModels
@@ -35,8 +35,13 @@ func withBackend(_ configure: (inout BackendConfiguration) -> Void = { _ in },
     var logger = Logger(label: "test")
     logger.logLevel = .warning
     let server = try MockBackendServer.start(configuration: configuration, logger: logger)
-    defer { server.shutdown(gracePeriod: .seconds(1)) }
-    try await body(server)
+    do {
+        try await body(server)
+    } catch {
+        await server.shutdown(gracePeriod: .seconds(1))
+        throw error
+    }
+    await server.shutdown(gracePeriod: .seconds(1))
 }
 
 /// A manager configuration on a fresh storage folder (removed by the caller via `storage.remove()`),
@@ -51,7 +56,7 @@ func testConfiguration(_ storage: TemporaryDirectory) -> OfflineVideoManagerConf
 /// Collects every event of a manager, and lets a test wait for one.
 final class EventRecorder: Sendable {
     final class Log: Sendable {
-        let events = Mutex<[OfflineVideoEvent]>([])
+        let events = Locked<[OfflineVideoEvent]>([])
     }
     let log = Log()
     private let task: Task<Void, Never>

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,7 +29,7 @@ public final class RunningProcess: Sendable {
     private let exited = ExitState()
 
     private final class ExitState: Sendable {
-        let state = Mutex<(status: Int32?, waiters: [CheckedContinuation<Void, Never>])>((nil, []))
+        let state = Locked<(status: Int32?, waiters: [CheckedContinuation<Void, Never>])>((nil, []))
         /// Signalled once the process is reaped (and again by each blocking waiter, for the next).
         let reaped = DispatchSemaphore(value: 0)
     }
@@ -237,14 +237,39 @@ public struct TemporaryDirectory: Sendable {
 
 /// Random bytes for bodies and files.
 public func randomBytes(_ count: Int) -> [UInt8] {
-    var generator = SystemRandomNumberGenerator()
-    return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    // Eight bytes a draw from a fast generator seeded once (SystemRandomNumberGenerator asks the
+    // kernel on every call: megabytes of it held a test-pool thread for seconds).
+    var system = SystemRandomNumberGenerator()
+    var state = system.next()
+    return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+        var index = 0
+        while index < count {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var word = state
+            word = (word ^ (word >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            word = (word ^ (word >> 27)) &* 0x94D0_49BB_1331_11EB
+            word ^= word >> 31
+            for shift in stride(from: 0, to: 64, by: 8) where index < count {
+                buffer[index] = UInt8(truncatingIfNeeded: word >> UInt64(shift))
+                index += 1
+            }
+        }
+        initialized = count
+    }
+}
+
+/// Runs CPU-heavy test work on a thread of its own, so the cooperative pool (2 threads on a
+/// 2-core machine) stays free for the servers and tasks of the tests running beside it.
+public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+    }
 }
 
 
 /// A gate tasks wait on until the test opens it (a stand-in for something slow: a disk, a server).
 public final class Gate: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let state = Locked<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     public init() {}
 

@@ -1,5 +1,6 @@
 import Dispatch
 internal import Synchronization
+internal import Locking
 
 /// A file download's state while it runs. Engine thread only, except the commit below.
 final class DownloadState {
@@ -111,7 +112,7 @@ public struct ReceivedFile: Sendable {
 /// A finished `.part` file on its way to the commit queue, taken out exactly once: the
 /// engine thread has dropped its reference, so whoever takes it is the file's only user.
 final class PendingCommit: Sendable {
-    private let file: Mutex<UncheckedFile?>
+    private let file: Locked<UncheckedFile?>
     let destination: String
 
     /// `PartFile` is not Sendable; it moves across threads only through `take()`, once.
@@ -120,7 +121,7 @@ final class PendingCommit: Sendable {
     }
 
     init(_ file: PartFile, destination: String) {
-        self.file = Mutex(UncheckedFile(file: file))
+        self.file = Locked(UncheckedFile(file: file))
         self.destination = destination
     }
 

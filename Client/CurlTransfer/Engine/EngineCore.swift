@@ -1,7 +1,8 @@
 internal import Synchronization
+internal import Locking
 
 /// The state shared between callers and the engine thread: the waiting queues, the table
-/// of running jobs and the means to wake the thread. Everything mutable is behind one Mutex.
+/// of running jobs and the means to wake the thread. Everything mutable is behind one lock.
 ///
 /// Queue discipline: file downloads wait in FIFO order and at most
 /// `maxConcurrentTransfers` run at once, at most its `TransferGroup`'s limit of one group's
@@ -25,7 +26,7 @@ final class EngineCore: Sendable {
         var stopped: TransferError?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(configuration: TransferEngine.Configuration) {
         self.configuration = configuration

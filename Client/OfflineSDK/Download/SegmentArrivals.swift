@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Lets playback during a download wait for a segment the download has not brought yet: the
 /// runner announces each segment whose file is in place, and the end of its run (finished,
@@ -10,7 +10,7 @@ final class SegmentArrivals: Sendable {
         var continuation: CheckedContinuation<Void, Never>
     }
 
-    private let waiters = Mutex<(next: UInt64, byID: [UInt64: Waiter])>((0, [:]))
+    private let waiters = Locked<(next: UInt64, byID: [UInt64: Waiter])>((0, [:]))
 
     /// How many waits are registered now.
     var waiting: Int { waiters.withLock { $0.byID.count } }

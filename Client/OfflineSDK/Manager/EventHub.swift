@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// Delivers events in order: to the delegate, then to every `events()` subscriber. One
 /// dispatcher task reads an internal stream, so delivery never blocks the manager and
@@ -10,7 +10,7 @@ final class EventHub: Sendable {
 
     /// The delegate (held weakly, as Brightcove's manager does) and the subscribers.
     final class Targets: Sendable {
-        let state = Mutex<(delegate: WeakDelegate, subscribers: [UInt64: AsyncStream<OfflineVideoEvent>.Continuation], next: UInt64)>(
+        let state = Locked<(delegate: WeakDelegate, subscribers: [UInt64: AsyncStream<OfflineVideoEvent>.Continuation], next: UInt64)>(
             (WeakDelegate(), [:], 0))
 
         var delegate: (any OfflineVideoManagerDelegate)? { state.withLock { $0.delegate.value } }

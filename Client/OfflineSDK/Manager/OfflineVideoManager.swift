@@ -1,6 +1,6 @@
 import CurlTransfer
 import Foundation
-import Synchronization
+import Locking
 import WireModels
 
 /// Downloads videos for offline playback and keeps track of them, in the manner of
@@ -113,7 +113,7 @@ public actor OfflineVideoManager {
 
     // MARK: The shared instance
 
-    private static let sharedManager = Mutex<OfflineVideoManager?>(nil)
+    private static let sharedManager = Locked<OfflineVideoManager?>(nil)
 
     /// The shared manager for apps, once `initializeOfflineVideoManager` has made it.
     public static var shared: OfflineVideoManager? { sharedManager.withLock { $0 } }

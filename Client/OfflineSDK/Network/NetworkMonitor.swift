@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// The kind of network the device is on now.
 public enum NetworkPath: String, Sendable, CaseIterable {
@@ -23,7 +23,7 @@ public protocol NetworkMonitor: Sendable {
 /// network.currentPath = .wifi       // and go on
 /// ```
 public final class ManualNetworkMonitor: NetworkMonitor {
-    private let state = Mutex<(path: NetworkPath, watchers: [UInt64: AsyncStream<NetworkPath>.Continuation], next: UInt64)>((.wired, [:], 0))
+    private let state = Locked<(path: NetworkPath, watchers: [UInt64: AsyncStream<NetworkPath>.Continuation], next: UInt64)>((.wired, [:], 0))
 
     /// Creates a monitor on `path`.
     public init(path: NetworkPath = .wired) {

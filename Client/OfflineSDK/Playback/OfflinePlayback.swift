@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import MicroHTTP
-import Synchronization
+import Locking
 
 /// One clear segment of a track, in order.
 public struct ClearSegment: Sendable, Equatable {
@@ -40,7 +40,7 @@ public final class OfflinePlayback: Sendable {
     /// Sideband subtitle files by language (inside the package).
     let sideband: [(language: String, file: String)]
     let images: [String]
-    private let state = Mutex<(server: HTTPServer?, secret: String, closed: Bool)>((nil, "", false))
+    private let state = Locked<(server: HTTPServer?, secret: String, closed: Bool)>((nil, "", false))
     private let onClose: @Sendable () async -> Void
 
     init(token: OfflineVideoToken, reader: ClearMediaReader, license: OfflineLicenseInfo?, sideband: [(language: String, file: String)],
@@ -149,7 +149,7 @@ public final class OfflinePlayback: Sendable {
             return (state.server, state.closed)
         }
         guard !wasClosed else { return }
-        server?.shutdown(gracePeriod: .milliseconds(200))
+        await server?.shutdown(gracePeriod: .milliseconds(200))
         await onClose()
     }
 }

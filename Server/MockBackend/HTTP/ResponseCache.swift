@@ -1,10 +1,10 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// Generated bodies (video JSON, playlists) kept while the signed URLs inside them are the
 /// ones the current time bucket would produce anyway. Bounded: full means start over.
 final class ResponseCache: Sendable {
-    private let entries = Mutex<[String: [UInt8]]>([:])
+    private let entries = Locked<[String: [UInt8]]>([:])
     private let capacity: Int
 
     init(capacity: Int = 512) { self.capacity = capacity }

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import JWTKit
-import Synchronization
+import Locking
 import WireModels
 import _CryptoExtras
 
@@ -28,7 +28,7 @@ final class PlaybackRestrictions: Sendable {
 
     private let database: BackendDatabase
     /// account → key id → key; mirrors the `playback_key` table.
-    private let keys = Mutex<[String: [String: Entry]]>([:])
+    private let keys = Locked<[String: [String: Entry]]>([:])
 
     init(database: BackendDatabase) throws {
         self.database = database

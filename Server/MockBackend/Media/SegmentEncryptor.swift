@@ -3,7 +3,7 @@ import _CryptoExtras
 import Foundation
 import MicroHTTP
 import SampleAES
-import Synchronization
+import Locking
 
 /// Encrypted segments, made once per key and fixture segment, then kept in the data
 /// directory's cache and served like any file. Cache paths include the key id, so a new key
@@ -15,7 +15,7 @@ final class SegmentEncryptor: Sendable {
     let cacheDirectory: URL
     /// Cached files already made, by "directory/name": after the first request a segment
     /// costs a dictionary lookup and one access() call, not path building and FileManager calls.
-    private let known = Mutex<[String: CachedSegment]>([:])
+    private let known = Locked<[String: CachedSegment]>([:])
 
     init(cacheDirectory: URL) {
         self.cacheDirectory = cacheDirectory
