@@ -13,7 +13,9 @@ data=$(mktemp -d)
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$data"' EXIT
 for _ in $(seq 200); do grep -q listening "$data/stdout" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 200); do grep -q "admin token" "$data/stdout" 2>/dev/null && break; sleep 0.05; done
 base=$(awk '/listening on/ {print $3}' "$data/stdout")
+token=$(awk '/admin token/ {print $3}' "$data/stdout")
 [ -n "$base" ] || { echo "the mock backend did not start:"; cat "$data/server.log"; exit 1; }
 
-OFFLINE_STORAGE="$data/sdk" .build/debug/offline demo --base-url "$base"
+OFFLINE_STORAGE="$data/sdk" .build/debug/offline demo --base-url "$base" --admin-token "$token"

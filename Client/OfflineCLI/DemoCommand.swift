@@ -16,6 +16,8 @@ struct DemoCommand: AsyncParsableCommand {
         discussion: "It moves the mock backend's clock (/_admin/v1/clock) and puts it back. Exits non-zero if any step fails.")
     @Option(name: .customLong("base-url"), help: "The mock backend. [OFFLINE_BASE_URL]") var baseURL: String?
     @Option(help: "A storage folder to use (default: a temporary one, removed afterwards). [OFFLINE_STORAGE]") var storage: String?
+    @Option(name: .customLong("admin-token"), help: "The mock backend's admin token, to move its clock (mock-backend prints it at start). [OFFLINE_ADMIN_TOKEN]")
+    var adminToken: String?
 
     static let account = "6415818918001"
     static let playKey = "BCpkADawqM1northwindPLAYkey000002"
@@ -30,7 +32,10 @@ struct DemoCommand: AsyncParsableCommand {
         let temporary = storage == nil && ProcessInfo.processInfo.environment["OFFLINE_STORAGE"] == nil
         let folder = URL(fileURLWithPath: storage ?? ProcessInfo.processInfo.environment["OFFLINE_STORAGE"]
                          ?? NSTemporaryDirectory() + "offline-demo-\(getpid())")
-        let demo = Demo(base: base, folder: folder)
+        guard let token = adminToken ?? ProcessInfo.processInfo.environment["OFFLINE_ADMIN_TOKEN"] else {
+            throw ValidationError("give --admin-token (OFFLINE_ADMIN_TOKEN): the second line mock-backend prints at start")
+        }
+        let demo = Demo(base: base, folder: folder, adminToken: token)
         defer { if temporary { try? FileManager.default.removeItem(at: folder) } }
         do {
             try await demo.run()
@@ -54,9 +59,12 @@ final class Demo: Sendable {
     private let stepNumber = Locked(0)
     static let steps = 10
 
-    init(base: String, folder: URL) {
+    let adminToken: String
+
+    init(base: String, folder: URL, adminToken: String) {
         self.base = base
         self.folder = folder
+        self.adminToken = adminToken
     }
 
     var service: PlaybackService { PlaybackService(baseURL: base, accountID: DemoCommand.account, policyKey: DemoCommand.playKey) }
@@ -223,7 +231,8 @@ final class Demo: Sendable {
     private func setServerClock(_ offset: TimeInterval) async throws {
         let body = Array("{\"offset_seconds\": \(Int(offset))}".utf8)
         let response = try await client.send(HTTPClientRequest(url: base + "/_admin/v1/clock", method: .post,
-                                                               headers: [("Content-Type", "application/json")], body: body))
+                                                               headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(adminToken)")],
+                                                               body: body))
         guard response.status == 200 else {
             throw CommandFailure(status: ExitStatus.failure, message: "The backend refused to move its clock (HTTP \(response.status)).")
         }

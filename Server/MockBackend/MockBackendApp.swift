@@ -24,6 +24,8 @@ public final class MockBackendApp: Sendable {
     let licenses: LicenseStore
     let restrictions: PlaybackRestrictions
     let logger: Logger
+    /// The token the admin API asks for.
+    public let adminToken: String
     private let router: Router<MockBackendApp>
 
     /// Loads the catalog, opens (or creates) the data directory and database, and makes the
@@ -36,6 +38,9 @@ public final class MockBackendApp: Sendable {
         catalog = try Catalog.load(from: configuration.catalogFile, defaultManifestTokenTTL: configuration.defaultManifestTokenTTL)
         database = try BackendDatabase(directory: configuration.dataDirectory)
         let secret = try database.setting("url_token_secret") { SecureBytes.random(32) }
+        adminToken = try configuration.adminToken ?? String(decoding: database.setting("admin_token") {
+            Array(SecureBytes.random(24).map { String(format: "%02x", $0) }.joined().utf8)
+        }, as: UTF8.self)
         links = Links(base: baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL, secret: SymmetricKey(data: secret))
         var keys: [String: ContentKey] = [:]
         for video in catalog.videos.values where video.protection != .clear {
@@ -78,6 +83,8 @@ public final class MockBackendApp: Sendable {
                 response = HTTPResponse(status: 204)
                 response.headers.set("Allow", methods)
             }
+        } else if let refusal = adminRefusal(request) {
+            response = refusal
         } else {
             switch router.match(method: request.method, segments: request.pathSegments) {
             case .found(let handler, let parameters):
@@ -93,6 +100,23 @@ public final class MockBackendApp: Sendable {
         }
         APIResponse.addCORS(to: &response, allowedMethods: methods)
         return response
+    }
+
+    /// The 401 for an admin request without the admin token; nil for every other request.
+    func adminRefusal(_ request: HTTPRequest) -> HTTPResponse? {
+        guard request.pathSegments.first == "_admin" else { return nil }
+        let bearer = request.headers["Authorization"].flatMap { value -> String? in
+            let parts = value.split(separator: " ", maxSplits: 1)
+            return parts.count == 2 && parts[0].lowercased() == "bearer" ? String(parts[1]).trimmingCharacters(in: .whitespaces) : nil
+        }
+        guard let given = bearer ?? request.headers["X-Admin-Token"] else {
+            return APIResponse.error(401, "UNAUTHORIZED", "ADMIN_TOKEN_REQUIRED",
+                                     "The admin API needs the admin token: send Authorization: Bearer TOKEN (mock-backend prints it at start)")
+        }
+        guard SecureBytes.constantTimeEqual(Array(given.utf8), Array(adminToken.utf8)) else {
+            return APIResponse.error(401, "UNAUTHORIZED", "INVALID_ADMIN_TOKEN", "That is not this server's admin token")
+        }
+        return nil
     }
 
     /// `GET, HEAD, …, OPTIONS` for a route's methods (the router lists HEAD wherever GET is).

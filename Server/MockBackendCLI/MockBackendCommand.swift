@@ -12,7 +12,8 @@ struct MockBackendCommand: ParsableCommand {
         commandName: "mock-backend",
         abstract: "A mock video cloud: Playback API, HLS packaging, keys and licenses, on your machine.",
         discussion: """
-            Prints one line, "listening on http://HOST:PORT", on stdout once it accepts requests; logs go to stderr.
+            Prints "listening on http://HOST:PORT" on stdout once it accepts requests, then "admin token TOKEN" \
+            (what /_admin requests send as Authorization: Bearer TOKEN); logs go to stderr.
             Stop it with Ctrl-C or SIGTERM: requests in flight are finished first.
             Every option can also be set by the environment variable in brackets; a flag wins over the variable.
             """)
@@ -57,6 +58,11 @@ struct MockBackendCommand: ParsableCommand {
     var logFormat: String = env("MOCK_BACKEND_LOG_FORMAT") ?? "text"
 
     var publicBaseURL: String? { publicBaseURLOption ?? env("MOCK_BACKEND_PUBLIC_BASE_URL") }
+    @Option(name: .customLong("admin-token"),
+            help: "The token the admin API (/_admin) asks for. [MOCK_BACKEND_ADMIN_TOKEN] (default: made on first start and kept in the data directory)")
+    var adminTokenOption: String?
+
+    var adminToken: String? { adminTokenOption ?? env("MOCK_BACKEND_ADMIN_TOKEN") }
     var dataDirectory: String? { dataDirectoryOption ?? env("MOCK_BACKEND_DATA_DIR") }
     var catalog: String? { catalogOption ?? env("MOCK_BACKEND_CATALOG") }
 
@@ -93,6 +99,11 @@ struct MockBackendCommand: ParsableCommand {
         configuration.defaultManifestTokenTTL = TimeInterval(tokenTTL)
         configuration.mediaTokenTTL = TimeInterval(mediaTokenTTL)
         configuration.addedLatencyMilliseconds = latencyMilliseconds
+        configuration.adminToken = adminToken
+        if adminToken == nil, !["127.0.0.1", "::1", "localhost"].contains(host) {
+            logger.warning("the admin API is reachable from other machines with the generated token; choose one with --admin-token",
+                           metadata: ["host": "\(host)"])
+        }
 
         let server: MockBackendServer
         do {
@@ -102,6 +113,7 @@ struct MockBackendCommand: ParsableCommand {
             throw ExitCode.failure
         }
         print("listening on http://\(host.contains(":") ? "[\(host)]" : host):\(server.port)")
+        print("admin token \(server.app.adminToken)")
         fflush(nil)
         logger.notice("serving", metadata: [
             "base_url": "\(server.baseURL)", "data_dir": "\(configuration.dataDirectory.path)",

@@ -196,20 +196,31 @@ struct LiveMediaTests {
         }
     }
 
-    @Test("the admin clock over HTTP: GET, POST, bad body")
+    @Test("the admin clock over HTTP: GET, POST, bad body; without the admin token, 401 with the error array")
     func adminClock() async throws {
         try await withLiveServer { server in
-            let get = try await Curl.fetch("\(server.baseURL)/_admin/v1/clock")
+            let auth = ["-H", "Authorization: Bearer \(server.app.adminToken)"]
+            let get = try await Curl.fetch("\(server.baseURL)/_admin/v1/clock", auth)
             #expect(get.status == 200)
             #expect(get.text.contains(#""offset_seconds":0"#))
             let post = try await Curl.fetch("\(server.baseURL)/_admin/v1/clock",
-                                            ["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", #"{"offset_seconds": 3600}"#])
+                                            auth + ["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", #"{"offset_seconds": 3600}"#])
             #expect(post.status == 200)
             #expect(post.text.contains(#""offset_seconds":3600"#))
             #expect(server.app.clock.offset == 3600)
-            let bad = try await Curl.fetch("\(server.baseURL)/_admin/v1/clock", ["-X", "POST", "--data-binary", "nonsense"])
+            let bad = try await Curl.fetch("\(server.baseURL)/_admin/v1/clock", auth + ["-X", "POST", "--data-binary", "nonsense"])
             #expect(bad.status == 400)
             #expect(try bad.apiErrors().first?.errorCode == "BAD_REQUEST")
+
+            let anonymous = try await Curl.fetch("\(server.baseURL)/_admin/v1/clock", ["-X", "POST", "--data-binary", #"{"offset_seconds": 1}"#])
+            #expect(anonymous.status == 401)
+            #expect(try anonymous.apiErrors().first?.errorSubcode == "ADMIN_TOKEN_REQUIRED")
+            let wrong = try await Curl.fetch("\(server.baseURL)/_admin/v1/health", ["-H", "X-Admin-Token: nope"])
+            #expect(wrong.status == 401)
+            #expect(try wrong.apiErrors().first?.errorSubcode == "INVALID_ADMIN_TOKEN")
+            let other = try await Curl.fetch("\(server.baseURL)/_admin/v1/health", ["-H", "X-Admin-Token: \(server.app.adminToken)"])
+            #expect(other.status == 200, "X-Admin-Token works too")
+            #expect(server.app.clock.offset == 3600, "refused requests change nothing")
         }
     }
 }

@@ -83,8 +83,13 @@ func withApp<T>(_ body: (MockBackendApp, URL) async throws -> T) async throws ->
 
 extension MockBackendApp {
     /// Answers `method target` with `headers`, as the server would hand it over.
+    /// Answers a request; admin paths carry the admin token unless `headers` name an Authorization.
     func request(_ method: String = "GET", _ target: String, headers: [(String, String)] = [], body: [UInt8] = []) throws -> HTTPResponse {
-        handle(try HTTPRequest(method: method, target: target, headers: HTTPHeaders(headers), body: body))
+        var all = headers
+        if target.hasPrefix("/_admin"), !headers.contains(where: { $0.0.lowercased() == "authorization" }) {
+            all.append(("Authorization", "Bearer \(adminToken)"))
+        }
+        return handle(try HTTPRequest(method: method, target: target, headers: HTTPHeaders(all), body: body))
     }
 
     /// The request target (path and query) of an absolute URL this app handed out.
@@ -245,6 +250,6 @@ extension MockBackendServer {
 
     /// `GET /_admin/v1/health` answers 200.
     func isHealthy() async throws -> Bool {
-        try await Curl.fetch("\(baseURL)/_admin/v1/health").status == 200
+        try await Curl.fetch("\(baseURL)/_admin/v1/health", ["-H", "Authorization: Bearer \(app.adminToken)"]).status == 200
     }
 }

@@ -180,7 +180,8 @@ struct CommandLineTests {
     @Test("offline demo runs every step against a fresh mock backend")
     func demo() async throws {
         try await withCLI { cli in
-            let output = try await cli.run(["demo", "--base-url", cli.server.baseURL, "--storage", cli.storage.url.path])
+            let output = try await cli.run(["demo", "--base-url", cli.server.baseURL, "--admin-token", cli.server.app.adminToken,
+                                            "--storage", cli.storage.url.path])
             #expect(output.exitCode == 0, "\(output.stdoutText) \(output.stderrText)")
             #expect(output.stdoutText.contains("[10/10] Clean up") && output.stdoutText.contains("Done: every step worked."))
             #expect(output.stdoutText.contains("refused with \"license expired\" (69303)"))

@@ -25,6 +25,9 @@ public struct BackendConfiguration: Sendable {
     /// Media files (fixtures, encrypted-segment cache) mapped into memory and sent from there,
     /// in bytes; 0 sends every file with sendfile.
     public var mappedFileBytesLimit = 512 * 1024 * 1024
+    /// The token every `/_admin` request must carry (`Authorization: Bearer …` or
+    /// `X-Admin-Token: …`). Nil: one made on first start and kept in the data directory.
+    public var adminToken: String?
     /// The largest request body accepted.
     public var maxBodySize = 64 * 1024
     /// TEST ONLY, never for real use: FairPlay media playlists name a plain HTTP key URL
