@@ -18,6 +18,7 @@ extension HTTPResponse {
             return notModified
         }
 
+        if case .stream = body { return response }  // made while sent: no ranges
         guard let rangeHeader = request.headers["Range"], body != .empty else { return response }
         // If-Range with a different validator means: send the whole, current representation.
         if let ifRange = request.headers["If-Range"], ifRange != headers["ETag"] { return response }
@@ -38,6 +39,7 @@ extension HTTPResponse {
             case .bytes(let bytes): response.body = .bytes(Array(bytes[Int(lower)...Int(upper)]))
             case .file(let path, let offset, _):
                 response.body = .file(path: path, offset: offset + lower, length: upper - lower + 1)
+            case .stream: break
             }
             return response
         }

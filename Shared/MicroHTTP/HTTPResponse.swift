@@ -15,13 +15,16 @@ public struct HTTPResponse: Sendable {
         case bytes([UInt8])
         /// A region of a file on disk, sent with sendfile.
         case file(path: String, offset: UInt64, length: UInt64)
+        /// Bytes made while they are sent (events, a paced or broken body); no ranges apply.
+        case stream(BodyStream)
 
-        /// The number of bytes the body holds.
+        /// The number of bytes the body holds (a stream: its announced length, else 0).
         public var count: UInt64 {
             switch self {
             case .empty: 0
             case .bytes(let bytes): UInt64(bytes.count)
             case .file(_, _, let length): length
+            case .stream(let stream): stream.length ?? 0
             }
         }
     }
@@ -32,6 +35,11 @@ public struct HTTPResponse: Sendable {
     public var headers: HTTPHeaders
     /// The body.
     public var body: Body
+    /// Time to wait before sending the answer (besides the server's added latency); no
+    /// thread waits with it.
+    public var delay: Duration?
+    /// A remark for the completion observer (a request log), never sent.
+    public var note: String?
 
     /// Creates a response.
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Body = .empty) {

@@ -25,6 +25,9 @@ public final class HTTPServer: Sendable {
     /// Answers one request when its answer has to wait (for a file still arriving, say): the
     /// connection is suspended meanwhile, so no MHD thread waits with it.
     public typealias DeferredHandler = @Sendable (HTTPRequest) async -> HTTPResponse
+    /// Told about every request once its answer is sent or its connection is gone (runs on
+    /// an MHD thread: keep it short).
+    public typealias CompletionObserver = @Sendable (CompletedRequest) -> Void
     /// Builds the answer for failures found before a handler runs (bad target, 413, 500).
     public typealias ErrorResponder = @Sendable (_ status: Int, _ message: String) -> HTTPResponse
 
@@ -35,15 +38,17 @@ public final class HTTPServer: Sendable {
     /// Creates a server; nothing is bound until `start()`.
     public init(configuration: HTTPServerConfiguration, logger: Logger,
                 errorResponder: @escaping ErrorResponder = HTTPServer.plainErrorResponder,
-                handler: @escaping Handler) {
-        core = ServerCore(configuration: configuration, logger: logger, handler: .immediate(handler), errorResponder: errorResponder)
+                observer: CompletionObserver? = nil, handler: @escaping Handler) {
+        core = ServerCore(configuration: configuration, logger: logger, handler: .immediate(handler), errorResponder: errorResponder,
+                          observer: observer)
     }
 
     /// Creates a server whose handler answers asynchronously; nothing is bound until `start()`.
     public init(configuration: HTTPServerConfiguration, logger: Logger,
                 errorResponder: @escaping ErrorResponder = HTTPServer.plainErrorResponder,
-                deferredHandler: @escaping DeferredHandler) {
-        core = ServerCore(configuration: configuration, logger: logger, handler: .deferred(deferredHandler), errorResponder: errorResponder)
+                observer: CompletionObserver? = nil, deferredHandler: @escaping DeferredHandler) {
+        core = ServerCore(configuration: configuration, logger: logger, handler: .deferred(deferredHandler), errorResponder: errorResponder,
+                          observer: observer)
     }
 
     deinit {
@@ -170,6 +175,7 @@ final class ServerCore: Sendable {
     let configuration: HTTPServerConfiguration
     let logger: Logger
     let handler: Handling
+    let observer: HTTPServer.CompletionObserver?
     let errorResponder: HTTPServer.ErrorResponder
     let activeRequests = Atomic<Int>(0)
     let addedLatency: Atomic<Int>
@@ -179,13 +185,30 @@ final class ServerCore: Sendable {
     let suspended = Locked<Set<ConnectionHandle>?>([])
 
     init(configuration: HTTPServerConfiguration, logger: Logger,
-         handler: Handling, errorResponder: @escaping HTTPServer.ErrorResponder) {
+         handler: Handling, errorResponder: @escaping HTTPServer.ErrorResponder, observer: HTTPServer.CompletionObserver?) {
         self.configuration = configuration
         self.logger = logger
         self.handler = handler
+        self.observer = observer
         self.errorResponder = errorResponder
         self.addedLatency = Atomic(max(0, configuration.addedLatencyMilliseconds))
         mappedFiles = MappedFiles(limit: configuration.mappedFileBytesLimit)
+    }
+
+    /// Suspends a connection and tracks it; false when the server is stopping.
+    func suspend(_ handle: ConnectionHandle) -> Bool {
+        suspended.withLock { set -> Bool in
+            guard set != nil else { return false }
+            MHD_suspend_connection(handle.pointer)
+            set?.insert(handle)
+            return true
+        }
+    }
+
+    /// Resumes a suspended connection after `delay`.
+    func resume(_ handle: ConnectionHandle, after delay: Duration) {
+        let nanoseconds = Int(delay.components.seconds) * 1_000_000_000 + Int(delay.components.attoseconds / 1_000_000_000)
+        timerQueue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in resume(handle) }
     }
 
     /// Resumes a connection whose latency is over, unless shutdown already resumed it.
@@ -202,4 +225,21 @@ final class ServerCore: Sendable {
             set = nil
         }
     }
+}
+
+/// One request as it ended, for a request log.
+public struct CompletedRequest: Sendable {
+    /// The method and the target as received.
+    public var method: String
+    public var target: String
+    /// The status answered (0 when no answer was queued).
+    public var status: Int
+    /// Body bytes handed to the connection (a stream: as far as it got).
+    public var bytesSent: UInt64
+    /// From the headers' arrival to the end.
+    public var duration: Duration
+    /// Whether the whole answer was sent (false: the connection broke off or timed out).
+    public var completed: Bool
+    /// The handler's note (`HTTPResponse.note`).
+    public var note: String?
 }

@@ -20,6 +20,9 @@ final class RequestState {
     var later: Later?
     var status = 0
     var bytesSent: UInt64 = 0
+    var note: String?
+    /// The body being streamed, if the answer is a stream (its bytes are counted there).
+    var stream: BodyStream?
 }
 
 /// The C callbacks handed to MHD. Context travels as `Unmanaged` pointers: `cls` is the
@@ -88,16 +91,14 @@ nonisolated enum MHDCallbacks {
         switch core.handler {
         case .immediate(let handler):
             let response = handler(request)
-            guard latency > 0 else { return queue(response, for: request, state: state, connection: connection, core: core) }
+            let wait = Duration.milliseconds(latency) + (response.delay ?? .zero)
+            guard wait > .zero else { return queue(response, for: request, state: state, connection: connection, core: core) }
             let later = Later(request: request)
             later.slot.withLock { $0 = response }
             guard suspend(connection, state: state, later: later, core: core) else {
                 return queue(response, for: request, state: state, connection: connection, core: core)  // stopping: at once
             }
-            let handle = ConnectionHandle(pointer: connection)
-            core.timerQueue.asyncAfter(deadline: .now() + .milliseconds(latency)) {
-                core.resume(handle)
-            }
+            core.resume(ConnectionHandle(pointer: connection), after: wait)
             return .YES
         case .deferred(let handler):
             let later = Later(request: request)
@@ -108,7 +109,8 @@ nonisolated enum MHDCallbacks {
             let handle = ConnectionHandle(pointer: connection)
             Task {
                 let response = await handler(request)
-                if latency > 0 { try? await Task.sleep(for: .milliseconds(latency)) }
+                let wait = Duration.milliseconds(latency) + (response.delay ?? .zero)
+                if wait > .zero { try? await Task.sleep(for: wait) }
                 later.slot.withLock { $0 = response }
                 core.resume(handle)
             }
@@ -121,12 +123,7 @@ nonisolated enum MHDCallbacks {
     /// resume may come from another thread.
     private static func suspend(_ connection: OpaquePointer, state: RequestState, later: Later, core: ServerCore) -> Bool {
         state.later = later
-        let suspended = core.suspended.withLock { set -> Bool in
-            guard set != nil else { return false }
-            MHD_suspend_connection(connection)
-            set?.insert(ConnectionHandle(pointer: connection))
-            return true
-        }
+        let suspended = core.suspend(ConnectionHandle(pointer: connection))
         if !suspended { state.later = nil }
         return suspended
     }
@@ -139,10 +136,17 @@ nonisolated enum MHDCallbacks {
         core.activeRequests.subtract(1, ordering: .releasing)
         let elapsed = ContinuousClock.now - state.started
         let milliseconds = Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000
+        if let stream = state.stream {
+            stream.disarm()
+            state.bytesSent = stream.sent.withLock { $0 }
+        }
+        let completed = termination == .REQUEST_TERMINATED_COMPLETED_OK
         core.logger.info("\(state.method) \(state.target) \(state.status) \(state.bytesSent)", metadata: [
             "ms": "\((milliseconds * 10).rounded() / 10)",
-            "completed": "\(termination == .REQUEST_TERMINATED_COMPLETED_OK)",
+            "completed": "\(completed)",
         ])
+        core.observer?(CompletedRequest(method: state.method, target: state.target, status: state.status, bytesSent: state.bytesSent,
+                                        duration: elapsed, completed: completed, note: state.note))
     }
 
     /// The request a handler sees, or the answer to a request no handler may see (413, 400).
@@ -178,6 +182,11 @@ nonisolated enum MHDCallbacks {
             mhdResponse = bytes.withUnsafeBytes { raw in
                 MHD_create_response_from_buffer(raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress), .RESPMEM_MUST_COPY)
             }
+        case .stream(let stream):
+            let context = StreamContext(stream: stream, connection: ConnectionHandle(pointer: connection), core: core)
+            state.stream = stream
+            mhdResponse = MHD_create_response_from_callback(stream.length ?? UInt64.max, 32 * 1024, MHDCallbacks.readStream,
+                                                            Unmanaged.passRetained(context).toOpaque(), MHDCallbacks.releaseStream)
         case .file(let path, let offset, let length):
             if let mapped = core.mappedFiles.bytes(path: path, offset: offset, length: length) {
                 // The mapping outlives every response (it is never unmapped).
@@ -199,6 +208,7 @@ nonisolated enum MHDCallbacks {
             _ = MHD_add_response_header(mhdResponse, field.name, field.value)
         }
         state.status = response.status
+        state.note = response.note
         state.bytesSent = state.method == "HEAD" ? 0 : response.body.count
         return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
     }
@@ -249,6 +259,53 @@ nonisolated enum MHDCallbacks {
 
     private static func header(_ connection: OpaquePointer, _ name: String) -> String? {
         MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
+    }
+}
+
+extension MHDCallbacks {
+    /// MHD asks a streamed body for its next bytes. Waiting suspends the connection (MHD
+    /// allows it from this callback) and resumes it on a timer or on the stream's signal.
+    static let readStream: MHD_ContentReaderCallback = { cls, _, buffer, max in
+        guard let cls, let buffer else { return -2 }
+        let context = Unmanaged<StreamContext>.fromOpaque(cls).takeUnretainedValue()
+        let core = context.core, handle = context.connection
+        switch context.stream.next(max: max) {
+        case .bytes(let bytes):
+            let count = min(bytes.count, max)
+            bytes.withUnsafeBytes { UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress!, byteCount: count) }
+            return count
+        case .end:
+            return -1  // MHD_CONTENT_READER_END_OF_STREAM
+        case .abort:
+            return -2  // MHD_CONTENT_READER_END_WITH_ERROR: the connection is closed
+        case .waitFor(let duration):
+            guard core.suspend(handle) else { return -2 }  // stopping
+            core.resume(handle, after: duration)
+            return 0
+        case .waitForSignal:
+            guard core.suspend(handle) else { return -2 }
+            // Armed only once suspended: a signal in between still finds the connection to resume.
+            if !context.stream.arm({ core.resume(handle) }) { core.resume(handle) }
+            return 0
+        }
+    }
+
+    static let releaseStream: MHD_ContentReaderFreeCallback = { cls in
+        guard let cls else { return }
+        Unmanaged<StreamContext>.fromOpaque(cls).release()
+    }
+}
+
+/// What the stream callbacks need: the stream, its connection and the server.
+final class StreamContext: Sendable {
+    let stream: BodyStream
+    let connection: ConnectionHandle
+    let core: ServerCore
+
+    init(stream: BodyStream, connection: ConnectionHandle, core: ServerCore) {
+        self.stream = stream
+        self.connection = connection
+        self.core = core
     }
 }
 

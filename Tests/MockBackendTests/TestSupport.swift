@@ -153,6 +153,16 @@ extension HTTPResponse {
             defer { try? handle.close() }
             try handle.seek(toOffset: offset)
             return Array(try handle.read(upToCount: Int(length)) ?? Data())
+        case .stream(let stream):
+            // Waits are skipped; an abort ends the bytes where it happened.
+            var bytes: [UInt8] = []
+            while true {
+                switch stream.next(max: 64 * 1024) {
+                case .bytes(let piece): bytes += piece
+                case .waitFor: continue
+                case .end, .abort, .waitForSignal: return bytes
+                }
+            }
         }
     }
 
