@@ -26,6 +26,10 @@ public final class MockBackendApp: Sendable {
     let logger: Logger
     /// The token the admin API asks for.
     public let adminToken: String
+    /// The last requests answered.
+    let requestLog: RequestLog
+    /// The fault rules in force.
+    let faults: FaultInjector
     private let router: Router<MockBackendApp>
 
     /// Loads the catalog, opens (or creates) the data directory and database, and makes the
@@ -54,6 +58,11 @@ public final class MockBackendApp: Sendable {
         renderer = VideoRenderer(links: links, contentKeys: keys, mediaTokenTTL: configuration.mediaTokenTTL)
         packager = HLSPackager(links: links, plainSampleAESKeys: configuration.plainSampleAESKeysForTesting)
         encryptor = SegmentEncryptor(cacheDirectory: configuration.dataDirectory.appendingPathComponent("cache"))
+        requestLog = RequestLog(capacity: configuration.requestLogSize)
+        faults = FaultInjector(seed: configuration.faultSeed)
+        for rule in configuration.faultRules {
+            do { _ = try faults.add(rule) } catch { throw CatalogError("fault rule \(rule.id ?? ""): \(error.message)") }
+        }
         var router = Router<MockBackendApp>()
         MockBackendApp.addPlaybackAPIRoutes(to: &router)
         MockBackendApp.addManifestRoutes(to: &router)
@@ -61,6 +70,8 @@ public final class MockBackendApp: Sendable {
         MockBackendApp.addSampleAESTestKeyRoute(to: &router)
         MockBackendApp.addAssetRoutes(to: &router)
         MockBackendApp.addAdminRoutes(to: &router)
+        MockBackendApp.addAdminFaultRoutes(to: &router)
+        MockBackendApp.addAdminRequestLogRoutes(to: &router)
         self.router = router
     }
 
@@ -99,6 +110,7 @@ public final class MockBackendApp: Sendable {
             }
         }
         APIResponse.addCORS(to: &response, allowedMethods: methods)
+        faults.apply(to: &response, for: request, catalog: catalog)
         return response
     }
 

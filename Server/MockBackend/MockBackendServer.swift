@@ -41,7 +41,8 @@ public final class MockBackendServer: Sendable {
                                   var response = APIResponse.error(status: status, message: message)
                                   APIResponse.addCORS(to: &response)
                                   return response
-                              }) { request in
+                              },
+                              observer: { request in slot.app?.requestLog.record(request, at: Date()) }) { request in
             guard let app = slot.app else {
                 return APIResponse.error(503, "SERVICE_UNAVAILABLE", nil, "the backend is still starting")
             }
@@ -63,6 +64,8 @@ public final class MockBackendServer: Sendable {
 
     /// The bound port.
     public var port: Int { http.port }
+    /// Requests in flight now (an open request-log stream counts).
+    public var activeRequests: Int { http.activeRequests }
     /// The base URL in every link.
     public var baseURL: String { app.baseURL }
 
@@ -73,10 +76,17 @@ public final class MockBackendServer: Sendable {
     }
 
     /// Stops accepting, finishes requests in flight (up to `gracePeriod`), closes everything.
-    public func shutdown(gracePeriod: Duration = .seconds(10)) { http.shutdown(gracePeriod: gracePeriod) }
+    /// Request-log streams end first: they would never finish by themselves.
+    public func shutdown(gracePeriod: Duration = .seconds(10)) {
+        app.requestLog.close()
+        http.shutdown(gracePeriod: gracePeriod)
+    }
 
     /// The same, without holding a thread of the cooperative pool while requests finish.
-    public func shutdown(gracePeriod: Duration = .seconds(10)) async { await http.shutdown(gracePeriod: gracePeriod) }
+    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
+        app.requestLog.close()
+        await http.shutdown(gracePeriod: gracePeriod)
+    }
 }
 
 /// Holds the app once it exists; read on every request, written once at start-up.

@@ -62,7 +62,38 @@ struct MockBackendCommand: ParsableCommand {
             help: "The token the admin API (/_admin) asks for. [MOCK_BACKEND_ADMIN_TOKEN] (default: made on first start and kept in the data directory)")
     var adminTokenOption: String?
 
+    @Option(name: .customLong("fault"), help: ArgumentHelp(
+        "A fault rule as JSON, e.g. '{\"route\":\"segment\",\"probability\":0.1,\"status\":503}' (repeatable; see README: Fault injection).",
+        valueName: "json"))
+    var faults: [String] = []
+
+    @Option(name: .customLong("faults-file"), help: "A JSON file with an array of fault rules, in force from the start. [MOCK_BACKEND_FAULTS_FILE]")
+    var faultsFileOption: String?
+
+    @Option(name: .customLong("fault-seed"), help: "Seed of every random choice faults make: the same seed, the same faults. [MOCK_BACKEND_FAULT_SEED]")
+    var faultSeedOption: UInt64?
+
+    @Option(name: .customLong("request-log-size"), help: "Requests the admin API's request log keeps. [MOCK_BACKEND_REQUEST_LOG_SIZE]")
+    var requestLogSizeOption: Int?
+
     var adminToken: String? { adminTokenOption ?? env("MOCK_BACKEND_ADMIN_TOKEN") }
+
+    /// The fault rules of --fault and --faults-file.
+    func faultRules() throws -> [FaultRule] {
+        var rules: [FaultRule] = []
+        for text in faults {
+            do { rules.append(try JSONDecoder().decode(FaultRule.self, from: Data(text.utf8))) } catch {
+                throw ValidationError("--fault '\(text)' is not a fault rule: \(error)")
+            }
+        }
+        if let file = faultsFileOption ?? env("MOCK_BACKEND_FAULTS_FILE") {
+            do { rules += try JSONDecoder().decode([FaultRule].self, from: Data(contentsOf: URL(fileURLWithPath: file))) } catch {
+                throw ValidationError("--faults-file \(file): not an array of fault rules: \(error)")
+            }
+        }
+        if let problem = rules.lazy.compactMap(\.problem).first { throw ValidationError("fault rule: \(problem)") }
+        return rules
+    }
     var dataDirectory: String? { dataDirectoryOption ?? env("MOCK_BACKEND_DATA_DIR") }
     var catalog: String? { catalogOption ?? env("MOCK_BACKEND_CATALOG") }
 
@@ -100,6 +131,12 @@ struct MockBackendCommand: ParsableCommand {
         configuration.mediaTokenTTL = TimeInterval(mediaTokenTTL)
         configuration.addedLatencyMilliseconds = latencyMilliseconds
         configuration.adminToken = adminToken
+        configuration.faultRules = try faultRules()
+        if let seed = faultSeedOption ?? env("MOCK_BACKEND_FAULT_SEED").flatMap(UInt64.init) { configuration.faultSeed = seed }
+        if let size = requestLogSizeOption ?? env("MOCK_BACKEND_REQUEST_LOG_SIZE").flatMap(Int.init) {
+            guard size >= 1 else { throw ValidationError("--request-log-size must be at least 1") }
+            configuration.requestLogSize = size
+        }
         if adminToken == nil, !["127.0.0.1", "::1", "localhost"].contains(host) {
             logger.warning("the admin API is reachable from other machines with the generated token; choose one with --admin-token",
                            metadata: ["host": "\(host)"])

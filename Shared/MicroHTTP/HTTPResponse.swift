@@ -40,6 +40,8 @@ public struct HTTPResponse: Sendable {
     public var delay: Duration?
     /// A remark for the completion observer (a request log), never sent.
     public var note: String?
+    /// Close the connection without answering at all (a fault a mock injects).
+    public var dropsConnection = false
 
     /// Creates a response.
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Body = .empty) {

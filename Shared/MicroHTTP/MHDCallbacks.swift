@@ -174,6 +174,10 @@ nonisolated enum MHDCallbacks {
     private static func queue(_ response: HTTPResponse, for request: HTTPRequest?, state: RequestState,
                               connection: OpaquePointer, core: ServerCore) -> MHD_Result {
         var response = request.map { response.applyingConditionals(for: $0) } ?? response
+        if response.dropsConnection {
+            state.note = response.note
+            return .NO  // MHD closes the connection without an answer
+        }
         let mhdResponse: OpaquePointer?
         switch response.body {
         case .empty:

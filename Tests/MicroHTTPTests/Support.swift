@@ -39,12 +39,3 @@ func eventuallyBlocking(timeout: Duration = .seconds(5), _ condition: () -> Bool
     return condition()
 }
 
-/// Waits (polling) until `condition` holds or `timeout` passes; returns whether it held.
-func eventually(timeout: Duration = .seconds(3), _ condition: () -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now.advanced(by: timeout)
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
-}

@@ -98,16 +98,6 @@ extension OfflineVideoManager {
     }
 }
 
-/// Polls `condition` until it holds or `timeout` passes.
-func eventually(timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return true }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    return false
-}
-
 /// A manager on fresh storage, its event recorder and a Playback API service for Northwind.
 struct Harness {
     let storage: TemporaryDirectory

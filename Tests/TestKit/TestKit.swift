@@ -297,3 +297,14 @@ public final class Gate: Sendable {
     /// How many wait now.
     public var waiting: Int { state.withLock { $0.waiters.count } }
 }
+
+/// Polls `condition` every few milliseconds until it holds or `timeout` passes; returns whether it held.
+/// For states no event announces (a counter on a server, a row in a store); the timeout is a ceiling, never a wait.
+public func eventually(timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    return try await condition()
+}

@@ -237,3 +237,14 @@ public struct Catalog: Sendable {
         return found.rendition
     }
 }
+
+extension CatalogVideo {
+    /// A rendition's name for people and fault rules: `416x234`, `audio:en`, `subtitles:fr`.
+    func renditionName(_ rendition: RenditionRef) -> String {
+        switch rendition.kind {
+        case .video: asset.video.indices.contains(rendition.index) ? asset.video[rendition.index].name : rendition.uuid
+        case .audio: asset.audio.indices.contains(rendition.index) ? "audio:" + asset.audio[rendition.index].language : rendition.uuid
+        case .subtitles: asset.subtitles.indices.contains(rendition.index) ? "subtitles:" + asset.subtitles[rendition.index].language : rendition.uuid
+        }
+    }
+}

@@ -28,6 +28,12 @@ public struct BackendConfiguration: Sendable {
     /// The token every `/_admin` request must carry (`Authorization: Bearer …` or
     /// `X-Admin-Token: …`). Nil: one made on first start and kept in the data directory.
     public var adminToken: String?
+    /// Requests the admin API's request log keeps (the newest).
+    public var requestLogSize = 1000
+    /// Fault rules in force from the start (more come and go through the admin API).
+    public var faultRules: [FaultRule] = []
+    /// The seed of every random choice faults make: the same seed, the same faults.
+    public var faultSeed: UInt64 = 1
     /// The largest request body accepted.
     public var maxBodySize = 64 * 1024
     /// TEST ONLY, never for real use: FairPlay media playlists name a plain HTTP key URL

@@ -1,0 +1,186 @@
+import Foundation
+import Locking
+import MicroHTTP
+import WireModels
+
+/// The last requests the backend answered, newest last, for the admin API: what a test asks
+/// "what did my app send, and what did it get?", and follows live.
+final class RequestLog: Sendable {
+    /// One request as the log keeps it.
+    struct Entry: Codable, Sendable, Equatable {
+        var id: Int
+        var time: Date
+        var method: String
+        /// Path and query, with token values replaced by `…`.
+        var path: String
+        var status: Int
+        var bytes: UInt64
+        var durationMs: Double
+        /// Whether the whole answer went out.
+        var completed: Bool
+        /// The fault applied, if one was.
+        var fault: String?
+
+        enum CodingKeys: String, CodingKey {
+            case id, time, method, path, status, bytes, completed, fault
+            case durationMs = "duration_ms"
+        }
+    }
+
+    /// Which entries a listing or a stream wants.
+    struct Filter: Sendable {
+        var pathPrefix: String?
+        var status: Int?
+        /// Only entries with a larger id.
+        var after: Int?
+
+        func admits(_ entry: Entry) -> Bool {
+            (pathPrefix.map { entry.path.hasPrefix($0) } ?? true) && (status.map { $0 == entry.status } ?? true)
+                && (after.map { entry.id > $0 } ?? true)
+        }
+    }
+
+    /// A live follower: its filter, what its stream has still to send, and the stream (held
+    /// weakly: the connection owns it, and when that ends the follower is dropped).
+    private struct Follower: Sendable {
+        let filter: Filter
+        let outbox: Locked<Outbox>
+        weak var stream: BodyStream?
+    }
+
+    /// What a follower's stream sends next: entries, a keep-alive comment, or its end.
+    private struct Outbox: Sendable {
+        var entries: [Entry]
+        var keepAlive = false
+        var closing = false
+    }
+
+    /// How often a quiet stream sends a comment: the client sees the stream is alive, and
+    /// the server sees a client that went away (the write fails) and frees its connection.
+    static let keepAliveInterval: Duration = .seconds(15)
+
+    let capacity: Int
+    private let state = Locked<(entries: [Entry], next: Int, followers: [Follower], closed: Bool)>(([], 1, [], false))
+    /// Sends keep-alives while anyone follows.
+    private let keepAlive = Locked<Task<Void, Never>?>(nil)
+
+    init(capacity: Int) {
+        self.capacity = max(1, capacity)
+    }
+
+    /// Records a finished request (called by the HTTP server's completion observer).
+    func record(_ request: CompletedRequest, at time: Date) {
+        let milliseconds = Double(request.duration.components.seconds) * 1000 + Double(request.duration.components.attoseconds) / 1e15
+        let followers = state.withLock { state -> [Follower] in
+            let entry = Entry(id: state.next, time: time, method: request.method, path: RequestLog.redact(request.target),
+                              status: request.status, bytes: request.bytesSent, durationMs: (milliseconds * 10).rounded() / 10,
+                              completed: request.completed, fault: request.note)
+            state.next += 1
+            state.entries.append(entry)
+            if state.entries.count > capacity { state.entries.removeFirst(state.entries.count - capacity) }
+            state.followers.removeAll { $0.stream == nil }
+            let admitting = state.followers.filter { $0.filter.admits(entry) }
+            for follower in admitting { follower.outbox.withLock { $0.entries.append(entry) } }
+            return admitting
+        }
+        for follower in followers { follower.stream?.signal() }
+    }
+
+    /// The kept entries a filter admits, oldest first, at most `limit` (the newest).
+    func entries(_ filter: Filter, limit: Int) -> [Entry] {
+        let all = state.withLock { $0.entries }.filter(filter.admits)
+        return Array(all.suffix(max(0, limit)))
+    }
+
+    /// Forgets every entry (ids go on counting).
+    func clear() {
+        state.withLock { $0.entries = [] }
+    }
+
+    /// A server-sent-events body that carries every entry the filter admits from now on (and
+    /// the kept ones after `filter.after`, when given), one `request` event each, with a
+    /// comment line when nothing happened for `keepAliveInterval`. Nil once the log is closed.
+    func follow(_ filter: Filter) -> BodyStream? {
+        let stream = state.withLock { state -> BodyStream? in
+            guard !state.closed else { return nil }
+            let outbox = Locked(Outbox(entries: filter.after == nil ? [] : state.entries.filter(filter.admits)))
+            let stream = BodyStream(length: nil) { max in
+                let next = outbox.withLock { box -> (entry: Entry?, keepAlive: Bool, end: Bool) in
+                    if !box.entries.isEmpty { return (box.entries.removeFirst(), false, false) }
+                    defer { box.keepAlive = false }
+                    return (nil, box.keepAlive, box.closing)
+                }
+                if let entry = next.entry {
+                    let json = (try? WireJSON.encoder(sortedKeys: true).encode(entry)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+                    return .bytes(Array("id: \(entry.id)\nevent: request\ndata: \(json)\n\n".utf8.prefix(max)))
+                }
+                if next.end { return .end }
+                return next.keepAlive ? .bytes(Array(": keep-alive\n\n".utf8.prefix(max))) : .waitForSignal
+            }
+            state.followers.append(Follower(filter: filter, outbox: outbox, stream: stream))
+            return stream
+        }
+        if stream != nil { startKeepAlive() }
+        return stream
+    }
+
+    /// Ends every stream (after what it has still to send) and refuses new ones: the server
+    /// is shutting down, and open-ended streams would hold it for its whole grace period.
+    func close() {
+        let followers = state.withLock { state -> [Follower] in
+            state.closed = true
+            defer { state.followers = [] }
+            return state.followers
+        }
+        for follower in followers {
+            follower.outbox.withLock { $0.closing = true }
+            follower.stream?.signal()
+        }
+        keepAlive.withLock { $0?.cancel(); $0 = nil }
+    }
+
+    /// Starts the keep-alive loop unless it runs; it stops itself when no one follows.
+    private func startKeepAlive() {
+        keepAlive.withLock { task in
+            guard task == nil else { return }
+            task = Task { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: RequestLog.keepAliveInterval)
+                    guard let self, !Task.isCancelled else { return }
+                    if !self.sendKeepAlives() { return }
+                }
+            }
+        }
+    }
+
+    /// Asks every live stream for a keep-alive; false (and the loop forgotten) when none is left.
+    private func sendKeepAlives() -> Bool {
+        // Checked and forgotten under one lock: a follower added meanwhile starts a new loop.
+        let followers = keepAlive.withLock { task -> [Follower] in
+            let followers = state.withLock { state -> [Follower] in
+                state.followers.removeAll { $0.stream == nil }
+                return state.followers
+            }
+            if followers.isEmpty { task = nil }
+            return followers
+        }
+        guard !followers.isEmpty else { return false }
+        for follower in followers {
+            follower.outbox.withLock { $0.keepAlive = true }
+            follower.stream?.signal()
+        }
+        return true
+    }
+
+    /// A request target with the values of secrets (URL tokens, JWTs, keys) replaced by `…`.
+    static func redact(_ target: String) -> String {
+        guard let question = target.firstIndex(of: "?") else { return target }
+        let secret: Set<String> = ["fastly_token", "token", "jwt", "bcov_auth", "pk", "policy_key", "key"]
+        let query = target[target.index(after: question)...].split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, secret.contains(parts[0].lowercased()) else { return String(pair) }
+            return "\(parts[0])=…"
+        }
+        return String(target[..<question]) + "?" + query.joined(separator: "&")
+    }
+}

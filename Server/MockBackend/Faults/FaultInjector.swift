@@ -1,0 +1,187 @@
+import Foundation
+import Locking
+import MicroHTTP
+import WireModels
+
+/// The fault rules in force and what they did. The first active rule that takes a request
+/// applies to its answer; every random choice (probability, jitter, corrupted places) comes
+/// from one generator seeded at start, so a run with the same seed and the same requests in
+/// the same order injects the same faults. Delays, pacing and stalls suspend the connection:
+/// no server thread waits with them.
+final class FaultInjector: Sendable {
+    /// A rule as the admin API shows it.
+    struct Installed: Codable, Sendable, Equatable {
+        var rule: FaultRule
+        /// Answers it changed so far.
+        var applied: Int
+        /// What `times` leaves (nil: no limit).
+        var remaining: Int?
+    }
+
+    private let state: Locked<(rules: [Installed], random: SplitMix, nextID: Int)>
+
+    init(seed: UInt64, rules: [FaultRule] = []) {
+        state = Locked(([], SplitMix(state: seed), 1))
+        for rule in rules { _ = try? add(rule) }
+    }
+
+    var rules: [Installed] { state.withLock { $0.rules } }
+
+    /// Adds a rule (an id is given when it has none); throws a sentence when it is not valid
+    /// or its id is taken.
+    func add(_ rule: FaultRule) throws(FaultRuleError) -> Installed {
+        if let problem = rule.problem { throw FaultRuleError(problem) }
+        return try state.withLock { state throws(FaultRuleError) -> Installed in
+            var rule = rule
+            if rule.id == nil {
+                while state.rules.contains(where: { $0.rule.id == "rule-\(state.nextID)" }) { state.nextID += 1 }
+                rule.id = "rule-\(state.nextID)"
+                state.nextID += 1
+            }
+            if state.rules.contains(where: { $0.rule.id == rule.id }) { throw FaultRuleError("a rule \(rule.id ?? "") exists already") }
+            let installed = Installed(rule: rule, applied: 0, remaining: rule.times)
+            state.rules.append(installed)
+            return installed
+        }
+    }
+
+    /// Removes one rule; false when there is none with that id.
+    func remove(id: String) -> Bool {
+        state.withLock { state in
+            let before = state.rules.count
+            state.rules.removeAll { $0.rule.id == id }
+            return state.rules.count != before
+        }
+    }
+
+    func removeAll() {
+        state.withLock { $0.rules = [] }
+    }
+
+    /// Applies the first rule that takes `request` to `response`.
+    func apply(to response: inout HTTPResponse, for request: HTTPRequest, catalog: Catalog) {
+        guard let (route, account, videoUUID, renditionUUID) = RouteClass.classify(request.pathSegments) else { return }
+        let decision = state.withLock { state -> (FaultRule, Duration?, SplitMix)? in
+            guard !state.rules.isEmpty else { return nil }
+            var videoIDs: Set<String> = [], renditionNames: Set<String> = []
+            if let video = videoUUID.flatMap(catalog.video(uuid:)) {
+                videoIDs = [video.id, video.uuid]
+                if let reference = video.referenceID { videoIDs.insert("ref:" + reference) }
+                if let rendition = renditionUUID.flatMap({ catalog.rendition(uuid: $0, of: video) }) {
+                    renditionNames = [rendition.uuid, video.renditionName(rendition)]
+                }
+            }
+            for index in state.rules.indices {
+                let installed = state.rules[index]
+                guard installed.remaining != 0,
+                      installed.rule.matches(path: request.path, route: route, account: account, videoIDs: videoIDs,
+                                             renditionNames: renditionNames) else { continue }
+                if let probability = installed.rule.probability, probability < 1,
+                   Double(state.random.next() >> 11) / Double(1 << 53) >= probability { continue }
+                state.rules[index].applied += 1
+                if let remaining = installed.remaining { state.rules[index].remaining = remaining - 1 }
+                var latency: Duration?
+                if installed.rule.latencyMs != nil || installed.rule.latencyJitterMs != nil {
+                    let jitter = installed.rule.latencyJitterMs.map { Int(state.random.next() % UInt64($0 + 1)) } ?? 0
+                    latency = .milliseconds((installed.rule.latencyMs ?? 0) + jitter)
+                }
+                // The body's own choices (corrupted places) get a generator split off this one.
+                let body = SplitMix(state: state.random.next())
+                return (installed.rule, latency, body)
+            }
+            return nil
+        }
+        guard let (rule, latency, random) = decision else { return }
+        FaultInjector.apply(rule, latency: latency, random: random, to: &response)
+    }
+
+    private static func apply(_ rule: FaultRule, latency: Duration?, random: SplitMix, to response: inout HTTPResponse) {
+        var random = random
+        let note = rule.describe(latency: latency)
+        if rule.drop == true {
+            response = HTTPResponse(status: 0)
+            response.dropsConnection = true
+            response.note = note
+            return
+        }
+        if let status = rule.status {
+            var refusal = APIResponse.error(status, status >= 500 ? PlaybackAPIErrorCode.serverError : "FAULT_INJECTED", "FAULT_INJECTED",
+                                            "Fault rule \(rule.id ?? "") answered \(status)")
+            if status == 503, let retryAfter = rule.retryAfter { refusal.headers.set("Retry-After", "\(retryAfter)") }
+            for field in response.headers where field.name.lowercased().hasPrefix("access-control-") { refusal.headers.add(field.name, field.value) }
+            response = refusal
+        }
+        response.delay = latency
+        response.note = note
+        let shaping = rule.bytesPerSecond != nil || rule.cutAfterBytes != nil || rule.stall == true || rule.corruptBytes != nil
+        guard shaping, var bytes = FaultInjector.bytes(of: response.body) else { return }
+        if let count = rule.corruptBytes, !bytes.isEmpty {
+            for _ in 0..<count {
+                let index = Int(random.next() % UInt64(bytes.count))
+                bytes[index] ^= UInt8(truncatingIfNeeded: random.next() | 1)  // never a no-op flip
+            }
+        }
+        guard rule.bytesPerSecond != nil || rule.cutAfterBytes != nil || rule.stall == true else {
+            response.body = .bytes(bytes)
+            return
+        }
+        response.body = .stream(FaultInjector.shaped(bytes, bytesPerSecond: rule.bytesPerSecond, cutAfter: rule.cutAfterBytes,
+                                                     stall: rule.stall == true))
+    }
+
+    /// The body's bytes (a file's read from disk); nil for a body already made while sent.
+    private static func bytes(of body: HTTPResponse.Body) -> [UInt8]? {
+        switch body {
+        case .empty: return []
+        case .bytes(let bytes): return bytes
+        case .file(let path, let offset, let length):
+            guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+            defer { try? handle.close() }
+            try? handle.seek(toOffset: offset)
+            return Array((try? handle.read(upToCount: Int(length))) ?? Data())
+        case .stream: return nil
+        }
+    }
+
+    /// `bytes` (their full length announced) paced to `bytesPerSecond` in tenth-of-a-second
+    /// pieces, broken off after `cutAfter` bytes, or stalled after the headers.
+    static func shaped(_ bytes: [UInt8], bytesPerSecond: Int?, cutAfter: Int?, stall: Bool) -> BodyStream {
+        let position = Locked((offset: 0, paused: false))
+        let piece = bytesPerSecond.map { max(1, $0 / 10) }
+        return BodyStream(length: UInt64(bytes.count)) { max in
+            if stall { return .waitForSignal }  // never signalled: the body never comes
+            return position.withLock { state in
+                if let cutAfter, state.offset >= cutAfter { return .abort }
+                if state.offset >= bytes.count { return .end }
+                if piece != nil, state.offset > 0, !state.paused {
+                    state.paused = true
+                    return .waitFor(.milliseconds(100))
+                }
+                state.paused = false
+                var end = min(bytes.count, state.offset + min(max, piece ?? max))
+                if let cutAfter { end = min(end, cutAfter) }
+                if end == state.offset { return .abort }
+                defer { state.offset = end }
+                return .bytes(Array(bytes[state.offset..<end]))
+            }
+        }
+    }
+}
+
+/// A fault rule that cannot be used, in words.
+struct FaultRuleError: Error, Sendable {
+    var message: String
+    init(_ message: String) { self.message = message }
+}
+
+/// A small, fast, seedable generator (SplitMix64): the same seed gives the same faults.
+struct SplitMix: RandomNumberGenerator, Sendable {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
