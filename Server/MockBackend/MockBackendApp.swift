@@ -27,9 +27,9 @@ public final class MockBackendApp: Sendable {
     /// The token the admin API asks for.
     public let adminToken: String
     /// The last requests answered.
-    let requestLog: RequestLog
-    /// The fault rules in force.
-    let faults: FaultInjector
+    public let requestLog: RequestLog
+    /// The fault rules in force: add, list and remove them from a test.
+    public let faults: FaultInjector
     private let router: Router<MockBackendApp>
 
     /// Loads the catalog, opens (or creates) the data directory and database, and makes the

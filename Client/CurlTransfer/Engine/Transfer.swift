@@ -44,7 +44,7 @@ final class Transfer {
             try transfer.configureCommon(configuration)
             switch transfer.kind {
             case .download(let state): try transfer.configureDownload(state, configuration)
-            case .request(let state): try transfer.configureRequest(state)
+            case .request(let state): try transfer.configureRequest(state, configuration)
             }
         } catch {
             throw error.transferError

@@ -29,6 +29,8 @@ public final class TransferEngine: Sendable {
         public var connectTimeout: Duration = .seconds(10)
         /// A download that receives nothing for this long fails with `.timedOut`.
         public var stallTimeout: Duration = .seconds(30)
+        /// The longest a request (`HTTPClient.send`) may take when it sets no timeout of its own.
+        public var requestTimeout: Duration = .seconds(30)
         /// Redirects followed before `.tooManyRedirects`.
         public var maxRedirects = 10
         /// The User-Agent header.

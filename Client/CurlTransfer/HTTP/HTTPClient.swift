@@ -25,7 +25,7 @@ public final class HTTPClient: Sendable {
     /// Sends `request` and returns the final response after redirects.
     ///
     /// Throws `.invalidURL`, `.couldNotResolveHost`, `.couldNotConnect`, `.timedOut` (after
-    /// `request.timeout`), `.connectionLost`, `.cancelled` or `.other(curlCode)`.
+    /// `request.timeout` or the engine's `requestTimeout`), `.connectionLost`, `.cancelled` or `.other(curlCode)`.
     public func send(_ request: HTTPClientRequest) async throws(TransferError) -> HTTPClientResponse {
         try await engine.send(request)
     }

@@ -14,12 +14,13 @@ public struct HTTPClientRequest: Sendable {
     public var headers: [(String, String)]
     /// The request body; nil sends none (a POST with nil sends an empty body).
     public var body: [UInt8]?
-    /// The longest the whole exchange may take, connecting and redirects included.
-    public var timeout: Duration
+    /// The longest the whole exchange may take, connecting and redirects included (nil: the
+    /// engine's `requestTimeout`, 30 seconds unless configured).
+    public var timeout: Duration?
 
-    /// Creates a request; GET with no headers, no body and a 30 second timeout by default.
+    /// Creates a request; GET with no headers, no body and the engine's timeout by default.
     public init(url: String, method: Method = .get, headers: [(String, String)] = [],
-                body: [UInt8]? = nil, timeout: Duration = .seconds(30)) {
+                body: [UInt8]? = nil, timeout: Duration? = nil) {
         self.url = url
         self.method = method
         self.headers = headers

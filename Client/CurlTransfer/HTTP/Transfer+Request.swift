@@ -27,10 +27,10 @@ final class RequestState {
 }
 
 extension Transfer {
-    func configureRequest(_ state: RequestState) throws(CurlOptionError) {
+    func configureRequest(_ state: RequestState, _ configuration: TransferEngine.Configuration) throws(CurlOptionError) {
         let request = state.request
         try easy.set(CURLOPT_URL, request.url)
-        try easy.set(CURLOPT_TIMEOUT_MS, request.timeout.milliseconds)
+        try easy.set(CURLOPT_TIMEOUT_MS, (request.timeout ?? configuration.requestTimeout).milliseconds)
         var lines = Transfer.headerLines(request.headers)
         if request.method == .head {
             try easy.set(CURLOPT_NOBODY, 1)

@@ -54,6 +54,9 @@ struct PlannedTrack: Sendable {
 /// rules themselves are `RenditionChooser`'s.
 struct DownloadPlanner: Sendable {
     var client: HTTPClient
+    /// How often a playlist fetch that failed in passing (no connection, a timeout, a 5xx or
+    /// 429) is tried again, and how long between tries.
+    var retry = RetryPolicy()
 
     /// The HLS source offline downloads use: the FairPlay one when there is one, else the
     /// first HLS source. HLSe (AES-128) is refused.
@@ -249,18 +252,33 @@ struct DownloadPlanner: Sendable {
         String(decoding: try await fetchBody(url, what: what), as: UTF8.self)
     }
 
+    private func attemptFetch(_ url: String) async -> Result<HTTPClientResponse, TransferError> {
+        do { return .success(try await client.send(HTTPClientRequest(url: url))) } catch { return .failure(error) }
+    }
+
+    /// Transport failures that may not happen again.
+    private static let passing: Set<TransferError.Code> = [.couldNotResolveHost, .couldNotConnect, .timedOut, .connectionLost, .lengthMismatch]
+
+    /// The body of a 200 answer. Failures in passing are tried again (`retry`); the last one,
+    /// or any other status, throws `downloadFailure`.
     private func fetchBody(_ url: String, what: String) async throws(OfflineVideoError) -> [UInt8] {
-        let response: HTTPClientResponse
-        do {
-            response = try await client.send(HTTPClientRequest(url: url))
-        } catch {
-            throw OfflineVideoError(.downloadFailure, .network, "Cannot fetch the \(what): \(error.message)")
+        var failures = 0
+        while true {
+            let failure: OfflineVideoError
+            switch await attemptFetch(url) {
+            case .success(let response):
+                if response.status == 200 { return response.body }
+                let reason: OfflineVideoError.Reason = response.status == 403 ? .tokenExpired : .http
+                failure = OfflineVideoError(.downloadFailure, reason, "The \(what) answered HTTP \(response.status)",
+                                            httpStatus: response.status, responseBody: response.body)
+                guard response.status >= 500 || response.status == 429 else { throw failure }
+            case .failure(let error):
+                failure = OfflineVideoError(.downloadFailure, .network, "Cannot fetch the \(what): \(error.message)")
+                guard DownloadPlanner.passing.contains(error.code) else { throw failure }
+            }
+            failures += 1
+            guard failures < retry.maxConsecutiveFailures else { throw failure }
+            do { try await Task.sleep(for: retry.delay(afterFailures: failures)) } catch { throw failure }
         }
-        guard response.status == 200 else {
-            let reason: OfflineVideoError.Reason = response.status == 403 ? .tokenExpired : .http
-            throw OfflineVideoError(.downloadFailure, reason, "The \(what) answered HTTP \(response.status)",
-                                    httpStatus: response.status, responseBody: response.body)
-        }
-        return response.body
     }
 }

@@ -99,9 +99,11 @@ public actor OfflineVideoManager {
         transfer.maxTotalConnections = slots + 4
         transfer.maxHostConnections = slots + 4
         transfer.userAgent = "OfflineSDK/1.0"
+        transfer.requestTimeout = configuration.requestTimeout
+        transfer.stallTimeout = configuration.stallTimeout
         engine = TransferEngine(configuration: transfer)
         client = HTTPClient(engine: engine)
-        planner = DownloadPlanner(client: client)
+        planner = DownloadPlanner(client: client, retry: configuration.retryPolicy)
         licenseClient = FairPlayLicenseClient(store: store, client: client, clock: configuration.clock)
         hub.delegate = delegate
         if configuration.role == .owner {

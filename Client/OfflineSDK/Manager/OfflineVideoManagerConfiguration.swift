@@ -50,6 +50,11 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     public var preferredSubtitleLanguages: [String] = []
     /// Errors in a row, without a whole body arriving, before a download fails (default 5).
     public var maxConsecutiveFailures = 5
+    /// The longest a request to the backend (playlists, keys, licenses) may take (default 30 s).
+    public var requestTimeout: Duration = .seconds(30)
+    /// A segment download that receives nothing for this long fails as timed out and is
+    /// retried (default 30 s).
+    public var stallTimeout: Duration = .seconds(30)
     /// The wait after a first error; doubled each time after (default 250 ms).
     public var retryInitialDelay: Duration = .milliseconds(250)
     /// The least time between two progress reports of a download (default 100 ms: 10 a second).

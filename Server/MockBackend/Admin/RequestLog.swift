@@ -5,21 +5,21 @@ import WireModels
 
 /// The last requests the backend answered, newest last, for the admin API: what a test asks
 /// "what did my app send, and what did it get?", and follows live.
-final class RequestLog: Sendable {
+public final class RequestLog: Sendable {
     /// One request as the log keeps it.
-    struct Entry: Codable, Sendable, Equatable {
-        var id: Int
-        var time: Date
-        var method: String
+    public struct Entry: Codable, Sendable, Equatable {
+        public var id: Int
+        public var time: Date
+        public var method: String
         /// Path and query, with token values replaced by `…`.
-        var path: String
-        var status: Int
-        var bytes: UInt64
-        var durationMs: Double
+        public var path: String
+        public var status: Int
+        public var bytes: UInt64
+        public var durationMs: Double
         /// Whether the whole answer went out.
-        var completed: Bool
+        public var completed: Bool
         /// The fault applied, if one was.
-        var fault: String?
+        public var fault: String?
 
         enum CodingKeys: String, CodingKey {
             case id, time, method, path, status, bytes, completed, fault
@@ -28,11 +28,18 @@ final class RequestLog: Sendable {
     }
 
     /// Which entries a listing or a stream wants.
-    struct Filter: Sendable {
-        var pathPrefix: String?
-        var status: Int?
+    public struct Filter: Sendable {
+        public var pathPrefix: String?
+        public var status: Int?
         /// Only entries with a larger id.
-        var after: Int?
+        public var after: Int?
+
+        /// Every entry, or those under a path, with a status, after an id.
+        public init(pathPrefix: String? = nil, status: Int? = nil, after: Int? = nil) {
+            self.pathPrefix = pathPrefix
+            self.status = status
+            self.after = after
+        }
 
         func admits(_ entry: Entry) -> Bool {
             (pathPrefix.map { entry.path.hasPrefix($0) } ?? true) && (status.map { $0 == entry.status } ?? true)
@@ -59,7 +66,8 @@ final class RequestLog: Sendable {
     /// the server sees a client that went away (the write fails) and frees its connection.
     static let keepAliveInterval: Duration = .seconds(15)
 
-    let capacity: Int
+    /// The entries kept (the oldest go first).
+    public let capacity: Int
     private let state = Locked<(entries: [Entry], next: Int, followers: [Follower], closed: Bool)>(([], 1, [], false))
     /// Sends keep-alives while anyone follows.
     private let keepAlive = Locked<Task<Void, Never>?>(nil)
@@ -87,13 +95,13 @@ final class RequestLog: Sendable {
     }
 
     /// The kept entries a filter admits, oldest first, at most `limit` (the newest).
-    func entries(_ filter: Filter, limit: Int) -> [Entry] {
+    public func entries(_ filter: Filter = Filter(), limit: Int = .max) -> [Entry] {
         let all = state.withLock { $0.entries }.filter(filter.admits)
         return Array(all.suffix(max(0, limit)))
     }
 
     /// Forgets every entry (ids go on counting).
-    func clear() {
+    public func clear() {
         state.withLock { $0.entries = [] }
     }
 

@@ -8,14 +8,14 @@ import WireModels
 /// from one generator seeded at start, so a run with the same seed and the same requests in
 /// the same order injects the same faults. Delays, pacing and stalls suspend the connection:
 /// no server thread waits with them.
-final class FaultInjector: Sendable {
+public final class FaultInjector: Sendable {
     /// A rule as the admin API shows it.
-    struct Installed: Codable, Sendable, Equatable {
-        var rule: FaultRule
+    public struct Installed: Codable, Sendable, Equatable {
+        public var rule: FaultRule
         /// Answers it changed so far.
-        var applied: Int
+        public var applied: Int
         /// What `times` leaves (nil: no limit).
-        var remaining: Int?
+        public var remaining: Int?
     }
 
     private let state: Locked<(rules: [Installed], random: SplitMix, nextID: Int)>
@@ -25,11 +25,13 @@ final class FaultInjector: Sendable {
         for rule in rules { _ = try? add(rule) }
     }
 
-    var rules: [Installed] { state.withLock { $0.rules } }
+    /// The rules in force, in the order they are tried, with what each did so far.
+    public var rules: [Installed] { state.withLock { $0.rules } }
 
     /// Adds a rule (an id is given when it has none); throws a sentence when it is not valid
     /// or its id is taken.
-    func add(_ rule: FaultRule) throws(FaultRuleError) -> Installed {
+    @discardableResult
+    public func add(_ rule: FaultRule) throws(FaultRuleError) -> Installed {
         if let problem = rule.problem { throw FaultRuleError(problem) }
         return try state.withLock { state throws(FaultRuleError) -> Installed in
             var rule = rule
@@ -46,7 +48,8 @@ final class FaultInjector: Sendable {
     }
 
     /// Removes one rule; false when there is none with that id.
-    func remove(id: String) -> Bool {
+    @discardableResult
+    public func remove(id: String) -> Bool {
         state.withLock { state in
             let before = state.rules.count
             state.rules.removeAll { $0.rule.id == id }
@@ -54,7 +57,8 @@ final class FaultInjector: Sendable {
         }
     }
 
-    func removeAll() {
+    /// Removes every rule.
+    public func removeAll() {
         state.withLock { $0.rules = [] }
     }
 
@@ -169,8 +173,9 @@ final class FaultInjector: Sendable {
 }
 
 /// A fault rule that cannot be used, in words.
-struct FaultRuleError: Error, Sendable {
-    var message: String
+/// Why a fault rule was refused, as a sentence.
+public struct FaultRuleError: Error, Sendable {
+    public var message: String
     init(_ message: String) { self.message = message }
 }
 

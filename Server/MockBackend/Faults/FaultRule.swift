@@ -81,10 +81,33 @@ public struct FaultRule: Codable, Sendable, Equatable {
     /// This many body bytes flipped at random places.
     public var corruptBytes: Int?
 
-    /// A rule that does nothing yet: set the conditions and the effects.
-    public init(id: String? = nil, route: RouteClass? = nil) {
+    /// A rule: which requests (every argument before `latencyMs`) and what it does to them.
+    ///
+    /// ```swift
+    /// try server.app.faults.add(FaultRule(route: .segment, probability: 0.1, cutAfterBytes: 4_000))
+    /// ```
+    public init(id: String? = nil, route: RouteClass? = nil, account: String? = nil, video: String? = nil,
+                rendition: String? = nil, path: String? = nil, probability: Double? = nil, times: Int? = nil,
+                latencyMs: Int? = nil, latencyJitterMs: Int? = nil, bytesPerSecond: Int? = nil, status: Int? = nil,
+                retryAfter: Int? = nil, cutAfterBytes: Int? = nil, drop: Bool? = nil, stall: Bool? = nil,
+                corruptBytes: Int? = nil) {
         self.id = id
         self.route = route
+        self.account = account
+        self.video = video
+        self.rendition = rendition
+        self.path = path
+        self.probability = probability
+        self.times = times
+        self.latencyMs = latencyMs
+        self.latencyJitterMs = latencyJitterMs
+        self.bytesPerSecond = bytesPerSecond
+        self.status = status
+        self.retryAfter = retryAfter
+        self.cutAfterBytes = cutAfterBytes
+        self.drop = drop
+        self.stall = stall
+        self.corruptBytes = corruptBytes
     }
 
     enum CodingKeys: String, CodingKey {

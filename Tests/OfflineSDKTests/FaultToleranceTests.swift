@@ -1,0 +1,149 @@
+import CurlTransfer
+import Foundation
+import MockBackend
+@testable import OfflineSDK
+import TestKit
+import Testing
+import WireModels
+
+/// The SDK against the live mock with fault rules: every download either completes with every
+/// byte equal to what the server serves, or fails with a stable error code, and is never
+/// marked completed with missing or short data.
+@Suite("Downloads through injected faults, live")
+struct FaultToleranceTests {
+    /// Every stored segment of `token` is done and byte for byte what the server serves now
+    /// (call once the rules are removed), and the package plays.
+    static func expectWhole(_ server: MockBackendServer, _ h: Harness, _ token: OfflineVideoToken,
+                            sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        #expect(try await h.manager.status(token).downloadState == .completed, sourceLocation: sourceLocation)
+        let segments = try await h.manager.store.segments(token)
+        let folder = await h.manager.packageFolder(token)
+        let client = HTTPClient()
+        #expect(!segments.isEmpty && segments.allSatisfy(\.done), sourceLocation: sourceLocation)
+        for segment in segments {
+            let served = try await client.send(HTTPClientRequest(url: segment.url))
+            let local = Array(try Data(contentsOf: folder.appendingPathComponent(segment.file)))
+            #expect(served.status == 200 && local == served.body, "\(segment.file) differs from \(segment.url)", sourceLocation: sourceLocation)
+            #expect(segment.bytes == Int64(local.count), sourceLocation: sourceLocation)
+        }
+        try await expectPlays(h.manager, token, sourceLocation: sourceLocation)
+    }
+
+    /// Answers each rule changed, by id.
+    static func applied(_ server: MockBackendServer) -> [String: Int] {
+        Dictionary(uniqueKeysWithValues: server.app.faults.rules.map { ($0.rule.id ?? "", $0.applied) })
+    }
+
+    @Test("segments reset mid-body (the first three, then 10 %) and answered 503 (5 %): the download completes, every byte as served")
+    func resetsAndErrors() async throws {
+        try await withBackend({ $0.faultSeed = 7 }) { server in try await withHarness(server) { h in
+            try server.app.faults.add(FaultRule(id: "first-cuts", route: .segment, times: 3, cutAfterBytes: 4_000))
+            try server.app.faults.add(FaultRule(id: "cuts", route: .segment, probability: 0.1, cutAfterBytes: 20_000))
+            try server.app.faults.add(FaultRule(id: "errors", route: .segment, probability: 0.05, status: 503))
+            let token = try await h.request(Catalog.clearVideo, MediaSelections(audioLanguages: ["en", "fr", "es"], subtitleLanguages: ["de"]))
+            #expect(try await h.events.finished(token) == nil)
+            let applied = Self.applied(server)
+            #expect(applied["first-cuts"] == 3, "\(applied)")
+            // The request log saw the cut answers as incomplete.
+            let cut = server.app.requestLog.entries(RequestLog.Filter(pathPrefix: "/media/")).filter { $0.fault?.hasPrefix("first-cuts") == true }
+            #expect(cut.count == 3 && cut.allSatisfy { !$0.completed && $0.bytes == 4_000 })
+            server.app.faults.removeAll()
+            try await Self.expectWhole(server, h, token)
+        } }
+    }
+
+    @Test("a bandwidth-limited download (1 MB/s per response) completes with every byte, and does not count as stalled")
+    func bandwidthLimited() async throws {
+        try await withBackend { server in try await withHarness(server, { $0.stallTimeout = .seconds(1) }) { h in
+            try server.app.faults.add(FaultRule(id: "thin", route: .segment, bytesPerSecond: 1_000_000))
+            let token = try await h.request(Catalog.clearVideo)
+            #expect(try await h.events.finished(token) == nil)
+            let thin = server.app.requestLog.entries(RequestLog.Filter(pathPrefix: "/media/")).filter { $0.fault?.hasPrefix("thin") == true }
+            #expect(!thin.isEmpty && thin.allSatisfy(\.completed))
+            #expect(Self.applied(server)["thin"] == thin.count)
+            server.app.faults.removeAll()
+            try await Self.expectWhole(server, h, token)
+        } }
+    }
+
+    @Test("stalled segments (headers, then nothing) time out and are fetched again; the download completes")
+    func stalledSegments() async throws {
+        try await withBackend { server in try await withHarness(server, { $0.stallTimeout = .seconds(1) }) { h in
+            try server.app.faults.add(FaultRule(id: "stall", route: .segment, times: 2, stall: true))
+            let token = try await h.request(Catalog.clearVideo)
+            #expect(try await h.events.finished(token) == nil)
+            #expect(Self.applied(server)["stall"] == 2)
+            server.app.faults.removeAll()
+            try await Self.expectWhole(server, h, token)
+        } }
+    }
+
+    @Test("a media playlist that times out is asked for again; one that always does fails the request with downloadFailure/network and stores nothing")
+    func mediaPlaylistTimeout() async throws {
+        try await withBackend { server in try await withHarness(server, {
+            $0.requestTimeout = .seconds(1)
+            $0.maxConsecutiveFailures = 3
+        }) { h in
+            try server.app.faults.add(FaultRule(id: "once", route: .mediaPlaylist, times: 1, stall: true))
+            let token = try await h.request(Catalog.clearVideo)
+            #expect(Self.applied(server)["once"] == 1)
+            #expect(try await h.events.finished(token) == nil)
+
+            try server.app.faults.add(FaultRule(id: "always", route: .mediaPlaylist, stall: true))
+            let failure = await #expect(throws: OfflineVideoError.self) { _ = try await h.request(Catalog.englishOnlyVideo) }
+            #expect(failure?.code == .downloadFailure && failure?.reason == .network, "\(String(describing: failure))")
+            #expect(Self.applied(server)["always"] ?? 0 >= 3, "a playlist tried maxConsecutiveFailures times")
+            #expect(try await h.manager.offlineVideoTokens == [token], "the failed request left no record")
+            let packages = try FileManager.default.contentsOfDirectory(atPath: h.storage.url.appendingPathComponent("packages").path)
+            #expect(packages == [token], "and no package folder")
+            server.app.faults.removeAll()
+            try await Self.expectWhole(server, h, token)
+        } }
+    }
+
+    @Test("a license request that stalls fails the request with contentKeyRequestFailed and stores nothing; asked again, it downloads and plays")
+    func licenseStall() async throws {
+        try await withBackend { server in try await withHarness(server, { $0.requestTimeout = .seconds(1) }) { h in
+            try server.app.faults.add(FaultRule(id: "stall", route: .license, times: 1, stall: true))
+            let video = try await h.service.findVideo(id: Catalog.fairPlayVideo)
+            let failure = await #expect(throws: OfflineVideoError.self) {
+                _ = try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: DownloadParameters(license: .purchase))
+            }
+            #expect(failure?.code == .contentKeyRequestFailed && failure?.reason == .network, "\(String(describing: failure))")
+            #expect(Self.applied(server)["stall"] == 1)
+            #expect(try await h.manager.offlineVideoTokens.isEmpty)
+
+            let token = try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: DownloadParameters(license: .purchase))
+            #expect(try await h.events.finished(token) == nil)
+            try await Self.expectWhole(server, h, token)
+        } }
+    }
+
+    @Test("a rendition whose every segment is cut short fails the download with downloadFailure/network, never completed; its short files are not kept as done")
+    func persistentCuts() async throws {
+        try await withBackend { server in try await withHarness(server, { $0.maxConsecutiveFailures = 3 }) { h in
+            let video = try await h.service.findVideo(id: Catalog.clearVideo)
+            let lowest = try #require(try await h.manager.variantBitrates(for: video).first)
+            let master = try MasterPlaylist(parsing: try await Curl.fetch(try #require(video.sources.first { $0.isHLS }?.src)).text)
+            let variant = try #require(master.variants.first { $0.bandwidth == lowest })
+            let rendition = try #require(variant.resolution?.description)
+            try server.app.faults.add(FaultRule(id: "cut", route: .segment, rendition: rendition, cutAfterBytes: 1_000))
+            let token = try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: DownloadParameters(requestedBitrate: lowest))
+            let error = try #require(try await h.events.finished(token))
+            #expect(error.code == .downloadFailure && error.reason == .network, "\(error)")
+            let status = try await h.manager.status(token)
+            #expect(status.downloadState == .error)
+            #expect(!h.events.all.contains(.downloadFinished(token, error: nil)))
+            // No video segment counts as done: each got 1,000 bytes of a longer body.
+            let segments = try await h.manager.store.segments(token)
+            #expect(segments.filter { $0.track == 0 }.allSatisfy { !$0.done })
+            #expect(Self.applied(server)["cut"] ?? 0 >= 3)
+
+            // With the fault gone, retrying finishes it.
+            server.app.faults.removeAll()
+            try await h.manager.retryVideoDownload(token)
+            #expect(try await h.events.wait { $0 == .downloadFinished(token, error: nil) } == .downloadFinished(token, error: nil))
+            try await Self.expectWhole(server, h, token)
+        } }
+    }
+}
