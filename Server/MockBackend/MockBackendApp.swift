@@ -8,14 +8,17 @@ import WireModels
 /// signing and the router. `MockBackendServer` puts it behind libmicrohttpd; route tests
 /// call `handle(_:)` directly.
 public final class MockBackendApp: Sendable {
-    /// The validated catalog.
-    public let catalog: Catalog
+    /// The catalog as served now (the file with the admin API's edits).
+    public var catalog: Catalog { live.snapshot.catalog }
+    /// The file's catalog with the admin API's edits, validated and kept in SQLite.
+    let live: LiveCatalog
     /// The clock every token check reads.
     public let clock: BackendClock
     let configuration: BackendConfiguration
     let database: BackendDatabase
     let links: Links
-    let contentKeys: [String: ContentKey]
+    /// The content keys of the protected videos, by video id.
+    var contentKeys: [String: ContentKey] { live.snapshot.contentKeys }
     let renderer: VideoRenderer
     let packager: HLSPackager
     let encryptor: SegmentEncryptor
@@ -39,23 +42,27 @@ public final class MockBackendApp: Sendable {
         self.configuration = configuration
         self.clock = clock
         self.logger = logger
-        catalog = try Catalog.load(from: configuration.catalogFile, defaultManifestTokenTTL: configuration.defaultManifestTokenTTL)
         database = try BackendDatabase(directory: configuration.dataDirectory)
+        if configuration.resetAtStart {
+            try database.pool.write { db in
+                try db.execute(sql: "DELETE FROM catalog_edit")
+                try LicenseStore.forgetAll(db)
+            }
+        }
+        let assets = MediaAssets(root: configuration.catalogFile.deletingLastPathComponent().appendingPathComponent("media"))
+        live = try LiveCatalog(file: configuration.catalogFile, assets: assets, database: database,
+                               defaultManifestTokenTTL: configuration.defaultManifestTokenTTL, now: clock.now())
+        let catalog = live.snapshot.catalog
         let secret = try database.setting("url_token_secret") { SecureBytes.random(32) }
         adminToken = try configuration.adminToken ?? String(decoding: database.setting("admin_token") {
             Array(SecureBytes.random(24).map { String(format: "%02x", $0) }.joined().utf8)
         }, as: UTF8.self)
         links = Links(base: baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL, secret: SymmetricKey(data: secret))
-        var keys: [String: ContentKey] = [:]
-        for video in catalog.videos.values where video.protection != .clear {
-            keys[video.id] = try database.contentKey(videoID: video.id, now: clock.now())
-        }
-        contentKeys = keys
         certificates = try ApplicationCertificates(accountIDs: catalog.accounts.values.filter(\.fairPlay).map(\.id).sorted(),
                                                    database: database, now: clock.now())
         licenses = LicenseStore(database: database)
         restrictions = try PlaybackRestrictions(database: database)
-        renderer = VideoRenderer(links: links, contentKeys: keys, mediaTokenTTL: configuration.mediaTokenTTL)
+        renderer = VideoRenderer(links: links, mediaTokenTTL: configuration.mediaTokenTTL)
         packager = HLSPackager(links: links, plainSampleAESKeys: configuration.plainSampleAESKeysForTesting)
         encryptor = SegmentEncryptor(cacheDirectory: configuration.dataDirectory.appendingPathComponent("cache"))
         requestLog = RequestLog(capacity: configuration.requestLogSize)
@@ -70,6 +77,8 @@ public final class MockBackendApp: Sendable {
         MockBackendApp.addSampleAESTestKeyRoute(to: &router)
         MockBackendApp.addAssetRoutes(to: &router)
         MockBackendApp.addAdminRoutes(to: &router)
+        MockBackendApp.addAdminCatalogRoutes(to: &router)
+        MockBackendApp.addAdminLicenseRoutes(to: &router)
         MockBackendApp.addAdminFaultRoutes(to: &router)
         MockBackendApp.addAdminRequestLogRoutes(to: &router)
         self.router = router

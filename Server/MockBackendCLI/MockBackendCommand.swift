@@ -76,6 +76,14 @@ struct MockBackendCommand: ParsableCommand {
     @Option(name: .customLong("request-log-size"), help: "Requests the admin API's request log keeps. [MOCK_BACKEND_REQUEST_LOG_SIZE]")
     var requestLogSizeOption: Int?
 
+    @Flag(name: .customLong("reset"), help: "Forget the catalog edits made through the admin API and every license and device before starting.")
+    var reset = false
+
+    @Option(name: .customLong("ready-file"), help: ArgumentHelp(
+        "Once listening, write {\"base_url\", \"port\", \"admin_token\", \"pid\"} as JSON to this file (atomically: it exists only when complete).",
+        valueName: "path"))
+    var readyFile: String?
+
     var adminToken: String? { adminTokenOption ?? env("MOCK_BACKEND_ADMIN_TOKEN") }
 
     /// The fault rules of --fault and --faults-file.
@@ -132,6 +140,7 @@ struct MockBackendCommand: ParsableCommand {
         configuration.addedLatencyMilliseconds = latencyMilliseconds
         configuration.adminToken = adminToken
         configuration.faultRules = try faultRules()
+        configuration.resetAtStart = reset
         if let seed = faultSeedOption ?? env("MOCK_BACKEND_FAULT_SEED").flatMap(UInt64.init) { configuration.faultSeed = seed }
         if let size = requestLogSizeOption ?? env("MOCK_BACKEND_REQUEST_LOG_SIZE").flatMap(Int.init) {
             guard size >= 1 else { throw ValidationError("--request-log-size must be at least 1") }
@@ -152,12 +161,43 @@ struct MockBackendCommand: ParsableCommand {
         print("listening on http://\(host.contains(":") ? "[\(host)]" : host):\(server.port)")
         print("admin token \(server.app.adminToken)")
         fflush(nil)
+        if let readyFile {
+            do {
+                try Self.writeReadyFile(readyFile, server: server)
+            } catch {
+                FileHandle.standardError.write(Data("mock-backend: cannot write --ready-file \(readyFile): \(error)\n".utf8))
+                server.shutdown(gracePeriod: .zero)
+                throw ExitCode.failure
+            }
+        }
         logger.notice("serving", metadata: [
             "base_url": "\(server.baseURL)", "data_dir": "\(configuration.dataDirectory.path)",
             "catalog": "\(configuration.catalogFile.path)", "videos": "\(server.app.catalog.videos.count)",
         ])
         Signals.stopOnTermination(server: server, logger: logger)
         dispatchMain()
+    }
+
+    /// Writes the ready file beside itself, then renames it into place.
+    static func writeReadyFile(_ path: String, server: MockBackendServer) throws {
+        struct Ready: Encodable {
+            var baseURL: String
+            var port: Int
+            var adminToken: String
+            var pid: Int32
+            enum CodingKeys: String, CodingKey { case port, pid; case baseURL = "base_url", adminToken = "admin_token" }
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = try encoder.encode(Ready(baseURL: server.baseURL, port: server.port, adminToken: server.app.adminToken, pid: getpid()))
+        let url = URL(fileURLWithPath: path)
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
+        try (data + Data("\n".utf8)).write(to: temporary)
+        guard rename(temporary.path, url.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            try? FileManager.default.removeItem(at: temporary)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: reason])
+        }
     }
 }
 

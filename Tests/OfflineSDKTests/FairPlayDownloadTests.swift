@@ -127,3 +127,57 @@ struct FairPlayDownloadTests {
         } }
     }
 }
+
+@Suite("Licenses the server revoked, live")
+struct RevokedLicenseTests {
+    /// Revokes `token`'s license through the admin API.
+    static func revoke(_ server: MockBackendServer, _ h: Harness, _ token: OfflineVideoToken) async throws {
+        let record = try #require(try await h.manager.store.download(token))
+        let id = try #require(StoredLicense.terms(of: record)?.licenseID)
+        let response = try await HTTPClient().send(HTTPClientRequest(url: server.baseURL + "/_admin/v1/licenses/\(id)/revoke", method: .post,
+                                                                     headers: [("Authorization", "Bearer \(server.app.adminToken)")]))
+        try #require(response.status == 200, "\(String(decoding: response.body, as: UTF8.self))")
+    }
+
+    @Test("a revoked purchase: the renewal is refused with licenseRevoked and the license forgotten (playback refused); renewed again, it plays")
+    func revokedRenewal() async throws {
+        try await withBackend { server in try await withHarness(server) { h in
+            let video = try await h.service.findVideo(id: Catalog.fairPlayVideo)
+            let token = try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: DownloadParameters(license: .purchase))
+            #expect(try await h.events.finished(token) == nil)
+            try await Self.revoke(server, h, token)
+
+            let refused = await #expect(throws: OfflineVideoError.self) {
+                try await h.manager.renewFairPlayLicense(token, video: video, parameters: DownloadParameters(license: .purchase))
+            }
+            #expect(refused?.code == .contentKeyRequestFailed && refused?.reason == .licenseRevoked && refused?.httpStatus == 403)
+            #expect(try await h.manager.fairPlayLicenseExpiration(token) == nil, "the revoked license is forgotten")
+            try await h.events.wait { $0 == .licenseExpirationChanged(token, expiration: nil) }
+            let noLicense = await #expect(throws: OfflineVideoError.self) { try await h.manager.openPlayback(token) }
+            #expect(noLicense?.code == .invalidLicense)
+
+            _ = try await h.manager.renewFairPlayLicense(token, video: try await h.service.findVideo(id: Catalog.fairPlayVideo),
+                                                         parameters: DownloadParameters(license: .purchase))
+            try await expectPlays(h.manager, token)
+        } }
+    }
+
+    @Test("a rental revoked before its first play: the first-play report is refused and the SDK forgets the license")
+    func revokedFirstPlay() async throws {
+        try await withBackend { server in try await withHarness(server) { h in
+            let video = try await h.service.findVideo(id: FairPlayDownloadTests.rentalVideo)
+            let token = try await h.manager.requestVideoDownload(video, mediaSelections: nil,
+                                                                 parameters: DownloadParameters(license: .rental(duration: 86400, playDuration: 3600)))
+            #expect(try await h.events.finished(token) == nil)
+            try await Self.revoke(server, h, token)
+
+            // The first play is local (the license allows it offline); its report is refused.
+            let playback = try await h.manager.openPlayback(token)
+            await playback.close()
+            try await h.events.wait { $0 == .licenseExpirationChanged(token, expiration: nil) }
+            #expect(try await eventually { try await h.manager.store.pendingReports().isEmpty })
+            #expect(try await h.manager.fairPlayLicenseExpiration(token) == nil)
+            #expect(await #expect(throws: OfflineVideoError.self) { try await h.manager.openPlayback(token) }?.code == .invalidLicense)
+        } }
+    }
+}

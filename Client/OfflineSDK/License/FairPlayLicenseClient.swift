@@ -133,8 +133,12 @@ struct FairPlayLicenseClient: Sendable {
         }
         guard (200...299).contains(response.status) else {
             let detail = (try? WireJSON.decoder().decode([APIError].self, from: Data(response.body)))?.first
-            let expired = response.status == 403 && detail?.errorSubcode == "TOKEN_EXPIRED"
-            throw OfflineVideoError(.contentKeyRequestFailed, expired ? .tokenExpired : .license,
+            let reason: OfflineVideoError.Reason = switch (response.status, detail?.errorSubcode) {
+            case (403, "TOKEN_EXPIRED"): .tokenExpired
+            case (403, "LICENSE_REVOKED"): .licenseRevoked
+            default: .license
+            }
+            throw OfflineVideoError(.contentKeyRequestFailed, reason,
                                     "The license server refused: HTTP \(response.status)"
                                         + (detail.map { " \($0.errorCode)/\($0.errorSubcode ?? "-"): \($0.message ?? "")" } ?? ""),
                                     httpStatus: response.status, responseBody: response.body)

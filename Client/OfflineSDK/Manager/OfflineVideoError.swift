@@ -59,6 +59,9 @@ public struct OfflineVideoError: Error, Sendable, Equatable, CustomStringConvert
         case licenseExpired = "license_expired"
         /// The device clock stands behind the latest trusted time: licensed playback is refused.
         case clockRollback = "clock_rollback"
+        /// The license server revoked the license (403 `LICENSE_REVOKED`): the SDK forgot it;
+        /// `renewFairPlayLicense` acquires a new one.
+        case licenseRevoked = "license_revoked"
         /// Nothing of the video is on disk to play (a preloaded license, a cancelled download).
         case notDownloaded = "not_downloaded"
         /// A playback session was closed.

@@ -64,9 +64,14 @@ extension OfflineVideoManager {
         }
         let renewed: StoredLicense
         if let current = StoredLicense.terms(of: record) {
-            renewed = try await licenseClient.offlineLicense(terms, fairPlay: fairPlay, contentKeyID: current.contentKeyID,
-                                                             accountID: record.accountID, licenseID: current.licenseID,
-                                                             authToken: authToken ?? video.origin?.authToken)
+            do {
+                renewed = try await licenseClient.offlineLicense(terms, fairPlay: fairPlay, contentKeyID: current.contentKeyID,
+                                                                 accountID: record.accountID, licenseID: current.licenseID,
+                                                                 authToken: authToken ?? video.origin?.authToken)
+            } catch where error.reason == .licenseRevoked {
+                forgetLicense(token)
+                throw error
+            }
         } else {
             // Given back: a new license for the same content key.
             let keyID = try await contentKeyID(of: record, video: video)
@@ -106,6 +111,17 @@ extension OfflineVideoManager {
         try requireOwner()
         let record = try existing(token)
         releaseOnServer(record)
+        try dropLicense(token, announce: record.license != nil)
+    }
+
+    /// Forgets the license of `token` the server revoked (nothing to release): playing fails
+    /// with `invalidLicense` until `renewFairPlayLicense` acquires a new one.
+    func forgetLicense(_ token: OfflineVideoToken) {
+        guard let record = try? store.download(token), record.license != nil else { return }
+        try? dropLicense(token, announce: true)
+    }
+
+    private func dropLicense(_ token: OfflineVideoToken, announce: Bool) throws(OfflineVideoError) {
         try storeCall {
             try store.update(token) { stored in
                 stored.license = nil
@@ -115,7 +131,7 @@ extension OfflineVideoManager {
             }
         }
         videoCache[token] = nil
-        if record.license != nil { hub.emit(.licenseExpirationChanged(token, expiration: nil)) }
+        if announce { hub.emit(.licenseExpirationChanged(token, expiration: nil)) }
     }
 
     /// When the license of an offline video expires: `distantFuture` for a purchase or a

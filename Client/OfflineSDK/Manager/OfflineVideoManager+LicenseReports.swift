@@ -73,6 +73,7 @@ extension OfflineVideoManager {
                     keySystem = fresh
                     continue
                 }
+                if error.reason == .licenseRevoked, let token = report.token { forgetLicense(token) }
                 let unreachable = error.reason == .network || (error.httpStatus.map { $0 >= 500 || $0 == 429 } ?? false)
                 return !unreachable
             }

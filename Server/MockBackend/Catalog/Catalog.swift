@@ -53,13 +53,18 @@ public struct CatalogVideo: Sendable {
     var videoRenditions: [RenditionRef]
     var audioRenditions: [RenditionRef]
     var subtitleRenditions: [RenditionRef]
-    var sidebandTextTracks: Bool
+    /// The asset's subtitles offered as sideband text tracks (indices; empty: none).
+    var sidebandSubtitles: [Int]
     var tags: [String]
     var customFields: [String: String]
     var economics: String
     var createdAt: Date
     var updatedAt: Date
     var publishedAt: Date
+
+    /// Which build of the catalog made this value (the admin API's edits rebuild it): bodies
+    /// cached from the video carry it in their keys, so an edit makes them miss.
+    var generation = 0
 
     /// Total segments per rendition.
     var segmentCount: Int { asset.video[0].segments.count * repeatCount }
@@ -99,15 +104,14 @@ public struct Catalog: Sendable {
 
     /// Loads and validates a catalog file; media assets are read from `media/` beside it.
     public static func load(from file: URL, defaultManifestTokenTTL: TimeInterval = 6 * 3600) throws(CatalogError) -> Catalog {
-        let raw: CatalogFile
-        do {
-            raw = try JSONDecoder().decode(CatalogFile.self, from: Data(contentsOf: file))
-        } catch {
-            throw CatalogError("cannot read catalog \(file.path): \(error)")
-        }
-        let mediaRoot = file.deletingLastPathComponent().appendingPathComponent("media")
+        let assets = MediaAssets(root: file.deletingLastPathComponent().appendingPathComponent("media"))
+        return try build(CatalogFile.read(from: file), assets: assets, defaultManifestTokenTTL: defaultManifestTokenTTL)
+    }
+
+    /// Validates a catalog and indexes it; `assets` gives the media each video names.
+    static func build(_ raw: CatalogFile, assets: MediaAssets, defaultManifestTokenTTL: TimeInterval,
+                      generation: Int = 0) throws(CatalogError) -> Catalog {
         var catalog = Catalog()
-        var assets: [String: MediaAsset] = [:]
 
         for account in raw.accounts {
             guard catalog.accounts[account.id] == nil else { throw CatalogError("duplicate account id \(account.id)") }
@@ -133,12 +137,8 @@ public struct Catalog: Sendable {
             if entry.protection == .fairplay && !account.fairPlay {
                 throw CatalogError("video \(entry.id) is FairPlay but account \(account.id) has no FairPlay")
             }
-            let asset: MediaAsset
-            if let loaded = assets[entry.asset] { asset = loaded } else {
-                asset = try MediaAsset.load(directory: mediaRoot.appendingPathComponent(entry.asset))
-                assets[entry.asset] = asset
-            }
-            let video = try makeVideo(entry, asset: asset)
+            var video = try makeVideo(entry, asset: try assets.asset(named: entry.asset))
+            video.generation = generation
             catalog.videos[video.id] = video
             catalog.videoOrder.append(video.id)
             catalog.videoByUUID[video.uuid] = video.id
@@ -181,10 +181,20 @@ public struct Catalog: Sendable {
             }
             audio.append(RenditionRef(uuid: StableID.uuid("rendition:\(entry.id):audio:\(language)"), kind: .audio, index: index))
         }
-        let video = asset.video.indices.map {
+        let renditionNames = entry.renditions ?? asset.video.map(\.name)
+        for name in renditionNames where !asset.video.contains(where: { $0.name == name }) {
+            throw CatalogError("video \(entry.id): asset \(asset.name) has no video rendition '\(name)' (it has \(asset.video.map(\.name).joined(separator: ", ")))")
+        }
+        guard !renditionNames.isEmpty else { throw CatalogError("video \(entry.id): renditions must name at least one") }
+        let video = asset.video.indices.filter { renditionNames.contains(asset.video[$0].name) }.map {
             RenditionRef(uuid: StableID.uuid("rendition:\(entry.id):video:\(asset.video[$0].name)"), kind: .video, index: $0)
         }
-        let subtitles = (entry.subtitlesInManifest ?? false) ? asset.subtitles.indices.map {
+        let subtitleLanguages = entry.subtitleLanguages ?? asset.subtitles.map(\.language)
+        for language in subtitleLanguages where !asset.subtitles.contains(where: { $0.language == language }) {
+            throw CatalogError("video \(entry.id): asset \(asset.name) has no subtitles in '\(language)'")
+        }
+        let subtitleIndices = asset.subtitles.indices.filter { subtitleLanguages.contains(asset.subtitles[$0].language) }
+        let subtitles = (entry.subtitlesInManifest ?? false) ? subtitleIndices.map {
             RenditionRef(uuid: StableID.uuid("rendition:\(entry.id):subtitles:\(asset.subtitles[$0].language)"), kind: .subtitles, index: $0)
         } : []
         return CatalogVideo(
@@ -192,7 +202,7 @@ public struct Catalog: Sendable {
             referenceID: entry.referenceID, name: entry.name, description: entry.description,
             longDescription: entry.longDescription, protection: entry.protection, offlineEnabled: entry.offlineEnabled,
             asset: asset, repeatCount: repeatCount, videoRenditions: video, audioRenditions: audio,
-            subtitleRenditions: subtitles, sidebandTextTracks: entry.sidebandTextTracks ?? false,
+            subtitleRenditions: subtitles, sidebandSubtitles: (entry.sidebandTextTracks ?? false) ? subtitleIndices : [],
             tags: entry.tags ?? [], customFields: entry.customFields ?? [:], economics: entry.economics ?? "AD_SUPPORTED",
             createdAt: try date(entry.createdAt, "video \(entry.id) created_at"),
             updatedAt: try date(entry.updatedAt, "video \(entry.id) updated_at"),

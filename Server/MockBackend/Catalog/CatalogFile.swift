@@ -1,9 +1,10 @@
 import Foundation
 
 /// The catalog as written in `catalog.json`: accounts with their policy keys, videos
-/// (which media asset, which protection, metadata) and playlists.
-struct CatalogFile: Decodable, Sendable {
-    struct Account: Decodable, Sendable {
+/// (which media asset, which protection, metadata) and playlists. The admin API reads and
+/// writes videos, playlists and accounts in this same form.
+struct CatalogFile: Codable, Sendable {
+    struct Account: Codable, Sendable {
         var id: String
         var name: String
         var fairplay: Bool
@@ -17,7 +18,7 @@ struct CatalogFile: Decodable, Sendable {
         }
     }
 
-    struct PolicyKey: Decodable, Sendable {
+    struct PolicyKey: Codable, Sendable {
         var key: String
         var searchEnabled: Bool
 
@@ -27,7 +28,7 @@ struct CatalogFile: Decodable, Sendable {
         }
     }
 
-    struct Video: Decodable, Sendable {
+    struct Video: Codable, Sendable {
         var id: String
         var accountID: String
         var referenceID: String?
@@ -38,7 +39,11 @@ struct CatalogFile: Decodable, Sendable {
         var offlineEnabled: Bool
         var asset: String
         var repeatCount: Int?
+        /// Video renditions by name (`416x234`), in the asset's order (default: all).
+        var renditions: [String]?
         var audioLanguages: [String]?
+        /// Subtitle languages, in the manifest and as sideband tracks (default: all).
+        var subtitleLanguages: [String]?
         var subtitlesInManifest: Bool?
         var sidebandTextTracks: Bool?
         var tags: [String]?
@@ -49,13 +54,14 @@ struct CatalogFile: Decodable, Sendable {
         var publishedAt: String
 
         enum CodingKeys: String, CodingKey {
-            case id, name, description, protection, asset, tags, economics
+            case id, name, description, protection, asset, tags, economics, renditions
             case accountID = "account_id"
             case referenceID = "reference_id"
             case longDescription = "long_description"
             case offlineEnabled = "offline_enabled"
             case repeatCount = "repeat"
             case audioLanguages = "audio_languages"
+            case subtitleLanguages = "subtitle_languages"
             case subtitlesInManifest = "subtitles_in_manifest"
             case sidebandTextTracks = "sideband_text_tracks"
             case customFields = "custom_fields"
@@ -65,7 +71,7 @@ struct CatalogFile: Decodable, Sendable {
         }
     }
 
-    struct Playlist: Decodable, Sendable {
+    struct Playlist: Codable, Sendable {
         var id: String
         var accountID: String
         var referenceID: String?
@@ -89,10 +95,19 @@ struct CatalogFile: Decodable, Sendable {
     var accounts: [Account]
     var videos: [Video]
     var playlists: [Playlist]
+
+    /// Reads and decodes a catalog file.
+    static func read(from file: URL) throws(CatalogError) -> CatalogFile {
+        do {
+            return try JSONDecoder().decode(CatalogFile.self, from: Data(contentsOf: file))
+        } catch {
+            throw CatalogError("cannot read catalog \(file.path): \(error)")
+        }
+    }
 }
 
 /// How a video's media is protected. Raw values appear in manifest URLs.
-public enum Protection: String, Decodable, Sendable, CaseIterable {
+public enum Protection: String, Codable, Sendable, CaseIterable {
     /// No encryption.
     case clear
     /// HLSe: whole segments encrypted with AES-128-CBC, key fetched over HTTP.

@@ -4,14 +4,14 @@ import WireModels
 /// Turns a catalog video into the Playback API's video object, with freshly signed URLs.
 struct VideoRenderer: Sendable {
     var links: Links
-    var contentKeys: [String: ContentKey]
     var mediaTokenTTL: TimeInterval
 
-    /// The video object as the Playback API returns it at `now` for `account`.
-    func render(_ video: CatalogVideo, account: Account, now: Date) -> Video {
+    /// The video object as the Playback API returns it at `now` for `account`; `key` is the
+    /// content key of a protected video.
+    func render(_ video: CatalogVideo, account: Account, key: ContentKey?, now: Date) -> Video {
         let manifestExpiry = Links.expiry(now: now, ttl: account.manifestTokenTTL)
         var keySystems: [String: KeySystem]?
-        if video.protection == .fairplay, let key = contentKeys[video.id] {
+        if video.protection == .fairplay, let key {
             keySystems = [KeySystem.fairPlay: KeySystem(
                 keyRequestURL: links.signed(Links.fairPlayLicensePath(video, keyID: key.keyID),
                                             expiresAt: Links.expiry(now: now, ttl: mediaTokenTTL)),
@@ -21,13 +21,13 @@ struct VideoRenderer: Sendable {
                                  extXVersion: "5", codecs: "avc1,mp4a", keySystems: keySystems)
         let poster = links.url(Links.imagePath(video, width: 1280, height: 720))
         let thumbnail = links.url(Links.imagePath(video, width: 160, height: 90))
-        let textTracks: [TextTrack] = video.sidebandTextTracks ? video.asset.subtitles.enumerated().map { index, subtitle in
+        let textTracks: [TextTrack] = video.sidebandSubtitles.map { video.asset.subtitles[$0] }.enumerated().map { index, subtitle in
             let src = links.url(Links.textTrackPath(video, language: subtitle.language))
             let id = StableID.uuid("texttrack:\(video.id):\(subtitle.language)")
             return TextTrack(id: id, accountID: video.accountID, src: src, sources: [SourceURL(src: src)],
                              srclang: subtitle.language, label: subtitle.name, kind: TextTrack.subtitles,
                              mimeType: TextTrack.webVTT, isDefault: index == 0, assetID: id)
-        } : []
+        }
         return Video(
             id: video.id, accountID: video.accountID, name: video.name, description: video.description,
             longDescription: video.longDescription, referenceID: video.referenceID,

@@ -34,6 +34,9 @@ public struct BackendConfiguration: Sendable {
     public var faultRules: [FaultRule] = []
     /// The seed of every random choice faults make: the same seed, the same faults.
     public var faultSeed: UInt64 = 1
+    /// Forget the admin API's catalog edits, and every license and device, before starting
+    /// (`mock-backend --reset`): the catalog file's catalog again.
+    public var resetAtStart = false
     /// The largest request body accepted.
     public var maxBodySize = 64 * 1024
     /// TEST ONLY, never for real use: FairPlay media playlists name a plain HTTP key URL

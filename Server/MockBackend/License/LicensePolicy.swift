@@ -29,6 +29,15 @@ struct LicenseRecord: Sendable, Equatable {
     /// The token user it was issued to, if any (the user whose device slot it holds).
     var userID: String?
     var releasedAt: Date?
+    /// When an admin revoked it: renewals and first plays are refused from then on.
+    var revokedAt: Date? = nil
+
+    /// active, expired, released or revoked (the admin API's `state`).
+    func state(at now: Date) -> String {
+        if revokedAt != nil { return "revoked" }
+        if releasedAt != nil { return "released" }
+        return terms.isExpired(at: now) ? "expired" : "active"
+    }
 }
 
 /// The devices a decision needs to know about.
@@ -98,6 +107,7 @@ enum LicensePolicy {
             return .issue(LicenseRecord(terms: terms, userID: request.user?.userID, releasedAt: nil), registerDevice: registering)
         case .renew:
             let record = try held(request, existing)
+            try checkNotRevoked(record)
             guard record.terms.kind != .streaming else {
                 throw .badRequest("NOT_RENEWABLE", "A streaming license cannot be renewed; request a new one")
             }
@@ -106,6 +116,7 @@ enum LicensePolicy {
             return .issue(LicenseRecord(terms: terms, userID: record.userID, releasedAt: nil), registerDevice: registering)
         case .firstPlay:
             let record = try held(request, existing)
+            try checkNotRevoked(record)
             guard !record.terms.isExpired(at: now) else {
                 throw .denied("LICENSE_EXPIRED", "License \(record.terms.licenseID) expired at \(WireDate.string(from: record.terms.expiresAt ?? now))")
             }
@@ -188,6 +199,12 @@ enum LicensePolicy {
               record.terms.contentKeyID == context.contentKeyID, record.terms.accountID == context.accountID
         else { throw .denied("LICENSE_MISMATCH", "License \(id) was issued for another device or video") }
         return record
+    }
+
+    private static func checkNotRevoked(_ record: LicenseRecord) throws(ErrorResponse) {
+        if let revokedAt = record.revokedAt {
+            throw .denied("LICENSE_REVOKED", "License \(record.terms.licenseID) was revoked at \(WireDate.string(from: revokedAt))")
+        }
     }
 
     /// The device to register, or a refusal when the user is at their limit. Devices

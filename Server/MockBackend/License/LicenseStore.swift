@@ -3,6 +3,23 @@ import GRDB
 import LicenseProtocol
 import Synchronization
 
+/// One entry of a license's history.
+struct LicenseEvent: Sendable {
+    var event: String
+    var at: Date
+    var kind: String?
+    var expiresAt: Date?
+    var firstPlay: Date?
+}
+
+/// A device registered for a user of an account (it holds one of the user's device slots).
+struct RegisteredDevice: Sendable {
+    var accountID: String
+    var userID: String
+    var deviceID: String
+    var registeredAt: Date
+}
+
 /// Licenses, their history, devices per user and used nonces in SQLite. Each license
 /// request is one write transaction: the nonce is consumed, the license and devices are
 /// read, `LicensePolicy` decides, and the decision is written, so two concurrent requests
@@ -68,6 +85,86 @@ final class LicenseStore: Sendable {
         }
     }
 
+    // MARK: Admin
+
+    /// Which licenses a listing wants (nil: any).
+    struct LicenseFilter: Sendable {
+        var accountID, videoID, userID, deviceID, state: String?
+    }
+
+    /// Licenses the filter admits, newest first, at most `limit`.
+    func licenses(_ filter: LicenseFilter, now: Date, limit: Int) throws -> [LicenseRecord] {
+        var conditions: [String] = []
+        var arguments: [(any DatabaseValueConvertible)?] = []
+        for (column, value) in [("account_id", filter.accountID), ("video_id", filter.videoID), ("user_id", filter.userID),
+                                ("device_id", filter.deviceID)] {
+            if let value { conditions.append("\(column) = ?"); arguments.append(value) }
+        }
+        let clause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let ids = try database.pool.read { db in
+            try String.fetchAll(db, sql: "SELECT id FROM license \(clause) ORDER BY issued_at DESC, id DESC",
+                                arguments: StatementArguments(arguments) ?? [])
+        }
+        var result: [LicenseRecord] = []
+        for id in ids where result.count < limit {
+            guard let record = try license(id: id) else { continue }
+            if let state = filter.state, record.state(at: now) != state { continue }
+            result.append(record)
+        }
+        return result
+    }
+
+    /// Revokes a license (again: keeps the first time); nil when there is none.
+    func revoke(id: String, now: Date) throws -> LicenseRecord? {
+        try database.pool.write { db in
+            guard try Self.license(db, id: id) != nil else { return nil }
+            try db.execute(sql: "UPDATE license SET revoked_at = COALESCE(revoked_at, ?), updated_at = ? WHERE id = ?",
+                           arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970, id])
+            try db.execute(sql: "INSERT INTO license_event (license_id, event, at) VALUES (?, 'revoke', ?)",
+                           arguments: [id, now.timeIntervalSince1970])
+            return try Self.license(db, id: id)
+        }
+    }
+
+    /// The full history of a license, for the admin API.
+    func events(licenseID: String) throws -> [LicenseEvent] {
+        try database.pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT event, at, kind, expires_at, first_play FROM license_event WHERE license_id = ? ORDER BY id",
+                             arguments: [licenseID]).map { row in
+                LicenseEvent(event: row["event"], at: Date(timeIntervalSince1970: row["at"]), kind: row["kind"],
+                             expiresAt: (row["expires_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
+                             firstPlay: (row["first_play"] as Double?).map(Date.init(timeIntervalSince1970:)))
+            }
+        }
+    }
+
+    /// Registered devices of an account (of one user when given).
+    func registeredDevices(accountID: String, userID: String?) throws -> [RegisteredDevice] {
+        try database.pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT user_id, device_id, registered_at FROM device WHERE account_id = ? AND (? IS NULL OR user_id = ?)
+                ORDER BY user_id, registered_at
+                """, arguments: [accountID, userID, userID]).map { row in
+                RegisteredDevice(accountID: accountID, userID: row["user_id"], deviceID: row["device_id"],
+                                 registeredAt: Date(timeIntervalSince1970: row["registered_at"]))
+            }
+        }
+    }
+
+    /// Frees a device's slot (for one user when given); the number of registrations removed.
+    func removeDevice(accountID: String, deviceID: String, userID: String?) throws -> Int {
+        try database.pool.write { db in
+            try db.execute(sql: "DELETE FROM device WHERE account_id = ? AND device_id = ? AND (? IS NULL OR user_id = ?)",
+                           arguments: [accountID, deviceID, userID, userID])
+            return db.changesCount
+        }
+    }
+
+    /// Forgets every license, event, device and used nonce (a reset).
+    static func forgetAll(_ db: Database) throws {
+        for table in ["license_event", "license", "device", "used_nonce"] { try db.execute(sql: "DELETE FROM \(table)") }
+    }
+
     /// A UUID-shaped id whose first 48 bits are the time in milliseconds (as UUIDv7), so
     /// new licenses append to the end of the table's b-tree instead of dirtying random pages.
     static func timeOrderedID(now: Date) -> String {
@@ -94,7 +191,7 @@ final class LicenseStore: Sendable {
             contentKeyID: row["key_id"], deviceID: row["device_id"], issuedAt: date("issued_at") ?? .distantPast,
             rentalEnd: date("rental_end"), playDuration: row["play_duration"], firstPlay: date("first_play"),
             expiresAt: date("expires_at"), persistable: row["persistable"], requestNonce: Array(row["request_nonce"] as Data))
-        return LicenseRecord(terms: terms, userID: row["user_id"], releasedAt: date("released_at"))
+        return LicenseRecord(terms: terms, userID: row["user_id"], releasedAt: date("released_at"), revokedAt: date("revoked_at"))
     }
 
     private static func apply(_ decision: LicenseDecision, kind: LicenseRequestKind, db: Database, now: Date) throws {

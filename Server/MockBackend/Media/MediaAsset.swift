@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import MicroHTTP
 import WireModels
 
@@ -133,4 +134,32 @@ public struct CatalogError: Error, Sendable, CustomStringConvertible {
     /// What is wrong.
     public var description: String
     init(_ description: String) { self.description = description }
+}
+
+/// The media assets under a folder (`NAME/asset.json` each), each loaded on first use and
+/// kept: catalog edits name assets again and again.
+final class MediaAssets: Sendable {
+    let root: URL
+    private let loaded = Locked<[String: MediaAsset]>([:])
+
+    init(root: URL) { self.root = root }
+
+    /// The asset `name`, loaded now if it was not yet.
+    func asset(named name: String) throws(CatalogError) -> MediaAsset {
+        if let asset = loaded.withLock({ $0[name] }) { return asset }
+        guard !name.isEmpty, !name.contains("/"), !name.hasPrefix(".") else { throw CatalogError("'\(name)' is not an asset name") }
+        let directory = root.appendingPathComponent(name)
+        guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("asset.json").path) else {
+            throw CatalogError("there is no asset '\(name)' (assets: \(names.joined(separator: ", ")))")
+        }
+        let asset = try MediaAsset.load(directory: directory)
+        loaded.withLock { $0[name] = asset }
+        return asset
+    }
+
+    /// The names of the assets there are, sorted.
+    var names: [String] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+        return entries.filter { FileManager.default.fileExists(atPath: root.appendingPathComponent($0).appendingPathComponent("asset.json").path) }.sorted()
+    }
 }

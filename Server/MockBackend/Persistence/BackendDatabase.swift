@@ -3,7 +3,8 @@ import GRDB
 
 /// The backend's SQLite database (WAL, via GRDB): the URL-signing secret and the content
 /// keys of protected videos ("v1"); application certificates, licenses, devices, nonces and
-/// playback-restriction keys ("v2", see `LicenseStore`).
+/// playback-restriction keys ("v2", see `LicenseStore`); the admin API's catalog edits and
+/// license revocations ("v3", see `LiveCatalog`).
 /// Persisted values and table layouts only change through new migrations.
 final class BackendDatabase: Sendable {
     let pool: DatabasePool
@@ -41,6 +42,10 @@ final class BackendDatabase: Sendable {
         }
         migrator.registerMigration("v2: licenses") { db in
             try LicenseStore.createTables(db)
+        }
+        migrator.registerMigration("v3: catalog edits and license revocation") { db in
+            try LiveCatalog.createTables(db)
+            try db.alter(table: "license") { t in t.add(column: "revoked_at", .double) }
         }
         return migrator
     }

@@ -18,8 +18,8 @@ extension MockBackendApp {
             return HTTPResponse.file(at: path, contentType: "image/jpeg") ?? app.notFound(request).response
         }
         router.add(["GET"], "/text/v1/:account/:video/:language/subtitles.vtt") { app, request, p in
-            guard let video = app.catalog.video(uuid: p["video"]), video.accountID == p["account"], video.sidebandTextTracks,
-                  let track = video.asset.subtitles.first(where: { $0.language == p["language"] })
+            guard let video = app.catalog.video(uuid: p["video"]), video.accountID == p["account"],
+                  let track = video.sidebandSubtitles.lazy.map({ video.asset.subtitles[$0] }).first(where: { $0.language == p["language"] })
             else { return app.notFound(request).response }
             return HTTPResponse.file(at: track.sidebandPath, contentType: "text/vtt; charset=utf-8") ?? app.notFound(request).response
         }

@@ -53,6 +53,7 @@ extension MockBackendApp {
                                 "This policy key is not search-enabled")
         }
         let search = try CatalogSearch(query: request.queryValue("q") ?? "")
+        let catalog = self.catalog
         let (limit, offset) = try paging(request, defaultLimit: 20)
         var matches = catalog.videoOrder.compactMap { catalog.videos[$0] }
             .filter { $0.accountID == caller.account.id && search.matches($0) }
@@ -68,6 +69,7 @@ extension MockBackendApp {
     }
 
     private func playlistResponse(_ caller: PlaybackCaller, _ request: HTTPRequest, idOrReference: String) throws(ErrorResponse) -> HTTPResponse {
+        let catalog = self.catalog
         guard let playlist = catalog.playlist(account: caller.account.id, idOrReference: idOrReference) else {
             throw ErrorResponse(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.playlistNotFound,
                                 "No playlist \(idOrReference) in account \(caller.account.id)")
@@ -75,7 +77,7 @@ extension MockBackendApp {
         let (limit, offset) = try paging(request, defaultLimit: 20)
         let now = clock.now()
         let videos = playlist.videoIDs.dropFirst(offset).prefix(limit).compactMap { catalog.videos[$0] }
-            .map { renderer.render($0, account: caller.account, now: now) }
+            .map { renderer.render($0, account: caller.account, key: contentKeys[$0.id], now: now) }
         return APIResponse.json(Playlist(
             id: playlist.id, accountID: playlist.accountID, name: playlist.name, description: playlist.description,
             referenceID: playlist.referenceID, type: playlist.type, createdAt: playlist.createdAt,
@@ -105,8 +107,8 @@ extension MockBackendApp {
         let now = clock.now()
         let manifestBucket = Int(now.timeIntervalSince1970 / Links.cacheBucket(ttl: account.manifestTokenTTL))
         let mediaBucket = Int(now.timeIntervalSince1970 / Links.cacheBucket(ttl: configuration.mediaTokenTTL))
-        return cache.body(for: "video|\(video.id)|\(manifestBucket)|\(mediaBucket)") {
-            (try? Array(WireJSON.encoder(sortedKeys: true).encode(renderer.render(video, account: account, now: now)))) ?? []
+        return cache.body(for: "video|\(video.id)|\(video.generation)|\(manifestBucket)|\(mediaBucket)") {
+            (try? Array(WireJSON.encoder(sortedKeys: true).encode(renderer.render(video, account: account, key: contentKeys[video.id], now: now)))) ?? []
         }
     }
 }

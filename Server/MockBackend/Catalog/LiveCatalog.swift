@@ -1,0 +1,220 @@
+import Foundation
+import GRDB
+import Locking
+
+/// The catalog the backend serves: the catalog file, with the admin API's edits on top.
+///
+/// Edits (a video, playlist or account created, replaced or deleted) are kept in SQLite
+/// (`catalog_edit`, one row per thing edited) and laid over the file at every start, so they
+/// survive restarts and a changed file still shows wherever nobody edited. Each edit is
+/// validated by building the whole catalog with it; one that would leave it invalid is
+/// refused and changes nothing. Requests read an immutable snapshot: an edit swaps it whole.
+final class LiveCatalog: Sendable {
+    /// What requests read: the catalog and the content keys of its protected videos.
+    struct Snapshot: Sendable {
+        var catalog: Catalog
+        var contentKeys: [String: ContentKey]
+    }
+
+    /// One thing edited, as stored: its new form, or nil for deleted.
+    enum Edit: Sendable {
+        case account(CatalogFile.Account)
+        case video(id: String, CatalogFile.Video?)
+        case playlist(id: String, CatalogFile.Playlist?)
+
+        /// The subcode of a refusal of this edit.
+        var invalidSubcode: String {
+            switch self {
+            case .account: "INVALID_ACCOUNT"
+            case .video: "INVALID_VIDEO"
+            case .playlist: "INVALID_PLAYLIST"
+            }
+        }
+    }
+
+    private let file: URL
+    let assets: MediaAssets
+    private let database: BackendDatabase
+    private let defaultTTL: TimeInterval
+    /// The document the snapshot was built from, and the snapshot; replaced together.
+    private let state: Locked<(document: CatalogFile, snapshot: Snapshot)>
+    /// Held across an edit (validate, store, swap), so edits apply one at a time while
+    /// requests go on reading the current snapshot.
+    private let editing = Locked<Void>(())
+    /// Builds made so far (each edit is one more; see `CatalogVideo.generation`).
+    private let generation: Locked<Int>
+
+    /// Reads the file, lays the stored edits over it and builds the first snapshot. Throws
+    /// when the result is not a valid catalog (say, the file lost an asset an edit uses; the
+    /// message names `--reset`).
+    init(file: URL, assets: MediaAssets, database: BackendDatabase, defaultManifestTokenTTL: TimeInterval, now: Date) throws(CatalogError) {
+        self.file = file
+        self.assets = assets
+        self.database = database
+        defaultTTL = defaultManifestTokenTTL
+        var document = try CatalogFile.read(from: file)
+        let edits: [Edit]
+        do { edits = try LiveCatalog.storedEdits(database) } catch { throw CatalogError("cannot read the catalog edits: \(error)") }
+        for edit in edits { document.apply(edit) }
+        let catalog: Catalog
+        do {
+            catalog = try Catalog.build(document, assets: assets, defaultManifestTokenTTL: defaultManifestTokenTTL, generation: 1)
+        } catch {
+            throw CatalogError(edits.isEmpty ? error.description
+                               : "\(error.description) (with the \(edits.count) edits stored in the data directory; mock-backend --reset forgets them)")
+        }
+        state = Locked((document, try LiveCatalog.snapshot(catalog, previous: [:], database: database, now: now)))
+        generation = Locked(1)
+    }
+
+    /// The catalog and keys as of now.
+    var snapshot: Snapshot { state.withLock { $0.snapshot } }
+    /// The document (file plus edits) in its admin form.
+    var document: CatalogFile { state.withLock { $0.document } }
+
+    /// Applies `edit` if the catalog stays valid with it, stores it, and swaps the snapshot.
+    /// `make` reads the current document to build the edit (under the edit lock, so two edits
+    /// never build on the same state).
+    @discardableResult
+    func edit(now: Date, _ make: (CatalogFile) throws(CatalogEditError) -> Edit) throws(CatalogEditError) -> Edit {
+        try editing.withLock { _ throws(CatalogEditError) -> Edit in
+            let current = state.withLock { $0 }
+            let edit = try make(current.document)
+            var document = current.document
+            document.apply(edit)
+            let catalog: Catalog
+            do throws(CatalogError) {
+                catalog = try Catalog.build(document, assets: assets, defaultManifestTokenTTL: defaultTTL, generation: nextGeneration())
+            } catch {
+                throw CatalogEditError(400, edit.invalidSubcode, error.description)
+            }
+            let snapshot: Snapshot
+            do {
+                snapshot = try LiveCatalog.snapshot(catalog, previous: current.snapshot.contentKeys, database: database, now: now)
+                try store(edit)
+            } catch {
+                throw CatalogEditError(500, "STORAGE_FAILED", "cannot store the edit: \(error)")
+            }
+            state.withLock { $0 = (document, snapshot) }
+            return edit
+        }
+    }
+
+    /// Forgets every edit: the file's catalog again. `alsoInTransaction` runs in the same
+    /// transaction (the caller forgets licenses and devices there).
+    func reset(now: Date, alsoInTransaction: @escaping (Database) throws -> Void) throws {
+        try editing.withLock { _ in
+            let document = try CatalogFile.read(from: file)
+            let catalog = try Catalog.build(document, assets: assets, defaultManifestTokenTTL: defaultTTL, generation: nextGeneration())
+            try database.pool.write { db in
+                try db.execute(sql: "DELETE FROM catalog_edit")
+                try alsoInTransaction(db)
+            }
+            let snapshot = try LiveCatalog.snapshot(catalog, previous: state.withLock { $0.snapshot.contentKeys }, database: database, now: now)
+            state.withLock { $0 = (document, snapshot) }
+        }
+    }
+
+    // MARK: Storage
+
+    private func store(_ edit: Edit) throws {
+        let (kind, id, body): (String, String, Data?)
+        let encoder = JSONEncoder()
+        switch edit {
+        case .account(let account): (kind, id, body) = ("account", account.id, try encoder.encode(account))
+        case .video(let videoID, let video): (kind, id, body) = ("video", videoID, try video.map { try encoder.encode($0) })
+        case .playlist(let playlistID, let playlist): (kind, id, body) = ("playlist", playlistID, try playlist.map { try encoder.encode($0) })
+        }
+        // An upsert keeps the row's place: edits are laid over the file in the order things were first edited.
+        try database.pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO catalog_edit (kind, id, body) VALUES (?, ?, ?)
+                ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body
+                """, arguments: [kind, id, body])
+        }
+    }
+
+    private static func storedEdits(_ database: BackendDatabase) throws -> [Edit] {
+        let decoder = JSONDecoder()
+        return try database.pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT kind, id, body FROM catalog_edit ORDER BY rowid").compactMap { row -> Edit? in
+                let id: String = row["id"]
+                let body = row["body"] as Data?
+                switch row["kind"] as String {
+                case "account": return try body.map { .account(try decoder.decode(CatalogFile.Account.self, from: $0)) }
+                case "video": return .video(id: id, try body.map { try decoder.decode(CatalogFile.Video.self, from: $0) })
+                case "playlist": return .playlist(id: id, try body.map { try decoder.decode(CatalogFile.Playlist.self, from: $0) })
+                default: return nil
+                }
+            }
+        }
+    }
+
+    /// The "v3" table. Never edit: later changes go in new migrations.
+    static func createTables(_ db: Database) throws {
+        try db.create(table: "catalog_edit") { t in
+            t.column("kind", .text).notNull()  // account, video, playlist
+            t.column("id", .text).notNull()
+            t.column("body", .blob)  // the thing in catalog.json form (JSON); NULL: deleted
+            t.primaryKey(["kind", "id"])
+        }
+    }
+
+    /// A snapshot of `catalog`, with a content key for every protected video (kept from
+    /// `previous`, else read or made in the database).
+    private func nextGeneration() -> Int {
+        generation.withLock { $0 += 1; return $0 }
+    }
+
+    private static func snapshot(_ catalog: Catalog, previous: [String: ContentKey], database: BackendDatabase,
+                                 now: Date) throws(CatalogError) -> Snapshot {
+        var keys: [String: ContentKey] = [:]
+        for video in catalog.videos.values where video.protection != .clear {
+            if let key = previous[video.id] {
+                keys[video.id] = key
+            } else {
+                do { keys[video.id] = try database.contentKey(videoID: video.id, now: now) } catch {
+                    throw CatalogError("cannot make the content key of video \(video.id): \(error)")
+                }
+            }
+        }
+        return Snapshot(catalog: catalog, contentKeys: keys)
+    }
+}
+
+/// Why the admin API refused a catalog edit: status, subcode, sentence.
+struct CatalogEditError: Error, Sendable {
+    var status: Int
+    var subcode: String
+    var message: String
+    init(_ status: Int, _ subcode: String, _ message: String) {
+        self.status = status
+        self.subcode = subcode
+        self.message = message
+    }
+}
+
+extension CatalogFile {
+    /// The document with `edit` laid over it: a thing replaced where it is, added at the end,
+    /// or removed.
+    mutating func apply(_ edit: LiveCatalog.Edit) {
+        switch edit {
+        case .account(let account):
+            if let index = accounts.firstIndex(where: { $0.id == account.id }) { accounts[index] = account }
+        case .video(let id, let video):
+            CatalogFile.place(video, id: id, in: &videos, id: \.id)
+        case .playlist(let id, let playlist):
+            CatalogFile.place(playlist, id: id, in: &playlists, id: \.id)
+        }
+    }
+
+    private static func place<T>(_ thing: T?, id: String, in list: inout [T], id key: KeyPath<T, String>) {
+        let index = list.firstIndex { $0[keyPath: key] == id }
+        switch (thing, index) {
+        case (let thing?, let index?): list[index] = thing
+        case (let thing?, nil): list.append(thing)
+        case (nil, let index?): list.remove(at: index)
+        case (nil, nil): break
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+
+/// JSON request bodies of the admin API: objects read leniently enough to merge, decoded
+/// strictly, and every refusal a sentence a person can act on.
+enum JSONBody {
+    /// The body as a JSON object, or a refusal saying what to send.
+    static func object(_ body: [UInt8], example: String) throws(CatalogEditError) -> [String: Any] {
+        guard !body.isEmpty, let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+            throw CatalogEditError(400, "INVALID_BODY", "Send a JSON object, e.g. \(example)")
+        }
+        return object
+    }
+
+    /// `target` with `patch` merged in as RFC 7396 says: members of `patch` replace those of
+    /// `target`, objects merge member by member, and `null` removes a member.
+    static func mergePatch(_ target: [String: Any], _ patch: [String: Any]) -> [String: Any] {
+        var result = target
+        for (key, value) in patch {
+            if value is NSNull {
+                result.removeValue(forKey: key)
+            } else if let object = value as? [String: Any] {
+                result[key] = mergePatch(result[key] as? [String: Any] ?? [:], object)
+            } else {
+                result[key] = value
+            }
+        }
+        return result
+    }
+
+    /// `value` as a JSON object (how it encodes).
+    static func encodeObject(_ value: some Encodable) -> [String: Any] {
+        guard let data = try? JSONEncoder().encode(value),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
+        return object
+    }
+
+    /// Decodes `object` as `T`, or refuses with the field that is missing or wrong.
+    static func decode<T: Decodable>(_ type: T.Type, from object: [String: Any], subcode: String) throws(CatalogEditError) -> T {
+        do {
+            let data = try JSONSerialization.data(withJSONObject: object)
+            return try JSONDecoder().decode(T.self, from: data)
+        } catch let error as DecodingError {
+            throw CatalogEditError(400, subcode, describe(error))
+        } catch {
+            throw CatalogEditError(400, subcode, "\(error)")
+        }
+    }
+
+    /// A decoding error in words: which field, and what was wrong with it.
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context, _ key: (any CodingKey)? = nil) -> String {
+            let keys = context.codingPath + (key.map { [$0] } ?? [])
+            let text = keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return text.hasPrefix(".") ? String(text.dropFirst()) : text
+        }
+        switch error {
+        case .keyNotFound(let key, let context): return "\(path(context, key)) is required"
+        case .typeMismatch(let type, let context): return "\(path(context)) must be \(describe(type))"
+        case .valueNotFound(let type, let context): return "\(path(context)) must be \(describe(type)), not null"
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "the body is not valid JSON" : "\(path(context)): \(context.debugDescription)"
+        @unknown default: return "\(error)"
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "true or false"
+        case is Int.Type, is Double.Type: "a number"
+        case is [String].Type: "an array of strings"
+        case is [String: String].Type: "an object of strings"
+        default: "\(type)".hasPrefix("Array") ? "an array" : "an object"
+        }
+    }
+}
