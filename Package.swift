@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "offline", targets: ["OfflineCLI"]),
         .library(name: "OfflineSDK", targets: ["OfflineSDK"]),
         .library(name: "MockBackend", targets: ["MockBackend"]),
+        .library(name: "MockBackendTesting", targets: ["MockBackendTesting"]),
         .library(name: "WireModels", targets: ["WireModels"]),
         .library(name: "LicenseProtocol", targets: ["LicenseProtocol"]),
     ],
@@ -86,6 +87,13 @@ let package = Package(
             path: "Server/MockBackend",
             swiftSettings: swiftSettings
         ),
+        // The backend in-process for other packages' integration tests (README: "In your tests").
+        .target(
+            name: "MockBackendTesting",
+            dependencies: ["MockBackend", "MicroHTTP", .product(name: "Logging", package: "swift-log")],
+            path: "Server/MockBackendTesting",
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "MockBackendCLI",
             dependencies: [
@@ -153,6 +161,8 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "CurlTransferTests", dependencies: ["CurlTransfer", "MicroHTTP", "Locking", .product(name: "Logging", package: "swift-log")], path: "Tests/CurlTransferTests",
                     swiftSettings: swiftSettings),
+        .testTarget(name: "MockBackendTestingTests", dependencies: ["MockBackendTesting", "OfflineSDK", "CurlTransfer"],
+                    path: "Tests/MockBackendTestingTests", swiftSettings: swiftSettings),
         .testTarget(name: "OfflineSDKTests", dependencies: ["OfflineSDK", "MockBackend", "WireModels", "CurlTransfer", "TestKit", "Locking",
                                                             "LicenseProtocol", "SampleAES",
                                                             .product(name: "Logging", package: "swift-log")],

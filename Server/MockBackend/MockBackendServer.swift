@@ -23,7 +23,8 @@ public final class MockBackendServer: Sendable {
     }
 
     /// Loads everything, binds and starts serving. The app is ready before the first request is accepted.
-    public static func start(configuration: BackendConfiguration, logger: Logger = Logger(label: "mock-backend")) throws -> MockBackendServer {
+    public static func start(configuration: BackendConfiguration, clock: BackendClock = BackendClock(),
+                             logger: Logger = Logger(label: "mock-backend")) throws -> MockBackendServer {
         var httpConfiguration = HTTPServerConfiguration()
         httpConfiguration.host = configuration.host
         httpConfiguration.port = configuration.port
@@ -53,7 +54,7 @@ public final class MockBackendServer: Sendable {
         let hostPart = host.contains(":") ? "[\(host)]" : host
         let base = configuration.publicBaseURL ?? "http://\(hostPart):\(http.port)"
         do {
-            let app = try MockBackendApp(configuration: configuration, baseURL: base, logger: logger)
+            let app = try MockBackendApp(configuration: configuration, baseURL: base, clock: clock, logger: logger)
             slot.app = app
             return MockBackendServer(app: app, http: http)
         } catch {
