@@ -1,8 +1,8 @@
 # The two commands: `make demo` and `make test`. Everything installs what it needs first.
 SWIFT ?= swift
-APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev pkg-config ffmpeg curl openssl python3 tmux
+APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev pkg-config ffmpeg curl openssl python3 python3-venv tmux
 
-.PHONY: deps build test test-tsan serve demo fixtures bench-server clean
+.PHONY: deps build test test-api test-tsan serve demo fixtures bench-server fuzz clean
 
 deps:
 	@scripts/install-deps.sh $(APT_PACKAGES)
@@ -13,6 +13,12 @@ build: deps
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	scripts/schemathesis.sh
+
+# schemathesis against a live mock-backend and docs/openapi.yaml (PyPI, in .build-venv; part of `make test`).
+test-api: deps
+	$(SWIFT) build --product mock-backend
+	scripts/schemathesis.sh
 
 # Every test under ThreadSanitizer (its own build folder; several minutes, not part of `make test`).
 test-tsan: deps
@@ -31,6 +37,12 @@ fixtures:
 
 bench-server: deps
 	benchmarks/server.sh
+
+# libFuzzer on every parser of network or disk bytes, FUZZ_SECONDS each (README: Fuzzing).
+# Builds in .build-fuzz; fails if any target finds a crash, hang or leak. Not part of `make test`.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
 
 clean:
 	rm -rf .build

@@ -145,6 +145,13 @@ let package = Package(
         .executableTarget(name: "PlaybackStart", dependencies: ["OfflineSDK", "CurlTransfer"], path: "benchmarks/PlaybackStart",
                           swiftSettings: swiftSettings),
 
+        // Fuzzing: one libFuzzer binary for every parser that reads bytes from the network or the
+        // disk (FUZZ_TARGET picks the parser); scripts/fuzz.sh builds it with -sanitize=fuzzer,address.
+        // A plain build makes it a replayer of saved inputs.
+        .executableTarget(name: "FuzzTargets", dependencies: ["WireModels", "LicenseProtocol", "SampleAES", "MicroHTTP",
+                                                              .product(name: "Crypto", package: "swift-crypto")],
+                          path: "Fuzz", exclude: ["corpus", "dictionaries"], swiftSettings: swiftSettings),
+
         // Tests
         .target(name: "TestKit", dependencies: ["Locking"], path: "Tests/TestKit", swiftSettings: swiftSettings),
         .testTarget(name: "WireModelsTests", dependencies: ["WireModels"], path: "Tests/WireModelsTests",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer binary (Fuzz/, product FuzzTargets) with -sanitize=fuzzer,address and
 # runs every target for a bounded time on a copy of its committed corpus (Fuzz/corpus/TARGET is
-# never written). Prints executions, coverage (cov:, ft:) and findings per target; exits 1 if
+# never written), with its dictionary (Fuzz/dictionaries/TARGET.dict) and value profiling. Prints executions, coverage (cov:, ft:) and findings per target; exits 1 if
 # any target crashed, hung or leaked (the input is kept under $FUZZ_SCRATCH/artifacts).
 #
 #   scripts/fuzz.sh                        # every target, 60 s each
@@ -41,12 +41,14 @@ for target in "${targets[@]}"; do
     cp Fuzz/corpus/"$target"/* "$run/$target/corpus/"
     log="$run/$target/fuzz.log"
     echo "== $target: ${seconds}s"
+    dictionary=()
+    [[ -f Fuzz/dictionaries/$target.dict ]] && dictionary=(-dict="Fuzz/dictionaries/$target.dict")
     started=$(date +%s)
     status=0
     # SWIFT_BACKTRACE off: Swift's backtracer would take over the crash signal from libFuzzer.
     SWIFT_BACKTRACE=enable=no FUZZ_TARGET=$target "$binary" "$run/$target/corpus" \
         -max_total_time="$seconds" -rss_limit_mb="$rss" -timeout="$timeout" -print_final_stats=1 \
-        -artifact_prefix="$artifacts/$target-" >"$log" 2>&1 || status=$?
+        -use_value_profile=1 "${dictionary[@]}" -artifact_prefix="$artifacts/$target-" >"$log" 2>&1 || status=$?
     elapsed=$(($(date +%s) - started))
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
@@ -56,7 +58,13 @@ for target in "${targets[@]}"; do
     artifact=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -1)
     if ((status != 0)) || [[ -n $artifact ]]; then
         failed=1
-        finding="FOUND: $(grep -m1 -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|Fatal error|invariant broken' "$log" | cut -c1-120) -> ${artifact:-see $log}"
+        # The most telling line: a broken invariant, a Swift trap, then the sanitizer's summary.
+        why=""
+        for pattern in 'invariant broken' 'Fatal error' 'Swift runtime failure' 'ERROR: (AddressSanitizer|LeakSanitizer)' \
+                       'ERROR: libFuzzer' 'ALARM'; do
+            why=$(grep -m1 -E "$pattern" "$log" | sed 's/^ *#[0-9]* 0x[0-9a-f]* in //' | cut -c1-110) && [[ -n $why ]] && break
+        done
+        finding="FOUND: ${why:-see $log} -> ${artifact:-see $log}"
         tail -40 "$log"
     else
         finding="nothing"

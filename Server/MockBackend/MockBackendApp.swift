@@ -140,6 +140,11 @@ public final class MockBackendApp: Sendable {
         return nil
     }
 
+    /// Every route the app answers, one entry per method (GET's implied HEAD left out), in the
+    /// order they were added; patterns are the router's (`:name` for a path parameter). The
+    /// OpenAPI test holds them against docs/openapi.yaml.
+    public var routePatterns: [(method: String, pattern: String)] { router.routeList }
+
     /// `GET, HEAD, …, OPTIONS` for a route's methods (the router lists HEAD wherever GET is).
     static func allowHeader(_ methods: [String]) -> String {
         var all = Set(methods)

@@ -41,8 +41,15 @@ struct ByteReader {
 
 /// Milliseconds since 1970 ⇄ `Date`, the protocol's only time unit.
 enum Milliseconds {
+    /// How far from 1970 a time (or a duration) read from a message may be, either way:
+    /// ECMAScript's Date range, 100,000,000 days. `from` traps on a date near Int64.max
+    /// milliseconds, so readers refuse what they could not write again.
+    static let limit: Int64 = 8_640_000_000_000_000
+
     static func from(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
     static func date(_ ms: Int64) -> Date { Date(timeIntervalSince1970: TimeInterval(ms) / 1000) }
+    /// `date(ms)`, or nil beyond `limit`: for values read from a message.
+    static func checkedDate(_ ms: Int64) -> Date? { (-limit ... limit).contains(ms) ? date(ms) : nil }
 }
 
 /// JSON coders used for every protocol document: sorted keys so bytes are reproducible.

@@ -85,7 +85,13 @@ public struct LicenseTerms: Sendable, Equatable, Codable {
         guard try c.decode(Int.self, forKey: .version) == 1 else {
             throw DecodingError.dataCorruptedError(forKey: .version, in: c, debugDescription: "unsupported terms version")
         }
-        func date(_ key: CodingKeys) throws -> Date? { try c.decodeIfPresent(Int64.self, forKey: key).map(Milliseconds.date) }
+        func date(_ key: CodingKeys) throws -> Date? {
+            guard let ms = try c.decodeIfPresent(Int64.self, forKey: key) else { return nil }
+            guard let date = Milliseconds.checkedDate(ms) else {
+                throw DecodingError.dataCorruptedError(forKey: key, in: c, debugDescription: "\(key.stringValue) is out of range")
+            }
+            return date
+        }
         licenseID = try c.decode(String.self, forKey: .licenseID)
         kind = try c.decode(LicenseKind.self, forKey: .kind)
         accountID = try c.decode(String.self, forKey: .accountID)
@@ -97,7 +103,7 @@ public struct LicenseTerms: Sendable, Equatable, Codable {
         }
         issuedAt = issued
         rentalEnd = try date(.rentalEnd)
-        playDuration = try c.decodeIfPresent(Int64.self, forKey: .playDuration).map { TimeInterval($0) / 1000 }
+        playDuration = try date(.playDuration)?.timeIntervalSince1970  // milliseconds too, with the same bounds
         firstPlay = try date(.firstPlay)
         expiresAt = try date(.expiresAt)
         persistable = try c.decode(Bool.self, forKey: .persistable)

@@ -94,8 +94,11 @@ public struct ServerPlaybackContext: Sendable, Equatable {
         guard let nonce = Data(base64Encoded: p.nonce) else {
             throw LicenseProtocolError(.invalidPayload, "nonce must be 16 bytes of base64")
         }
+        guard let createdAt = Milliseconds.checkedDate(p.created_at) else {
+            throw LicenseProtocolError(.invalidPayload, "created_at is out of range")
+        }
         self.init(kind: p.kind, accountID: p.account_id, contentKeyID: p.content_key_id, licenseID: p.license_id,
-                  deviceID: p.device_id, nonce: Array(nonce), createdAt: Milliseconds.date(p.created_at), clientKey: clientKey)
+                  deviceID: p.device_id, nonce: Array(nonce), createdAt: createdAt, clientKey: clientKey)
         try validate()
     }
 

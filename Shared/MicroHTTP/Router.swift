@@ -42,9 +42,17 @@ public struct Router<Context>: Sendable {
         var methods: Set<String>
         var segments: [Segment]
         var handler: Handler
+        var pattern: String
     }
 
     private var routes: [Route] = []
+
+    /// Every route as added, one entry per method (without the HEAD that GET implies), in order.
+    public var routeList: [(method: String, pattern: String)] {
+        routes.flatMap { route in
+            route.methods.filter { $0 != "HEAD" || !route.methods.contains("GET") }.sorted().map { (method: $0, pattern: route.pattern) }
+        }
+    }
 
     /// Creates an empty router.
     public init() {}
@@ -58,7 +66,7 @@ public struct Router<Context>: Sendable {
             if part.hasPrefix("*") { return .rest(String(part.dropFirst())) }
             return .literal(String(part))
         }
-        routes.append(Route(methods: methodSet, segments: segments, handler: handler))
+        routes.append(Route(methods: methodSet, segments: segments, handler: handler, pattern: pattern))
     }
 
     /// Finds the route for `method` and `segments`; the first route added wins.

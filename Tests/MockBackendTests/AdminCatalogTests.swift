@@ -129,6 +129,11 @@ struct AdminCatalogTests {
             try expectError(try Self.send(app, "PATCH", account, ["fairplay": false]), 400, "BAD_REQUEST", "INVALID_ACCOUNT")
             try expectError(try Self.send(app, "PATCH", account, ["policy_keys": [["key": Fixture.contosoSearchKey, "search_enabled": true]]]),
                         400, "BAD_REQUEST", "INVALID_ACCOUNT")
+            // A key must fit in the BCOV-Policy header (schemathesis found "" accepted).
+            for bad in ["", "two words", "BCpk\u{7F}", String(repeating: "k", count: 257)] {
+                try expectError(try Self.send(app, "PATCH", account, ["policy_keys": [["key": bad, "search_enabled": true]]]),
+                                400, "BAD_REQUEST", "INVALID_ACCOUNT")
+            }
             try expectError(try Self.send(app, "GET", "/_admin/v1/accounts/123"), 404, "NOT_FOUND", "ACCOUNT_NOT_FOUND")
         }
     }

@@ -121,6 +121,10 @@ public struct Catalog: Sendable {
             }
             var keys: [String: Bool] = [:]
             for key in account.policyKeys {
+                // A key travels in the BCOV-Policy header: visible ASCII, no spaces.
+                guard (1...256).contains(key.key.utf8.count), key.key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                    throw CatalogError("account \(account.id): a policy key must be 1-256 visible ASCII characters (no spaces)")
+                }
                 if let owner = catalog.policyKeyOwners[key.key] { throw CatalogError("policy key \(key.key) is used by accounts \(owner) and \(account.id)") }
                 catalog.policyKeyOwners[key.key] = account.id
                 keys[key.key] = key.searchEnabled

@@ -37,8 +37,8 @@ extension MockBackendApp {
             }
         }
         addAdminAccountRoutes(to: &router)
-        addAdminVideoRoutes(to: &router)
-        addAdminPlaylistRoutes(to: &router)
+        addAdminItemRoutes(CatalogFile.Video.self, to: &router)
+        addAdminItemRoutes(CatalogFile.Playlist.self, to: &router)
     }
 
     /// Restores the file's catalog and forgets every license, license event, device and used
@@ -82,197 +82,112 @@ extension MockBackendApp {
         return account
     }
 
-    // MARK: Videos
+    // MARK: Videos and playlists
 
-    private static func addAdminVideoRoutes(to router: inout Router<MockBackendApp>) {
-        let example = #"{"name": "My video", "asset": "bars", "protection": "clear", "offline_enabled": true}"#
-        router.add(["GET"], "/_admin/v1/accounts/:account/videos") { app, _, p in
+    /// Lists, creates, reads, replaces, patches and deletes one kind of catalog item under
+    /// `/_admin/v1/accounts/{account}/{collection}`.
+    private static func addAdminItemRoutes<Item: AdminCatalogItem>(_: Item.Type, to router: inout Router<MockBackendApp>) {
+        let collection = "/_admin/v1/accounts/:account/\(Item.collection)"
+        let one = "\(collection)/:\(Item.noun)"
+        router.add(["GET"], collection) { app, _, p in
             app.adminEdit { () throws(CatalogEditError) in
                 let document = app.live.document
                 _ = try app.adminAccount(p["account"], in: document)
-                return APIResponse.json(["videos": document.videos.filter { $0.accountID == p["account"] }])
+                return APIResponse.json([Item.collection: Item.items(of: document).filter { $0.accountID == p["account"] }])
             }
         }
-        router.add(["POST"], "/_admin/v1/accounts/:account/videos") { app, request, p in
+        router.add(["POST"], collection) { app, request, p in
             app.adminEdit { () throws(CatalogEditError) in
-                let body = try JSONBody.object(request.body, example: example)
-                let video = try app.saveVideo(account: p["account"], id: body["id"] as? String, body: body, mode: .create)
-                return APIResponse.json(video, status: 201)
+                let body = try JSONBody.object(request.body, example: Item.example)
+                return APIResponse.json(try app.saveItem(Item.self, account: p["account"], id: body["id"] as? String, body: body, mode: .create),
+                                        status: 201)
             }
         }
-        router.add(["GET"], "/_admin/v1/accounts/:account/videos/:video") { app, _, p in
+        router.add(["GET"], one) { app, _, p in
             app.adminEdit { () throws(CatalogEditError) in
-                APIResponse.json(try app.adminVideo(account: p["account"], id: p["video"], in: app.live.document))
+                APIResponse.json(try app.adminItem(Item.self, account: p["account"], id: p[Item.noun], in: app.live.document))
             }
         }
-        router.add(["PUT"], "/_admin/v1/accounts/:account/videos/:video") { app, request, p in
+        router.add(["PUT"], one) { app, request, p in
             app.adminEdit { () throws(CatalogEditError) in
-                let body = try JSONBody.object(request.body, example: example)
-                let existed = app.live.document.videos.contains { $0.id == p["video"] }
-                let video = try app.saveVideo(account: p["account"], id: p["video"], body: body, mode: .replace)
-                return APIResponse.json(video, status: existed ? 200 : 201)
+                let body = try JSONBody.object(request.body, example: Item.example)
+                let existed = Item.items(of: app.live.document).contains { $0.id == p[Item.noun] }
+                let item = try app.saveItem(Item.self, account: p["account"], id: p[Item.noun], body: body, mode: .replace)
+                return APIResponse.json(item, status: existed ? 200 : 201)
             }
         }
-        router.add(["PATCH"], "/_admin/v1/accounts/:account/videos/:video") { app, request, p in
+        router.add(["PATCH"], one) { app, request, p in
             app.adminEdit { () throws(CatalogEditError) in
-                let body = try JSONBody.object(request.body, example: #"{"offline_enabled": false}"#)
-                return APIResponse.json(try app.saveVideo(account: p["account"], id: p["video"], body: body, mode: .patch))
+                let body = try JSONBody.object(request.body, example: Item.patchExample)
+                return APIResponse.json(try app.saveItem(Item.self, account: p["account"], id: p[Item.noun], body: body, mode: .patch))
             }
         }
-        router.add(["DELETE"], "/_admin/v1/accounts/:account/videos/:video") { app, _, p in
+        router.add(["DELETE"], one) { app, _, p in
             app.adminEdit { () throws(CatalogEditError) in
                 try app.live.edit(now: app.clock.now()) { document throws(CatalogEditError) in
-                    _ = try app.adminVideo(account: p["account"], id: p["video"], in: document)
-                    let holding = document.playlists.filter { $0.videoIDs.contains(p["video"]) }.map(\.id)
-                    guard holding.isEmpty else {
-                        throw CatalogEditError(409, "VIDEO_IN_PLAYLIST",
-                                               "Video \(p["video"]) is in playlists \(holding.joined(separator: ", ")); take it out of them first")
-                    }
-                    return .video(id: p["video"], nil)
+                    _ = try app.adminItem(Item.self, account: p["account"], id: p[Item.noun], in: document)
+                    try Item.checkDeletable(id: p[Item.noun], in: document)
+                    return Item.edit(id: p[Item.noun], nil)
                 }
                 return HTTPResponse(status: 204)
             }
         }
     }
 
-    /// How a body becomes a video: a new one (an id may be given), a whole replacement
+    /// How a body becomes an item: a new one (an id may be given), a whole replacement
     /// (created when missing), or a merge patch of the current one.
     private enum SaveMode { case create, replace, patch }
 
-    private func saveVideo(account: String, id: String?, body: [String: Any], mode: SaveMode) throws(CatalogEditError) -> CatalogFile.Video {
+    private func saveItem<Item: AdminCatalogItem>(_: Item.Type, account: String, id: String?, body: [String: Any],
+                                                  mode: SaveMode) throws(CatalogEditError) -> Item {
         let now = WireDate.string(from: clock.now())
+        let noun = Item.noun.uppercased()
         let edit = try live.edit(now: clock.now()) { document throws(CatalogEditError) -> LiveCatalog.Edit in
             _ = try adminAccount(account, in: document)
             if let given = body["account_id"], given as? String != account {
-                throw CatalogEditError(400, "INVALID_VIDEO", "account_id must be \(account) (the account in the path) or left out")
+                throw CatalogEditError(400, "INVALID_\(noun)", "account_id must be \(account) (the account in the path) or left out")
             }
-            let existing = id.flatMap { id in document.videos.first { $0.id == id } }
+            let existing = id.flatMap { id in Item.items(of: document).first { $0.id == id } }
             if let existing, existing.accountID != account {
-                throw CatalogEditError(409, "VIDEO_EXISTS", "Video \(existing.id) belongs to account \(existing.accountID)")
+                throw CatalogEditError(409, "\(noun)_EXISTS", "\(Item.noun.capitalized) \(existing.id) belongs to account \(existing.accountID)")
             }
             var base: [String: Any]
             switch mode {
             case .create:
-                if let existing { throw CatalogEditError(409, "VIDEO_EXISTS", "A video \(existing.id) exists already; PUT or PATCH it") }
-                base = ["id": id ?? Self.nextID(document.videos.map(\.id)), "protection": "clear", "offline_enabled": true,
-                        "asset": "bars", "created_at": now, "updated_at": now, "published_at": now]
-            case .replace:
-                base = ["id": id ?? "", "created_at": existing?.createdAt ?? now, "updated_at": now, "published_at": existing?.publishedAt ?? now]
-            case .patch:
-                guard let existing else { throw CatalogEditError(404, "VIDEO_NOT_FOUND", "No video \(id ?? "") in account \(account)") }
-                base = JSONBody.encodeObject(existing)
-                base["updated_at"] = now
-            }
-            base["account_id"] = account
-            let merged = JSONBody.mergePatch(base, body)
-            let video = try JSONBody.decode(CatalogFile.Video.self, from: merged, subcode: "INVALID_VIDEO")
-            if let id, video.id != id { throw CatalogEditError(400, "INVALID_VIDEO", "id must be \(id) (the id in the path) or left out") }
-            guard Self.validID(video.id) else {
-                throw CatalogEditError(400, "INVALID_VIDEO", "id must be 1-64 letters, digits, - or _ (not starting with ref:)")
-            }
-            return .video(id: video.id, video)
-        }
-        guard case .video(_, let video?) = edit else { throw CatalogEditError(500, "STORAGE_FAILED", "the edit was lost") }
-        return video
-    }
-
-    private func adminVideo(account: String, id: String, in document: CatalogFile) throws(CatalogEditError) -> CatalogFile.Video {
-        _ = try adminAccount(account, in: document)
-        guard let video = document.videos.first(where: { $0.id == id && $0.accountID == account }) else {
-            throw CatalogEditError(404, "VIDEO_NOT_FOUND", "No video \(id) in account \(account)")
-        }
-        return video
-    }
-
-    // MARK: Playlists
-
-    private static func addAdminPlaylistRoutes(to router: inout Router<MockBackendApp>) {
-        let example = #"{"name": "My playlist", "video_ids": ["6415818918101"]}"#
-        router.add(["GET"], "/_admin/v1/accounts/:account/playlists") { app, _, p in
-            app.adminEdit { () throws(CatalogEditError) in
-                let document = app.live.document
-                _ = try app.adminAccount(p["account"], in: document)
-                return APIResponse.json(["playlists": document.playlists.filter { $0.accountID == p["account"] }])
-            }
-        }
-        router.add(["POST"], "/_admin/v1/accounts/:account/playlists") { app, request, p in
-            app.adminEdit { () throws(CatalogEditError) in
-                let body = try JSONBody.object(request.body, example: example)
-                return APIResponse.json(try app.savePlaylist(account: p["account"], id: body["id"] as? String, body: body, mode: .create), status: 201)
-            }
-        }
-        router.add(["GET"], "/_admin/v1/accounts/:account/playlists/:playlist") { app, _, p in
-            app.adminEdit { () throws(CatalogEditError) in
-                APIResponse.json(try app.adminPlaylist(account: p["account"], id: p["playlist"], in: app.live.document))
-            }
-        }
-        router.add(["PUT"], "/_admin/v1/accounts/:account/playlists/:playlist") { app, request, p in
-            app.adminEdit { () throws(CatalogEditError) in
-                let body = try JSONBody.object(request.body, example: example)
-                let existed = app.live.document.playlists.contains { $0.id == p["playlist"] }
-                let playlist = try app.savePlaylist(account: p["account"], id: p["playlist"], body: body, mode: .replace)
-                return APIResponse.json(playlist, status: existed ? 200 : 201)
-            }
-        }
-        router.add(["PATCH"], "/_admin/v1/accounts/:account/playlists/:playlist") { app, request, p in
-            app.adminEdit { () throws(CatalogEditError) in
-                let body = try JSONBody.object(request.body, example: #"{"video_ids": []}"#)
-                return APIResponse.json(try app.savePlaylist(account: p["account"], id: p["playlist"], body: body, mode: .patch))
-            }
-        }
-        router.add(["DELETE"], "/_admin/v1/accounts/:account/playlists/:playlist") { app, _, p in
-            app.adminEdit { () throws(CatalogEditError) in
-                try app.live.edit(now: app.clock.now()) { document throws(CatalogEditError) in
-                    _ = try app.adminPlaylist(account: p["account"], id: p["playlist"], in: document)
-                    return .playlist(id: p["playlist"], nil)
+                if let existing {
+                    throw CatalogEditError(409, "\(noun)_EXISTS", "A \(Item.noun) \(existing.id) exists already; PUT or PATCH it")
                 }
-                return HTTPResponse(status: 204)
-            }
-        }
-    }
-
-    private func savePlaylist(account: String, id: String?, body: [String: Any], mode: SaveMode) throws(CatalogEditError) -> CatalogFile.Playlist {
-        let now = WireDate.string(from: clock.now())
-        let edit = try live.edit(now: clock.now()) { document throws(CatalogEditError) -> LiveCatalog.Edit in
-            _ = try adminAccount(account, in: document)
-            if let given = body["account_id"], given as? String != account {
-                throw CatalogEditError(400, "INVALID_PLAYLIST", "account_id must be \(account) (the account in the path) or left out")
-            }
-            let existing = id.flatMap { id in document.playlists.first { $0.id == id } }
-            if let existing, existing.accountID != account {
-                throw CatalogEditError(409, "PLAYLIST_EXISTS", "Playlist \(existing.id) belongs to account \(existing.accountID)")
-            }
-            var base: [String: Any]
-            switch mode {
-            case .create:
-                if let existing { throw CatalogEditError(409, "PLAYLIST_EXISTS", "A playlist \(existing.id) exists already; PUT or PATCH it") }
-                base = ["id": id ?? Self.nextID(document.playlists.map(\.id)), "type": "EXPLICIT", "video_ids": [String](),
-                        "created_at": now, "updated_at": now]
+                base = Item.newDefaults(now: now)
+                base["id"] = id ?? Self.nextID(Item.items(of: document).map(\.id))
             case .replace:
-                base = ["id": id ?? "", "type": "EXPLICIT", "created_at": existing?.createdAt ?? now, "updated_at": now]
+                base = Item.replacementBase(existing: existing, now: now)
+                base["id"] = id
             case .patch:
-                guard let existing else { throw CatalogEditError(404, "PLAYLIST_NOT_FOUND", "No playlist \(id ?? "") in account \(account)") }
+                guard let existing else {
+                    throw CatalogEditError(404, "\(noun)_NOT_FOUND", "No \(Item.noun) \(id ?? "") in account \(account)")
+                }
                 base = JSONBody.encodeObject(existing)
                 base["updated_at"] = now
             }
             base["account_id"] = account
-            let playlist = try JSONBody.decode(CatalogFile.Playlist.self, from: JSONBody.mergePatch(base, body), subcode: "INVALID_PLAYLIST")
-            if let id, playlist.id != id { throw CatalogEditError(400, "INVALID_PLAYLIST", "id must be \(id) (the id in the path) or left out") }
-            guard Self.validID(playlist.id) else {
-                throw CatalogEditError(400, "INVALID_PLAYLIST", "id must be 1-64 letters, digits, - or _ (not starting with ref:)")
+            let item = try JSONBody.decode(Item.self, from: JSONBody.mergePatch(base, body), subcode: "INVALID_\(noun)")
+            if let id, item.id != id { throw CatalogEditError(400, "INVALID_\(noun)", "id must be \(id) (the id in the path) or left out") }
+            guard Self.validID(item.id) else {
+                throw CatalogEditError(400, "INVALID_\(noun)", "id must be 1-64 letters, digits, - or _ (not starting with ref:)")
             }
-            return .playlist(id: playlist.id, playlist)
+            return Item.edit(id: item.id, item)
         }
-        guard case .playlist(_, let playlist?) = edit else { throw CatalogEditError(500, "STORAGE_FAILED", "the edit was lost") }
-        return playlist
+        guard let item = Item.item(in: edit) else { throw CatalogEditError(500, "STORAGE_FAILED", "the edit was lost") }
+        return item
     }
 
-    private func adminPlaylist(account: String, id: String, in document: CatalogFile) throws(CatalogEditError) -> CatalogFile.Playlist {
+    private func adminItem<Item: AdminCatalogItem>(_: Item.Type, account: String, id: String,
+                                                   in document: CatalogFile) throws(CatalogEditError) -> Item {
         _ = try adminAccount(account, in: document)
-        guard let playlist = document.playlists.first(where: { $0.id == id && $0.accountID == account }) else {
-            throw CatalogEditError(404, "PLAYLIST_NOT_FOUND", "No playlist \(id) in account \(account)")
+        guard let item = Item.items(of: document).first(where: { $0.id == id && $0.accountID == account }) else {
+            throw CatalogEditError(404, "\(Item.noun.uppercased())_NOT_FOUND", "No \(Item.noun) \(id) in account \(account)")
         }
-        return playlist
+        return item
     }
 
     // MARK: Shared
@@ -299,4 +214,64 @@ extension MockBackendApp {
         (1...64).contains(id.count) && !id.hasPrefix("ref:")
             && id.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
     }
+}
+
+/// A video or a playlist as the admin API edits it: in `catalog.json`'s form, whole.
+protocol AdminCatalogItem: Codable, Sendable {
+    var id: String { get }
+    var accountID: String { get }
+    /// "video", "playlist": in messages and (upper-cased) in subcodes.
+    static var noun: String { get }
+    /// "videos", "playlists": in paths and listings.
+    static var collection: String { get }
+    static var example: String { get }
+    static var patchExample: String { get }
+    static func items(of document: CatalogFile) -> [Self]
+    static func edit(id: String, _ item: Self?) -> LiveCatalog.Edit
+    static func item(in edit: LiveCatalog.Edit) -> Self?
+    /// What a new one is made of before the body is merged in.
+    static func newDefaults(now: String) -> [String: Any]
+    /// What a replacement is made of before the body is merged in (kept from the one it replaces).
+    static func replacementBase(existing: Self?, now: String) -> [String: Any]
+    /// Refuses deleting it while the catalog still needs it.
+    static func checkDeletable(id: String, in document: CatalogFile) throws(CatalogEditError)
+}
+
+extension CatalogFile.Video: AdminCatalogItem {
+    static let noun = "video"
+    static let collection = "videos"
+    static let example = #"{"name": "My video", "asset": "bars", "protection": "clear", "offline_enabled": true}"#
+    static let patchExample = #"{"offline_enabled": false}"#
+    static func items(of document: CatalogFile) -> [Self] { document.videos }
+    static func edit(id: String, _ item: Self?) -> LiveCatalog.Edit { .video(id: id, item) }
+    static func item(in edit: LiveCatalog.Edit) -> Self? { if case .video(_, let video) = edit { video } else { nil } }
+    static func newDefaults(now: String) -> [String: Any] {
+        ["protection": "clear", "offline_enabled": true, "asset": "bars", "created_at": now, "updated_at": now, "published_at": now]
+    }
+    static func replacementBase(existing: Self?, now: String) -> [String: Any] {
+        ["created_at": existing?.createdAt ?? now, "updated_at": now, "published_at": existing?.publishedAt ?? now]
+    }
+    static func checkDeletable(id: String, in document: CatalogFile) throws(CatalogEditError) {
+        let holding = document.playlists.filter { $0.videoIDs.contains(id) }.map(\.id)
+        guard holding.isEmpty else {
+            throw CatalogEditError(409, "VIDEO_IN_PLAYLIST", "Video \(id) is in playlists \(holding.joined(separator: ", ")); take it out of them first")
+        }
+    }
+}
+
+extension CatalogFile.Playlist: AdminCatalogItem {
+    static let noun = "playlist"
+    static let collection = "playlists"
+    static let example = #"{"name": "My playlist", "video_ids": ["6415818918101"]}"#
+    static let patchExample = #"{"video_ids": []}"#
+    static func items(of document: CatalogFile) -> [Self] { document.playlists }
+    static func edit(id: String, _ item: Self?) -> LiveCatalog.Edit { .playlist(id: id, item) }
+    static func item(in edit: LiveCatalog.Edit) -> Self? { if case .playlist(_, let playlist) = edit { playlist } else { nil } }
+    static func newDefaults(now: String) -> [String: Any] {
+        ["type": "EXPLICIT", "video_ids": [String](), "created_at": now, "updated_at": now]
+    }
+    static func replacementBase(existing: Self?, now: String) -> [String: Any] {
+        ["type": "EXPLICIT", "created_at": existing?.createdAt ?? now, "updated_at": now]
+    }
+    static func checkDeletable(id: String, in document: CatalogFile) throws(CatalogEditError) {}
 }

@@ -60,18 +60,23 @@ public struct MediaPlaylist: Sendable, Hashable {
         segments[...index].last { $0.map != nil }?.map
     }
 
-    /// A segment's byte range with the offset filled in (an omitted offset continues the previous range).
+    /// A segment's byte range with the offset filled in (an omitted offset continues the previous range);
+    /// nil without a byte range, or when the ranges before it add up past `Int.max`.
     public func resolvedByteRange(forSegmentAt index: Int) -> ByteRange? {
         guard let range = segments[index].byteRange else { return nil }
         if range.offset != nil { return range }
         // Walk back over the consecutive sub-ranges of the same resource until one states its offset.
+        // Lengths and offsets are whatever the playlist says: add them without trapping.
         var offset = 0
+        var overflow = false
         var previousIndex = index - 1
         while previousIndex >= 0, segments[previousIndex].uri == segments[index].uri,
               let previous = segments[previousIndex].byteRange {
-            offset += previous.length
+            (offset, overflow) = offset.addingReportingOverflow(previous.length)
+            if overflow { return nil }
             if let start = previous.offset {
-                offset += start
+                (offset, overflow) = offset.addingReportingOverflow(start)
+                if overflow { return nil }
                 break
             }
             previousIndex -= 1

@@ -16,7 +16,8 @@ public enum WireDate {
             + "." + pad(milliseconds, 3) + "Z"
     }
 
-    /// Parses an ISO-8601 timestamp with or without fractional seconds, with `Z` or a `±hh:mm` offset.
+    /// Parses an ISO-8601 timestamp with or without fractional seconds, with `Z` or a `±hh:mm` offset;
+    /// nil also for an instant outside the years 0000-9999 in UTC, which `string(from:)` cannot write.
     public static func date(from string: String) -> Date? {
         var scanner = DigitScanner(Array(string.utf8))
         guard let year = scanner.number(digits: 4), scanner.skip("-"),
@@ -55,8 +56,19 @@ public enum WireDate {
         guard scanner.isAtEnd else { return nil }
         let days = daysFromCivil(year: year, month: month, day: day)
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
-        // One integer division keeps a millisecond value bit-identical to the literal it was written from.
-        return Date(timeIntervalSince1970: Double(seconds * scale + fraction) / Double(scale))
+        // One integer division keeps a millisecond value bit-identical to the literal it was written
+        // from. A long fraction on a date far from 1970 overflows Int64 there: add it as a Double.
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: scale)
+        let (total, carry) = scaled.addingReportingOverflow(fraction)
+        let date = overflow || carry
+            ? Date(timeIntervalSince1970: Double(seconds) + Double(fraction) / Double(scale))
+            : Date(timeIntervalSince1970: Double(total) / Double(scale))
+        // Only instants `string(from:)` writes back as they are read: years 0000-9999 in UTC once
+        // rounded to the millisecond (an offset can move a local time past either end).
+        guard (-62_167_219_200_000 ... 253_402_300_799_999).contains((date.timeIntervalSince1970 * 1000).rounded()) else {
+            return nil
+        }
+        return date
     }
 
     private static func pad(_ value: Int64, _ width: Int) -> String {
