@@ -3,7 +3,8 @@
 #   benchmarks/server.sh [duration-seconds]   (default 5; ROUNDS=3 runs of each, the best kept)
 # Builds release, starts mock-backend (2 threads, warnings-only log) and nginx (2 workers,
 # sendfile, no access log) on loopback ports serving the same fixture segment, and runs
-# `wrk -t2 -c32` against each, for a clear segment and a cached SAMPLE-AES (FairPlay) one.
+# `wrk -t2 -c32` against each, for a clear segment and a cached SAMPLE-AES (FairPlay) one, and
+# the clear segment over HTTPS (the mock's local-CA certificate, served by both).
 # Prints requests/s, p99 latency and the ratio to nginx.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,13 +21,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
-.build/release/mock-backend --port 0 --data-dir "$work/data" --threads 2 --log-level warning >"$work/out" 2>"$work/err" &
+.build/release/mock-backend --port 0 --tls-port 0 --data-dir "$work/data" --threads 2 --log-level warning >"$work/out" 2>"$work/err" &
 backend=$!
-for _ in $(seq 200); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 200); do grep -q "^tls ca" "$work/out" 2>/dev/null && break; sleep 0.05; done
 base=$(awk '/listening on/ {print $3}' "$work/out")
+secure_base=$(awk '/^https on/ {print $3}' "$work/out")
 [ -n "$base" ] || { cat "$work/err"; exit 1; }
 
-nginx_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+nginx_port=$(free_port)
+nginx_tls_port=$(free_port)
 mkdir -p "$work/nginx"
 cat >"$work/nginx.conf" <<CONF
 worker_processes 2;
@@ -48,6 +52,12 @@ http {
         root $PWD/fixtures/media;
         location /cache/ { alias $work/data/cache/; }
     }
+    server {
+        listen 127.0.0.1:$nginx_tls_port ssl;
+        ssl_certificate $work/data/tls/server.pem;
+        ssl_certificate_key $work/data/tls/server-key.pem;
+        root $PWD/fixtures/media;
+    }
 }
 CONF
 nginx -c "$work/nginx.conf"
@@ -61,6 +71,12 @@ segment=$(curl -sf "$rendition" | grep -v '^#' | head -1)
 size=$(curl -sf "$segment" | wc -c)
 nginx_segment="http://127.0.0.1:$nginx_port/bars/video/960x540/seg_000.ts"
 [ "$(curl -sf "$nginx_segment" | wc -c)" = "$size" ] || { echo "nginx does not serve the same file"; exit 1; }
+# The same segment over HTTPS: the token is bound to the path, so it opens it on either listener.
+secure_segment="$secure_base${segment#"$base"}"
+nginx_tls_segment="https://127.0.0.1:$nginx_tls_port/bars/video/960x540/seg_000.ts"
+ca="$work/data/tls/ca.pem"
+[ "$(curl -sf --cacert "$ca" "$secure_segment" | wc -c)" = "$size" ] || { echo "mock-backend does not serve the segment over HTTPS"; exit 1; }
+[ "$(curl -sf --cacert "$ca" "$nginx_tls_segment" | wc -c)" = "$size" ] || { echo "nginx does not serve the segment over HTTPS"; exit 1; }
 
 # A FairPlay (SAMPLE-AES) segment: the first request encrypts it into the cache; nginx then
 # serves that same cached file.
@@ -100,6 +116,8 @@ for _ in $(seq "$rounds"); do
     keep_best mb "$segment"
     keep_best nginx_fps "$nginx_fps"
     keep_best fps "$fps_segment"
+    keep_best nginx_tls "$nginx_tls_segment"
+    keep_best tls "$secure_segment"
 done
 for _ in $(seq "$rounds"); do keep_best api "$base/playback/v1/accounts/$account/videos/6415818918101" "BCOV-Policy: $key"; done
 printf '%-34s %12s %10s %8s\n' "target" "requests/s" "p99" "vs nginx"
@@ -108,3 +126,5 @@ printf '%-34s %12.0f %10s %7.2fx\n' "mock-backend: segment (clear)" "$mb_rps" "$
 printf '%-34s %12.0f %10s %8s\n' "nginx: cached SAMPLE-AES segment" "$nginx_fps_rps" "$nginx_fps_p99" "1.00x"
 printf '%-34s %12.0f %10s %7.2fx\n' "mock-backend: SAMPLE-AES segment" "$fps_rps" "$fps_p99" "$(python3 -c "print($fps_rps/$nginx_fps_rps)")"
 printf '%-34s %12.0f %10s %8s\n' "mock-backend: Playback API video" "$api_rps" "$api_p99" "-"
+printf '%-34s %12.0f %10s %8s\n' "nginx: segment over HTTPS" "$nginx_tls_rps" "$nginx_tls_p99" "1.00x"
+printf '%-34s %12.0f %10s %7.2fx\n' "mock-backend: segment over HTTPS" "$tls_rps" "$tls_p99" "$(python3 -c "print($tls_rps/$nginx_tls_rps)")"

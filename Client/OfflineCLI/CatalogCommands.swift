@@ -93,7 +93,7 @@ struct EstimateCommand: AsyncParsableCommand {
     func run() async throws {
         try await runCommand(json: output.json) {
             let video = try await service.video(id)
-            let manager = try await storage.manager(role: .reader)
+            let manager = try await storage.manager(role: .reader, trustedCAFile: service.trustedCAFile)
             let megabytes = try await manager.estimateDownloadSize(video, requestedBitrate: selection.bitrate ?? 1,
                                                                    mediaSelections: selection.selections)
             let needed = Int64(megabytes * 1_048_576)

@@ -53,7 +53,7 @@ struct DownloadCommand: AsyncParsableCommand {
         try await runCommand(json: output.json) {
             let terms = try license.requested()
             // The store opens while the Playback API answers.
-            async let opened = storage.manager()
+            async let opened = storage.manager(trustedCAFile: service.trustedCAFile)
             let video = try await service.video(id)
             let manager = try await opened
             let events = manager.events()
@@ -98,11 +98,13 @@ struct ResumeCommand: AsyncParsableCommand {
     @OptionGroup var storage: StorageOptions
     @OptionGroup var output: OutputOptions
     @Flag(help: ArgumentHelp("Replaced by the live progress display.", visibility: .hidden)) var verbose = false
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp("PEM CA certificates to trust for HTTPS (as for download). [OFFLINE_CA_FILE]", valueName: "file"))
+    var caFile: String?
     @Argument(help: "A paused or failed download (a unique token prefix).") var token: String?
 
     func run() async throws {
         try await runCommand(json: output.json) {
-            let manager = try await storage.manager()
+            let manager = try await storage.manager(trustedCAFile: caFile.map { URL(fileURLWithPath: $0) } ?? StorageOptions.environmentCAFile)
             let events = manager.events()
             if let token {
                 try await manager.resumeVideoDownload(try await resolveToken(token, in: manager))

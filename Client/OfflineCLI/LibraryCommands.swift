@@ -187,14 +187,17 @@ struct RenewCommand: AsyncParsableCommand {
             guard let terms = try license.requested() else {
                 throw ValidationError("give --purchase or --rental DURATION")
             }
-            let manager = try await storage.manager()
+            let manager = try await storage.manager(trustedCAFile: service.trustedCAFile)
             let token = try await resolveToken(token, in: manager)
             guard let offline = await manager.videoObject(fromOfflineVideoToken: token) else { return }
             let playback: PlaybackService
             if service.isGiven {
                 playback = try service.service()
             } else if let origin = offline.origin {
-                playback = PlaybackService(origin: origin)
+                playback = service.trustedCAFile.map {
+                    PlaybackService(baseURL: origin.baseURL, accountID: origin.accountID, policyKey: origin.policyKey,
+                                    authToken: origin.authToken, trustedCAFile: $0)
+                } ?? PlaybackService(origin: origin)
             } else {
                 throw CommandFailure(status: ExitStatus.refused, message: "The download does not say which Playback API it came from.",
                                      hint: "Give --base-url, --account and --policy-key.")

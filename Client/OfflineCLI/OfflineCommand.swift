@@ -43,6 +43,14 @@ struct ServiceOptions: ParsableArguments {
     @Option(help: "Playback-restriction JWT, sent as Authorization: Bearer. [OFFLINE_JWT]")
     var jwt: String?
 
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp(
+        "PEM CA certificates to trust for HTTPS instead of the system's: the mock's local CA (`tls ca FILE` at its start). [OFFLINE_CA_FILE]",
+        valueName: "file"))
+    var caFile: String?
+
+    /// --ca-file, else OFFLINE_CA_FILE.
+    var trustedCAFile: URL? { caFile.map { URL(fileURLWithPath: $0) } ?? StorageOptions.environmentCAFile }
+
     /// Whether the service was described at all (by options or environment).
     var isGiven: Bool {
         baseURLOption != nil || ProcessInfo.processInfo.environment["OFFLINE_BASE_URL"] != nil
@@ -62,6 +70,9 @@ struct ServiceOptions: ParsableArguments {
         guard key != nil || token != nil else {
             throw CommandFailure(status: ExitStatus.refused, message: "No policy key or JWT given.",
                                  hint: "Give --policy-key (OFFLINE_POLICY_KEY) or --jwt (OFFLINE_JWT).")
+        }
+        if let trustedCAFile {
+            return PlaybackService(baseURL: base, accountID: account, policyKey: key, authToken: token, trustedCAFile: trustedCAFile)
         }
         return PlaybackService(baseURL: base, accountID: account, policyKey: key, authToken: token)
     }
@@ -101,9 +112,16 @@ struct StorageOptions: ParsableArguments {
         clockOffset?.seconds ?? ProcessInfo.processInfo.environment["OFFLINE_CLOCK_OFFSET"].flatMap(DurationArgument.parse) ?? 0
     }
 
-    func configuration(role: StorageRole = .owner) -> OfflineVideoManagerConfiguration {
+    /// OFFLINE_CA_FILE: what HTTPS trusts when no --ca-file is given.
+    static var environmentCAFile: URL? {
+        ProcessInfo.processInfo.environment["OFFLINE_CA_FILE"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+    }
+
+    /// The manager's configuration; its HTTPS trusts `trustedCAFile` (default OFFLINE_CA_FILE).
+    func configuration(role: StorageRole = .owner, trustedCAFile: URL? = StorageOptions.environmentCAFile) -> OfflineVideoManagerConfiguration {
         var configuration = OfflineVideoManagerConfiguration(storageDirectory: folder)
         configuration.role = role
+        configuration.trustedCAFile = trustedCAFile
         configuration.segmentsInParallel = max(1, parallel)
         configuration.minimumFreeSpace = Int64(max(0, reserveMB)) * 1_048_576
         configuration.options.allowsCellularDownload = allowCellular
@@ -113,8 +131,8 @@ struct StorageOptions: ParsableArguments {
     }
 
     /// The manager: `owner` runs downloads (one per folder), `reader` only looks.
-    func manager(role: StorageRole = .owner) async throws -> OfflineVideoManager {
-        try await OfflineVideoManager(configuration: configuration(role: role))
+    func manager(role: StorageRole = .owner, trustedCAFile: URL? = StorageOptions.environmentCAFile) async throws -> OfflineVideoManager {
+        try await OfflineVideoManager(configuration: configuration(role: role, trustedCAFile: trustedCAFile))
     }
 }
 

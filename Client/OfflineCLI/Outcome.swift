@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import CurlTransfer
 import OfflineSDK
 
 /// The exit codes of `offline` (also in `offline --help` and the README).
@@ -67,6 +68,10 @@ func describe(_ error: any Error, refusal: Int32) -> CommandFailure {
         if error.reason == .filesMissing && refusal == ExitStatus.playbackRefused { failure.status = ExitStatus.playbackRefused }
         return failure
     case let error as PlaybackServiceError:
+        if error.code == .transport, let transfer = error.underlying as? TransferError, transfer.code == .untrustedCertificate {
+            return CommandFailure(status: refusal, message: sentence("The Playback API's HTTPS certificate is not trusted: \(transfer.message)"),
+                                  hint: "Give the CA that signed it with --ca-file (OFFLINE_CA_FILE); mock-backend prints its own as `tls ca FILE`.")
+        }
         if error.code == .transport {
             return CommandFailure(status: refusal, message: sentence("Cannot reach the Playback API: \(error.message)"),
                                   hint: "Is the backend running at the --base-url given (OFFLINE_BASE_URL)? `make serve` starts the mock.")

@@ -16,7 +16,10 @@ public final class MockBackendApp: Sendable {
     public let clock: BackendClock
     let configuration: BackendConfiguration
     let database: BackendDatabase
+    /// The URLs handed out: with the base clients use to reach the server.
     let links: Links
+    /// The same over HTTPS when the server serves plain HTTP and HTTPS on two ports.
+    let secureLinks: Links?
     /// The content keys of the protected videos, by video id.
     var contentKeys: [String: ContentKey] { live.snapshot.contentKeys }
     let renderer: VideoRenderer
@@ -36,8 +39,10 @@ public final class MockBackendApp: Sendable {
     private let router: Router<MockBackendApp>
 
     /// Loads the catalog, opens (or creates) the data directory and database, and makes the
-    /// content keys of protected videos. `baseURL` is what clients use to reach the server.
-    public init(configuration: BackendConfiguration, baseURL: String, clock: BackendClock = BackendClock(),
+    /// content keys of protected videos. `baseURL` is what clients use to reach the server;
+    /// `secureBaseURL`, when it also serves HTTPS on a second port, what they use for that one
+    /// (answers to requests that came over TLS carry it).
+    public init(configuration: BackendConfiguration, baseURL: String, secureBaseURL: String? = nil, clock: BackendClock = BackendClock(),
                 logger: Logger = Logger(label: "mock-backend")) throws {
         self.configuration = configuration
         self.clock = clock
@@ -57,13 +62,15 @@ public final class MockBackendApp: Sendable {
         adminToken = try configuration.adminToken ?? String(decoding: database.setting("admin_token") {
             Array(SecureBytes.random(24).map { String(format: "%02x", $0) }.joined().utf8)
         }, as: UTF8.self)
-        links = Links(base: baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL, secret: SymmetricKey(data: secret))
+        func trimmed(_ url: String) -> String { url.hasSuffix("/") ? String(url.dropLast()) : url }
+        links = Links(base: trimmed(baseURL), secret: SymmetricKey(data: secret))
+        secureLinks = secureBaseURL.map { Links(base: trimmed($0), secret: SymmetricKey(data: secret)) }
         certificates = try ApplicationCertificates(accountIDs: catalog.accounts.values.filter(\.fairPlay).map(\.id).sorted(),
                                                    database: database, now: clock.now())
         licenses = LicenseStore(database: database)
         restrictions = try PlaybackRestrictions(database: database)
-        renderer = VideoRenderer(links: links, mediaTokenTTL: configuration.mediaTokenTTL)
-        packager = HLSPackager(links: links, plainSampleAESKeys: configuration.plainSampleAESKeysForTesting)
+        renderer = VideoRenderer(mediaTokenTTL: configuration.mediaTokenTTL)
+        packager = HLSPackager(plainSampleAESKeys: configuration.plainSampleAESKeysForTesting)
         encryptor = SegmentEncryptor(cacheDirectory: configuration.dataDirectory.appendingPathComponent("cache"))
         requestLog = RequestLog(capacity: configuration.requestLogSize)
         faults = FaultInjector(seed: configuration.faultSeed)
@@ -84,8 +91,16 @@ public final class MockBackendApp: Sendable {
         self.router = router
     }
 
-    /// The base URL in every link the backend hands out.
+    /// The base URL in every link the backend hands out (over plain HTTP when it serves both).
     public var baseURL: String { links.base }
+    /// The base URL in links answered over HTTPS when the server serves both on two ports.
+    public var secureBaseURL: String? { secureLinks?.base }
+
+    /// The links for an answer to `request`: the HTTPS ones when it came over TLS and the
+    /// server serves both.
+    func links(for request: HTTPRequest) -> Links {
+        request.isSecure ? secureLinks ?? links : links
+    }
 
     /// Answers one request. Never throws: every failure is an error-array response.
     public func handle(_ request: HTTPRequest) -> HTTPResponse {

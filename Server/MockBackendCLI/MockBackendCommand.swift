@@ -12,8 +12,12 @@ struct MockBackendCommand: ParsableCommand {
         commandName: "mock-backend",
         abstract: "A mock video cloud: Playback API, HLS packaging, keys and licenses, on your machine.",
         discussion: """
-            Prints "listening on http://HOST:PORT" on stdout once it accepts requests, then "admin token TOKEN" \
-            (what /_admin requests send as Authorization: Bearer TOKEN); logs go to stderr.
+            Prints "listening on http://HOST:PORT" (https:// with --tls) on stdout once it accepts requests, then \
+            "admin token TOKEN" (what /_admin requests send as Authorization: Bearer TOKEN); with --tls-port also \
+            "https on https://HOST:PORT", and with the local CA "tls ca FILE" (the file to trust). Logs go to stderr.
+            HTTPS: --tls serves HTTPS instead of HTTP on --port; --tls-port N serves HTTPS on N beside HTTP. Without \
+            --tls-cert/--tls-key a local CA is made on first start in DATA-DIR/tls/ and a certificate it signs for \
+            localhost, 127.0.0.1, ::1, this host's name, the bound address and every --tls-name; both are kept and reused.
             Stop it with Ctrl-C or SIGTERM: requests in flight are finished first.
             Every option can also be set by the environment variable in brackets; a flag wins over the variable.
             """)
@@ -79,8 +83,36 @@ struct MockBackendCommand: ParsableCommand {
     @Flag(name: .customLong("reset"), help: "Forget the catalog edits made through the admin API and every license and device before starting.")
     var reset = false
 
+    @Flag(name: .customLong("tls"), help: "Serve HTTPS (on --port, or on --tls-port beside HTTP). [MOCK_BACKEND_TLS=1]")
+    var tlsFlag = false
+
+    @Option(name: .customLong("tls-port"), help: "Serve HTTPS on this port as well as HTTP on --port; 0 picks a free one. Implies --tls. [MOCK_BACKEND_TLS_PORT]")
+    var tlsPortOption: Int?
+
+    @Option(name: .customLong("tls-cert"), help: ArgumentHelp("PEM certificate (then intermediates) to serve instead of the local CA's. [MOCK_BACKEND_TLS_CERT]", valueName: "file"))
+    var tlsCertificateOption: String?
+
+    @Option(name: .customLong("tls-key"), help: ArgumentHelp("PEM private key of --tls-cert. [MOCK_BACKEND_TLS_KEY]", valueName: "file"))
+    var tlsKeyOption: String?
+
+    @Option(name: .customLong("tls-name"), help: ArgumentHelp("Another host name or address the local CA's certificate covers (repeatable).", valueName: "name"))
+    var tlsNames: [String] = []
+
+    /// The HTTPS settings of --tls and its companions; nil without HTTPS.
+    func tlsSettings() -> TLSSettings? {
+        let port = tlsPortOption ?? env("MOCK_BACKEND_TLS_PORT").flatMap(Int.init)
+        let certificate = tlsCertificateOption ?? env("MOCK_BACKEND_TLS_CERT")
+        let key = tlsKeyOption ?? env("MOCK_BACKEND_TLS_KEY")
+        guard tlsFlag || env("MOCK_BACKEND_TLS") == "1" || port != nil || certificate != nil || key != nil || !tlsNames.isEmpty else { return nil }
+        var settings = TLSSettings(port: port)
+        settings.certificateFile = certificate.map { URL(fileURLWithPath: $0) }
+        settings.privateKeyFile = key.map { URL(fileURLWithPath: $0) }
+        settings.extraNames = tlsNames
+        return settings
+    }
+
     @Option(name: .customLong("ready-file"), help: ArgumentHelp(
-        "Once listening, write {\"base_url\", \"port\", \"admin_token\", \"pid\"} as JSON to this file (atomically: it exists only when complete).",
+        "Once listening, write {\"base_url\", \"port\", \"admin_token\", \"pid\"} (and with HTTPS \"https_base_url\", \"https_port\", \"ca_file\") as JSON to this file (atomically: it exists only when complete).",
         valueName: "path"))
     var readyFile: String?
 
@@ -107,6 +139,14 @@ struct MockBackendCommand: ParsableCommand {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535") }
+        if let tlsPort = tlsPortOption {
+            guard (0...65535).contains(tlsPort) else { throw ValidationError("--tls-port must be 0-65535") }
+            guard tlsPort == 0 || tlsPort != port else { throw ValidationError("--tls-port must differ from --port") }
+        }
+        guard (tlsCertificateOption == nil) == (tlsKeyOption == nil) else {
+            throw ValidationError("--tls-cert and --tls-key go together (or leave both out for the local CA's certificate)")
+        }
+        if (tlsCertificateOption != nil) && !tlsNames.isEmpty { throw ValidationError("--tls-name is for the local CA's certificate; not with --tls-cert") }
         guard (1...64).contains(threads) else { throw ValidationError("--threads must be 1-64") }
         guard (60...21600).contains(tokenTTL) else { throw ValidationError("--token-ttl must be 60-21600 seconds") }
         guard (60...21600).contains(mediaTokenTTL) else { throw ValidationError("--media-token-ttl must be 60-21600 seconds") }
@@ -141,6 +181,7 @@ struct MockBackendCommand: ParsableCommand {
         configuration.adminToken = adminToken
         configuration.faultRules = try faultRules()
         configuration.resetAtStart = reset
+        configuration.tls = tlsSettings()
         if let seed = faultSeedOption ?? env("MOCK_BACKEND_FAULT_SEED").flatMap(UInt64.init) { configuration.faultSeed = seed }
         if let size = requestLogSizeOption ?? env("MOCK_BACKEND_REQUEST_LOG_SIZE").flatMap(Int.init) {
             guard size >= 1 else { throw ValidationError("--request-log-size must be at least 1") }
@@ -158,8 +199,12 @@ struct MockBackendCommand: ParsableCommand {
             FileHandle.standardError.write(Data("mock-backend: \(error)\n".utf8))
             throw ExitCode.failure
         }
-        print("listening on http://\(host.contains(":") ? "[\(host)]" : host):\(server.port)")
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        let primaryScheme = configuration.tls != nil && configuration.tls?.port == nil ? "https" : "http"
+        print("listening on \(primaryScheme)://\(shownHost):\(server.port)")
         print("admin token \(server.app.adminToken)")
+        if configuration.tls?.port != nil, let securePort = server.securePort { print("https on https://\(shownHost):\(securePort)") }
+        if let caFile = server.caFile { print("tls ca \(caFile.path)") }
         fflush(nil)
         if let readyFile {
             do {
@@ -185,11 +230,19 @@ struct MockBackendCommand: ParsableCommand {
             var port: Int
             var adminToken: String
             var pid: Int32
-            enum CodingKeys: String, CodingKey { case port, pid; case baseURL = "base_url", adminToken = "admin_token" }
+            var httpsBaseURL: String?
+            var httpsPort: Int?
+            var caFile: String?
+            enum CodingKeys: String, CodingKey {
+                case port, pid
+                case baseURL = "base_url", adminToken = "admin_token", httpsBaseURL = "https_base_url", httpsPort = "https_port", caFile = "ca_file"
+            }
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = try encoder.encode(Ready(baseURL: server.baseURL, port: server.port, adminToken: server.app.adminToken, pid: getpid()))
+        let data = try encoder.encode(Ready(baseURL: server.baseURL, port: server.port, adminToken: server.app.adminToken, pid: getpid(),
+                                                httpsBaseURL: server.baseURLs.first { $0.hasPrefix("https://") },
+                                                httpsPort: server.securePort, caFile: server.caFile?.path))
         let url = URL(fileURLWithPath: path)
         let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
         try (data + Data("\n".utf8)).write(to: temporary)

@@ -30,7 +30,9 @@ static inline struct MHD_Daemon *mhd_shim_start(unsigned int flags,
                                                 MHD_AccessHandlerCallback access_handler,
                                                 void *access_cls,
                                                 MHD_RequestCompletedCallback completed,
-                                                void *completed_cls) {
+                                                void *completed_cls,
+                                                const char *tls_key_pem,
+                                                const char *tls_cert_pem) {
     uint16_t port = 0;
     if (address->sa_family == AF_INET) {
         port = ntohs(((const struct sockaddr_in *)address)->sin_port);
@@ -43,6 +45,10 @@ static inline struct MHD_Daemon *mhd_shim_start(unsigned int flags,
         { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)connection_memory_limit, NULL },
         { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)connection_timeout, NULL },
         { MHD_OPTION_LISTEN_BACKLOG_SIZE, (intptr_t)listen_backlog, NULL },
+        // With MHD_USE_TLS: the PEM key and certificate chain (leaf first), copied by GnuTLS at start;
+        // without a key the array ends here.
+        { tls_key_pem != NULL ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, (void *)tls_key_pem },
+        { MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)tls_cert_pem },
         { MHD_OPTION_END, 0, NULL },
     };
     return MHD_start_daemon(flags, port, NULL, NULL, access_handler, access_cls,
@@ -50,6 +56,11 @@ static inline struct MHD_Daemon *mhd_shim_start(unsigned int flags,
                             MHD_OPTION_UNESCAPE_CALLBACK, mhd_shim_no_unescape, NULL,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
                             MHD_OPTION_END);
+}
+
+/// Whether this libmicrohttpd was built with TLS (GnuTLS).
+static inline int mhd_shim_supports_tls(void) {
+    return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES;
 }
 
 /// The port the daemon is bound to (useful after binding port 0), or 0.

@@ -16,6 +16,8 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// The peer's address as text, when known.
     public var remoteAddress: String?
+    /// Whether it arrived over TLS (the server that took it serves HTTPS).
+    public var isSecure = false
 
     /// Creates a request; `target` is parsed into path segments and query parameters.
     public init(method: String, target: String, headers: HTTPHeaders = HTTPHeaders(),

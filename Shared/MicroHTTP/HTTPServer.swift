@@ -65,6 +65,9 @@ public final class HTTPServer: Sendable {
     /// The bound port once started (the real one when the configuration asked for 0).
     public var port: Int { boundPort.load(ordering: .acquiring) }
 
+    /// Whether it serves HTTPS.
+    public var isSecure: Bool { core.configuration.tls != nil }
+
     /// Requests being handled right now (headers received, response not yet completed).
     public var activeRequests: Int { core.activeRequests.load(ordering: .relaxed) }
 
@@ -81,18 +84,39 @@ public final class HTTPServer: Sendable {
         var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
             | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_TURBO.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
+        if config.tls != nil {
+            guard TLSCredentials.isSupported else {
+                throw HTTPServerError(message: "this libmicrohttpd was built without TLS support (GnuTLS); "
+                                      + "install Debian's libmicrohttpd12 (built with GnuTLS) to serve HTTPS")
+            }
+            flags |= MHD_USE_TLS.rawValue
+        }
         let context = Unmanaged.passUnretained(core).toOpaque()
         let started: OpaquePointer? = address.withSockaddr { sockaddr in
-            mhd_shim_start(
-                flags, sockaddr, UInt32(max(1, config.threadCount)), config.connectionMemoryLimit,
-                UInt32(max(1, config.idleTimeoutSeconds)), UInt32(max(16, config.listenBacklog)),
-                MHDCallbacks.access, context, MHDCallbacks.completed, context)
+            config.tls?.privateKeyPEM.withCString { key in
+                config.tls?.certificateChainPEM.withCString { certificate in
+                    Self.startDaemon(flags, sockaddr, config, context, key, certificate)
+                }
+            } ?? Self.startDaemon(flags, sockaddr, config, context, nil, nil)
         }
         guard let started else {
+            if config.tls != nil {
+                throw HTTPServerError(message: "cannot serve HTTPS on \(config.host):\(config.port): the address is in use "
+                                      + "or not available, or GnuTLS refused the key or certificate (PEM, matching each other)")
+            }
             throw HTTPServerError(message: "cannot listen on \(config.host):\(config.port) (address in use or not available)")
         }
         boundPort.store(Int(mhd_shim_bound_port(started)), ordering: .releasing)
         daemon.withLock { $0 = DaemonHandle(pointer: started) }
+    }
+
+    private static func startDaemon(_ flags: UInt32, _ sockaddr: UnsafePointer<sockaddr>, _ config: HTTPServerConfiguration,
+                                    _ context: UnsafeMutableRawPointer, _ key: UnsafePointer<CChar>?,
+                                    _ certificate: UnsafePointer<CChar>?) -> OpaquePointer? {
+        mhd_shim_start(
+            flags, sockaddr, UInt32(max(1, config.threadCount)), config.connectionMemoryLimit,
+            UInt32(max(1, config.idleTimeoutSeconds)), UInt32(max(16, config.listenBacklog)),
+            MHDCallbacks.access, context, MHDCallbacks.completed, context, key, certificate)
     }
 
     /// Stops accepting connections, lets requests in flight finish (up to `gracePeriod`),

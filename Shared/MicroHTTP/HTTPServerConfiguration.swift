@@ -1,3 +1,5 @@
+import CMicroHTTPD
+
 /// How an `HTTPServer` binds and what it accepts.
 public struct HTTPServerConfiguration: Sendable {
     /// The address to bind: an IPv4 or IPv6 literal, or "localhost".
@@ -27,8 +29,27 @@ public struct HTTPServerConfiguration: Sendable {
     /// Milliseconds added to every response (benchmarks and client tests). No thread is held while waiting.
     public var addedLatencyMilliseconds: Int = 0
 
+    /// HTTPS with this key and certificate (through libmicrohttpd's GnuTLS); nil serves plain HTTP.
+    public var tls: TLSCredentials?
+
     /// Creates a configuration with the defaults above.
     public init() {}
+}
+
+/// A server's TLS identity: its private key and its certificate chain, both PEM.
+public struct TLSCredentials: Sendable {
+    /// The private key (PKCS#8 `PRIVATE KEY`, `EC PRIVATE KEY` or `RSA PRIVATE KEY`).
+    public var privateKeyPEM: String
+    /// The certificate, then any intermediates.
+    public var certificateChainPEM: String
+
+    public init(privateKeyPEM: String, certificateChainPEM: String) {
+        self.privateKeyPEM = privateKeyPEM
+        self.certificateChainPEM = certificateChainPEM
+    }
+
+    /// Whether this libmicrohttpd can serve HTTPS at all (Debian's is built with GnuTLS).
+    public static var isSupported: Bool { mhd_shim_supports_tls() != 0 }
 }
 
 /// Why a server could not start.

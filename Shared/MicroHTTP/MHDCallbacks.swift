@@ -156,9 +156,11 @@ nonisolated enum MHDCallbacks {
             return .failure(Refusal(core.errorResponder(413, "request body is over the limit of \(core.configuration.maxBodySize) bytes")))
         }
         do {
-            return .success(try HTTPRequest(method: state.method, target: state.target,
-                                            headers: headers(connection), body: state.body,
-                                            remoteAddress: SocketAddress.describe(mhd_shim_client_address(connection))))
+            var request = try HTTPRequest(method: state.method, target: state.target,
+                                          headers: headers(connection), body: state.body,
+                                          remoteAddress: SocketAddress.describe(mhd_shim_client_address(connection)))
+            request.isSecure = core.configuration.tls != nil
+            return .success(request)
         } catch {
             return .failure(Refusal(core.errorResponder(400, error.description)))
         }

@@ -157,6 +157,19 @@ struct CommandLineTests {
         }
     }
 
+    @Test("over HTTPS: refused with a sentence naming --ca-file without the CA; with --ca-file a FairPlay rental downloads and its license shows")
+    func https() async throws {
+        try await withCLI({ $0.tls = TLSSettings() }) { cli in
+            let caFile = try #require(cli.server.caFile).path
+            let refused = try await cli.run(["video", Catalog.clearVideo] + cli.service)
+            #expect(refused.exitCode == 3, "\(refused.stderrText)")
+            #expect(refused.stderrText.contains("HTTPS certificate is not trusted") && refused.stderrText.contains("--ca-file"), "\(refused.stderrText)")
+            let token = try await cli.download("6415818918104", ["--rental", "1h", "--ca-file", caFile])
+            let license = try await cli.json(["license", token] + cli.store)
+            #expect((license["license"] as? [String: Any])?["kind"] as? String == "rental", "\(license)")
+        }
+    }
+
     @Test("a download the server stops answering ends with exit code 4 and its reason")
     func failedDownload() async throws {
         let executable = try offlineExecutable()

@@ -120,7 +120,9 @@ func withHarness(_ server: MockBackendServer, _ configure: (inout OfflineVideoMa
     configure(&configuration)
     let manager = try await OfflineVideoManager(configuration: configuration)
     let harness = Harness(storage: storage, manager: manager, events: EventRecorder(manager),
-                          service: PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey))
+                          service: configuration.trustedCAFile.map {
+                              PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey, trustedCAFile: $0)
+                          } ?? PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey))
     do {
         try await body(harness)
     } catch {

@@ -66,6 +66,13 @@ final class Transfer {
         try easy.set(CURLOPT_TCP_KEEPALIVE, 1)
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeout.milliseconds)
         try easy.set(CURLOPT_USERAGENT, configuration.userAgent)
+        // HTTPS always verifies the peer and the host name; a CA file replaces the system's store.
+        try easy.set(CURLOPT_SSL_VERIFYPEER, 1)
+        try easy.set(CURLOPT_SSL_VERIFYHOST, 2)
+        if let caFile = configuration.trustedCAFile {
+            try easy.set(CURLOPT_CAINFO, caFile)
+            try easy.set(CURLOPT_CAPATH, pointer: nil)
+        }
         try check(curl_shim_setopt_write_function(easy.pointer, CurlCallbacks.write), CURLOPT_WRITEFUNCTION)
         try easy.set(CURLOPT_WRITEDATA, pointer: context)
         try check(curl_shim_setopt_header_function(easy.pointer, CurlCallbacks.header), CURLOPT_HEADERFUNCTION)

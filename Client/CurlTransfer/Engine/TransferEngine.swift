@@ -35,6 +35,9 @@ public final class TransferEngine: Sendable {
         public var maxRedirects = 10
         /// The User-Agent header.
         public var userAgent = "CurlTransfer/1.0"
+        /// A PEM file of CA certificates to trust for HTTPS instead of the system's (e.g. the
+        /// mock backend's local CA, `tls/ca.pem` in its data directory). Nil: the system's.
+        public var trustedCAFile: String?
 
         /// The defaults above.
         public init() {}

@@ -19,6 +19,8 @@ extension TransferError {
         case CURLE_PARTIAL_FILE: .lengthMismatch
         case CURLE_WRITE_ERROR: .writeFailed
         case CURLE_HTTP_RETURNED_ERROR: .http(status)
+        case CURLE_PEER_FAILED_VERIFICATION: .untrustedCertificate
+        case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER: .tlsFailed
         default: .other(raw)
         }
         self.init(kind, message, curlCode: raw)

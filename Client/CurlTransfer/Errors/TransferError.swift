@@ -37,6 +37,7 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
         private enum Base: Hashable, Sendable {
             case invalidURL, couldNotResolveHost, couldNotConnect, timedOut, cancelled
             case connectionLost, tooManyRedirects, lengthMismatch, writeFailed, diskFull
+            case untrustedCertificate, tlsFailed
             case http(Int)
             case other(Int)
         }
@@ -65,6 +66,12 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
         public static let writeFailed = Code(.writeFailed)
         /// The disk or the quota is full (ENOSPC, EDQUOT).
         public static let diskFull = Code(.diskFull)
+        /// The server's HTTPS certificate is not trusted: signed by a CA outside the trusted
+        /// ones (give its CA file: `TransferEngine.Configuration.trustedCAFile`), expired, or
+        /// not for this host name. Retrying does not help.
+        public static let untrustedCertificate = Code(.untrustedCertificate)
+        /// The TLS handshake failed, or the trusted-CA file could not be read.
+        public static let tlsFailed = Code(.tlsFailed)
         /// A file download got this HTTP status instead of 200/206. `HTTPClient` never uses it.
         public static func http(_ status: Int) -> Code { Code(.http(status)) }
         /// Any other libcurl failure, by its `CURLcode`.
@@ -88,6 +95,8 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
             case .lengthMismatch: "lengthMismatch"
             case .writeFailed: "writeFailed"
             case .diskFull: "diskFull"
+            case .untrustedCertificate: "untrustedCertificate"
+            case .tlsFailed: "tlsFailed"
             case .http(let status): "http(\(status))"
             case .other(let code): "other(\(code))"
             }

@@ -101,6 +101,7 @@ public actor OfflineVideoManager {
         transfer.userAgent = "OfflineSDK/1.0"
         transfer.requestTimeout = configuration.requestTimeout
         transfer.stallTimeout = configuration.stallTimeout
+        transfer.trustedCAFile = configuration.trustedCAFile?.path
         engine = TransferEngine(configuration: transfer)
         client = HTTPClient(engine: engine)
         planner = DownloadPlanner(client: client, retry: configuration.retryPolicy)

@@ -55,6 +55,10 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     /// A segment download that receives nothing for this long fails as timed out and is
     /// retried (default 30 s).
     public var stallTimeout: Duration = .seconds(30)
+    /// A PEM file of CA certificates that every HTTPS connection (playlists, segments, keys,
+    /// licenses, reports) trusts instead of the system's: the mock backend's local CA. An
+    /// HTTPS server it did not sign is refused (`TransferError.Code.untrustedCertificate`).
+    public var trustedCAFile: URL?
     /// The wait after a first error; doubled each time after (default 250 ms).
     public var retryInitialDelay: Duration = .milliseconds(250)
     /// The least time between two progress reports of a download (default 100 ms: 10 a second).

@@ -32,6 +32,16 @@ public struct PlaybackService: Sendable {
         self.client = client
     }
 
+    /// A service whose HTTPS connections trust the CA certificates in `trustedCAFile` (PEM)
+    /// instead of the system's: the mock backend's local CA (`tls ca FILE` at its start).
+    /// A server certificate they did not sign fails with `TransferError.Code.untrustedCertificate`.
+    public init(baseURL: String, accountID: String, policyKey: String? = nil, authToken: String? = nil, trustedCAFile: URL) {
+        var configuration = TransferEngine.Configuration()
+        configuration.trustedCAFile = trustedCAFile.path
+        self.init(baseURL: baseURL, accountID: accountID, policyKey: policyKey, authToken: authToken,
+                  client: HTTPClient(engine: TransferEngine(configuration: configuration)))
+    }
+
     /// Where a video came from, enough to build the same service again.
     public struct Origin: Sendable, Equatable {
         /// The Playback API's base URL.

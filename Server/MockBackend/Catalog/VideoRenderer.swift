@@ -3,12 +3,11 @@ import WireModels
 
 /// Turns a catalog video into the Playback API's video object, with freshly signed URLs.
 struct VideoRenderer: Sendable {
-    var links: Links
     var mediaTokenTTL: TimeInterval
 
     /// The video object as the Playback API returns it at `now` for `account`; `key` is the
-    /// content key of a protected video.
-    func render(_ video: CatalogVideo, account: Account, key: ContentKey?, now: Date) -> Video {
+    /// content key of a protected video; its URLs start with `links`' base.
+    func render(_ video: CatalogVideo, account: Account, key: ContentKey?, now: Date, links: Links) -> Video {
         let manifestExpiry = Links.expiry(now: now, ttl: account.manifestTokenTTL)
         var keySystems: [String: KeySystem]?
         if video.protection == .fairplay, let key {

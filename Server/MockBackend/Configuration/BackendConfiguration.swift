@@ -37,6 +37,8 @@ public struct BackendConfiguration: Sendable {
     /// Forget the admin API's catalog edits, and every license and device, before starting
     /// (`mock-backend --reset`): the catalog file's catalog again.
     public var resetAtStart = false
+    /// HTTPS (`mock-backend --tls`); nil serves plain HTTP only.
+    public var tls: TLSSettings?
     /// The largest request body accepted.
     public var maxBodySize = 64 * 1024
     /// TEST ONLY, never for real use: FairPlay media playlists name a plain HTTP key URL
@@ -69,5 +71,25 @@ public struct BackendConfiguration: Sendable {
             .deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("fixtures/catalog.json")
+    }
+}
+
+/// How the backend serves HTTPS.
+public struct TLSSettings: Sendable {
+    /// Nil: HTTPS on `BackendConfiguration.port` in place of HTTP. A port (0 picks a free
+    /// one): HTTPS there, beside plain HTTP on `BackendConfiguration.port`.
+    public var port: Int?
+    /// A PEM certificate (then any intermediates) and its PEM key. Nil: a certificate from
+    /// the local CA kept in the data directory's `tls/` folder, made on first start.
+    public var certificateFile: URL?
+    public var privateKeyFile: URL?
+    /// Names the local CA's certificate covers besides localhost, 127.0.0.1, ::1, the host
+    /// name and the bound address.
+    public var extraNames: [String] = []
+    /// HTTPS clients use `https://{host}:{port}` unless this says otherwise (a proxy in front).
+    public var publicBaseURL: String?
+
+    public init(port: Int? = nil) {
+        self.port = port
     }
 }

@@ -8,13 +8,12 @@ struct HLSPackager: Sendable {
     static let audioGroup = "audio"
     static let subtitleGroup = "subs"
 
-    var links: Links
     /// Test-only: FairPlay media playlists point at the plain key URL (see
     /// `BackendConfiguration.plainSampleAESKeysForTesting`).
     var plainSampleAESKeys = false
 
-    /// The master playlist. `key` is the video's content key (needed for FairPlay's session key).
-    func master(_ video: CatalogVideo, key: ContentKey?, expiresAt: Date) -> MasterPlaylist {
+    /// The master playlist, its URLs from `links`. `key` is the video's content key (needed for FairPlay's session key).
+    func master(_ video: CatalogVideo, key: ContentKey?, expiresAt: Date, links: Links) -> MasterPlaylist {
         let asset = video.asset
         let audio = video.audioRenditions.map { asset.audio[$0.index] }
         let audioPeak = audio.map { HLSPackager.peakRate($0.segments) }.max() ?? 0
@@ -59,7 +58,8 @@ struct HLSPackager: Sendable {
     }
 
     /// A rendition's media playlist, every segment URL signed until `expiresAt`.
-    func media(_ video: CatalogVideo, _ ref: RenditionRef, key: ContentKey?, keyExpiresAt: Date, expiresAt: Date) -> MediaPlaylist {
+    func media(_ video: CatalogVideo, _ ref: RenditionRef, key: ContentKey?, keyExpiresAt: Date, expiresAt: Date,
+               links: Links) -> MediaPlaylist {
         let files = HLSPackager.files(video, ref)
         var encryption: EncryptionKey?
         if ref.kind != .subtitles, let key {

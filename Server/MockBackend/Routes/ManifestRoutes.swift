@@ -12,8 +12,9 @@ extension MockBackendApp {
             app.mediaRequest(request, p) { video throws(ErrorResponse) in
                 guard p["label"] == Links.segmentLabel(video) else { throw app.notFound(request) }
                 let expiry = Links.expiry(now: app.clock.now(), ttl: app.catalog.accounts[video.accountID]?.manifestTokenTTL ?? 21600)
-                let body = app.cache.body(for: "master|\(video.id)|\(video.generation)|\(expiry.timeIntervalSince1970)") {
-                    Array(app.packager.master(video, key: app.contentKeys[video.id], expiresAt: expiry).render().utf8)
+                let links = app.links(for: request)
+                let body = app.cache.body(for: "master|\(links.base)|\(video.id)|\(video.generation)|\(expiry.timeIntervalSince1970)") {
+                    Array(app.packager.master(video, key: app.contentKeys[video.id], expiresAt: expiry, links: links).render().utf8)
                 }
                 return .bytes(body, contentType: playlistContentType)
             }
@@ -25,9 +26,10 @@ extension MockBackendApp {
                 }
                 let now = app.clock.now()
                 let expiry = Links.expiry(now: now, ttl: app.configuration.mediaTokenTTL)
-                let body = app.cache.body(for: "media|\(rendition.uuid)|\(video.generation)|\(expiry.timeIntervalSince1970)") {
+                let links = app.links(for: request)
+                let body = app.cache.body(for: "media|\(links.base)|\(rendition.uuid)|\(video.generation)|\(expiry.timeIntervalSince1970)") {
                     Array(app.packager.media(video, rendition, key: app.contentKeys[video.id], keyExpiresAt: expiry,
-                                             expiresAt: expiry).render().utf8)
+                                             expiresAt: expiry, links: links).render().utf8)
                 }
                 return .bytes(body, contentType: playlistContentType)
             }

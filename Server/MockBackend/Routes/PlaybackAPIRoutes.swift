@@ -8,7 +8,7 @@ extension MockBackendApp {
     static func addPlaybackAPIRoutes(to router: inout Router<MockBackendApp>) {
         router.add(["GET"], "/playback/v1/accounts/:account/videos/:video") { app, request, parameters in
             app.playbackAPI(request, account: parameters["account"]) { caller throws(ErrorResponse) in
-                try app.videoResponse(caller, idOrReference: parameters["video"])
+                try app.videoResponse(caller, request, idOrReference: parameters["video"])
             }
         }
         router.add(["GET"], "/playback/v1/accounts/:account/videos") { app, request, parameters in
@@ -38,13 +38,13 @@ extension MockBackendApp {
         }
     }
 
-    private func videoResponse(_ caller: PlaybackCaller, idOrReference: String) throws(ErrorResponse) -> HTTPResponse {
+    private func videoResponse(_ caller: PlaybackCaller, _ request: HTTPRequest, idOrReference: String) throws(ErrorResponse) -> HTTPResponse {
         guard let video = catalog.video(account: caller.account.id, idOrReference: idOrReference) else {
             throw ErrorResponse(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.videoNotFound,
                                 "No video \(idOrReference) in account \(caller.account.id)")
         }
         try checkTokenContent(caller, video)
-        return .bytes(videoJSON(video, account: caller.account), contentType: "application/json; charset=utf-8")
+        return .bytes(videoJSON(video, account: caller.account, links: links(for: request)), contentType: "application/json; charset=utf-8")
     }
 
     private func searchResponse(_ caller: PlaybackCaller, _ request: HTTPRequest) throws(ErrorResponse) -> HTTPResponse {
@@ -59,10 +59,11 @@ extension MockBackendApp {
             .filter { $0.accountID == caller.account.id && search.matches($0) }
         if let sort = request.queryValue("sort"), !sort.isEmpty { matches = try CatalogSearch.sort(matches, by: sort) }
         let page = matches.dropFirst(offset).prefix(limit)
+        let links = links(for: request)
         var body = Array(#"{"count":\#(matches.count),"videos":["#.utf8)
         for (index, video) in page.enumerated() {
             if index > 0 { body.append(UInt8(ascii: ",")) }
-            body += videoJSON(video, account: caller.account)
+            body += videoJSON(video, account: caller.account, links: links)
         }
         body += Array("]}".utf8)
         return .bytes(body, contentType: "application/json; charset=utf-8")
@@ -76,8 +77,9 @@ extension MockBackendApp {
         }
         let (limit, offset) = try paging(request, defaultLimit: 20)
         let now = clock.now()
+        let links = links(for: request)
         let videos = playlist.videoIDs.dropFirst(offset).prefix(limit).compactMap { catalog.videos[$0] }
-            .map { renderer.render($0, account: caller.account, key: contentKeys[$0.id], now: now) }
+            .map { renderer.render($0, account: caller.account, key: contentKeys[$0.id], now: now, links: links) }
         return APIResponse.json(Playlist(
             id: playlist.id, accountID: playlist.accountID, name: playlist.name, description: playlist.description,
             referenceID: playlist.referenceID, type: playlist.type, createdAt: playlist.createdAt,
@@ -102,13 +104,13 @@ extension MockBackendApp {
         return (try number("limit", defaultLimit, 1...1000), try number("offset", 0, 0...Int(Int32.max)))
     }
 
-    /// The video's JSON, cached while its signed URLs would come out the same.
-    func videoJSON(_ video: CatalogVideo, account: Account) -> [UInt8] {
+    /// The video's JSON with URLs from `links`, cached while its signed URLs would come out the same.
+    func videoJSON(_ video: CatalogVideo, account: Account, links: Links) -> [UInt8] {
         let now = clock.now()
         let manifestBucket = Int(now.timeIntervalSince1970 / Links.cacheBucket(ttl: account.manifestTokenTTL))
         let mediaBucket = Int(now.timeIntervalSince1970 / Links.cacheBucket(ttl: configuration.mediaTokenTTL))
-        return cache.body(for: "video|\(video.id)|\(video.generation)|\(manifestBucket)|\(mediaBucket)") {
-            (try? Array(WireJSON.encoder(sortedKeys: true).encode(renderer.render(video, account: account, key: contentKeys[video.id], now: now)))) ?? []
+        return cache.body(for: "video|\(links.base)|\(video.id)|\(video.generation)|\(manifestBucket)|\(mediaBucket)") {
+            (try? Array(WireJSON.encoder(sortedKeys: true).encode(renderer.render(video, account: account, key: contentKeys[video.id], now: now, links: links)))) ?? []
         }
     }
 }
