@@ -129,7 +129,8 @@ struct TransferErrorTests {
             (CURLE_OPERATION_TIMEDOUT, .timedOut), (CURLE_PARTIAL_FILE, .lengthMismatch),
             (CURLE_RECV_ERROR, .connectionLost), (CURLE_GOT_NOTHING, .connectionLost),
             (CURLE_TOO_MANY_REDIRECTS, .tooManyRedirects), (CURLE_WRITE_ERROR, .writeFailed),
-            (CURLE_HTTP_RETURNED_ERROR, .http(503)), (CURLE_SSL_CONNECT_ERROR, .other(35)),
+            (CURLE_HTTP_RETURNED_ERROR, .http(503)), (CURLE_SSL_CONNECT_ERROR, .tlsFailed),
+            (CURLE_PEER_FAILED_VERIFICATION, .untrustedCertificate), (CURLE_SSL_CACERT_BADFILE, .tlsFailed), (CURLE_SEND_FAIL_REWIND, .other(65)),
         ]
         for (curlCode, expected) in cases {
             let error = TransferError(curlCode: curlCode, detail: "detail", status: 503)
