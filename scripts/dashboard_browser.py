@@ -247,9 +247,9 @@ def run(args):
             raise Failure(f"the rental should be active and counting down: {rental}")
         step(f"license {rental['id']} active, expires {rental['countdown']}")
 
-        step("clock moved through the form to 3 s before the rental's end; the countdown turns it expired live")
+        step("clock moved through the form to 5 s before the rental's end; the countdown turns it expired live")
         server = browser.evaluate("({now: Number(document.body.dataset.serverNow), offset: Number(document.querySelector('#offset-seconds').dataset.offset)})")
-        offset = server["offset"] + (rental["expires"] - server["now"]) / 1000 - 3
+        offset = server["offset"] + (rental["expires"] - server["now"]) / 1000 - 5
         browser.type("#clock-offset-input", f"{offset:.3f}")
         browser.click("#clock-set", navigates=True)
         browser.wait_for("document.querySelector('#flash.ok') && document.querySelector('#flash').textContent.startsWith('Clock offset')",
@@ -257,7 +257,7 @@ def run(args):
         row = f"document.querySelector('tr[data-license-id={json.dumps(rental['id'])}]')"
         browser.wait_for(f"{row}.querySelector('.badge.state').dataset.state === 'active'", "the rental still active before its end")
         browser.wait_for(f"{row}.querySelector('.badge.state').dataset.state === 'expired' && "
-                         f"{row}.querySelector('[data-expires]').textContent.startsWith('expired')", "the rental expiring live", timeout=8)
+                         f"{row}.querySelector('[data-expires]').textContent.startsWith('expired')", "the rental expiring live", timeout=10)
 
         step("+1d through the form: the server's page shows the rental expired")
         browser.click("#clock-advance-1d", navigates=True)
