@@ -1,6 +1,6 @@
 # The two commands: `make demo` and `make test`. Everything installs what it needs first.
 SWIFT ?= swift
-APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev pkg-config ffmpeg curl openssl python3 python3-venv tmux
+APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev pkg-config ffmpeg curl openssl python3 python3-venv tmux chromium
 
 .PHONY: deps build test test-api test-tsan serve demo fixtures bench-server fuzz clean
 
@@ -13,6 +13,7 @@ build: deps
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	scripts/dashboard-browser-test.sh
 	scripts/schemathesis.sh
 
 # schemathesis against a live mock-backend and docs/openapi.yaml (PyPI, in .build-venv; part of `make test`).

@@ -88,6 +88,7 @@ public final class MockBackendApp: Sendable {
         MockBackendApp.addAdminLicenseRoutes(to: &router)
         MockBackendApp.addAdminFaultRoutes(to: &router)
         MockBackendApp.addAdminRequestLogRoutes(to: &router)
+        MockBackendApp.addDashboardRoutes(to: &router)
         self.router = router
     }
 
@@ -149,10 +150,16 @@ public final class MockBackendApp: Sendable {
             return APIResponse.error(401, "UNAUTHORIZED", "ADMIN_TOKEN_REQUIRED",
                                      "The admin API needs the admin token: send Authorization: Bearer TOKEN (mock-backend prints it at start)")
         }
-        guard SecureBytes.constantTimeEqual(Array(given.utf8), Array(adminToken.utf8)) else {
+        guard isAdminToken(given) else {
             return APIResponse.error(401, "UNAUTHORIZED", "INVALID_ADMIN_TOKEN", "That is not this server's admin token")
         }
         return nil
+    }
+
+    /// Whether `given` is the admin token, compared in constant time: the one check behind the
+    /// admin API's header and the dashboard's sign-in and cookie.
+    func isAdminToken(_ given: String) -> Bool {
+        SecureBytes.constantTimeEqual(Array(given.utf8), Array(adminToken.utf8))
     }
 
     /// Every route the app answers, one entry per method (GET's implied HEAD left out), in the

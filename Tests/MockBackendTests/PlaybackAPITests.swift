@@ -165,7 +165,9 @@ struct PlaybackAPITests {
         try await withApp { app, _ in
             try expectError(try app.request("GET", "/playback/v2/whatever"), 404, "NOT_FOUND", nil)
             try expectError(try app.request("OPTIONS", "/nothing/here"), 404, "NOT_FOUND", nil)
-            try expectError(try app.request("GET", "/"), 404, "NOT_FOUND", nil)
+            // `/` itself redirects to the dashboard (DashboardTests); unknown paths beneath it are 404s.
+            try expectError(try app.request("GET", "/_dashboard/nothing"), 404, "NOT_FOUND", nil)
+            try expectError(try app.request("GET", "/nothing"), 404, "NOT_FOUND", nil)
         }
     }
 

@@ -136,9 +136,11 @@ extension MockBackendApp {
 
     /// How a body becomes an item: a new one (an id may be given), a whole replacement
     /// (created when missing), or a merge patch of the current one.
-    private enum SaveMode { case create, replace, patch }
+    enum SaveMode { case create, replace, patch }
 
-    private func saveItem<Item: AdminCatalogItem>(_: Item.Type, account: String, id: String?, body: [String: Any],
+    /// Validates and saves a video or playlist (the admin API's POST, PUT and PATCH, and the
+    /// dashboard's video form, all come here).
+    func saveItem<Item: AdminCatalogItem>(_: Item.Type, account: String, id: String?, body: [String: Any],
                                                   mode: SaveMode) throws(CatalogEditError) -> Item {
         let now = WireDate.string(from: clock.now())
         let noun = Item.noun.uppercased()

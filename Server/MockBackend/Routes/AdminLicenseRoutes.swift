@@ -98,14 +98,7 @@ extension MockBackendApp {
             }
         }
         router.add(["POST"], "/_admin/v1/licenses/:license/revoke") { app, _, p in
-            app.adminEdit { () throws(CatalogEditError) in
-                let now = app.clock.now()
-                guard let record = try app.storage({ try app.licenses.revoke(id: p["license"], now: now) }) else {
-                    throw CatalogEditError(404, "LICENSE_NOT_FOUND", "No license \(p["license"])")
-                }
-                let history = try app.storage { try app.licenses.events(licenseID: p["license"]) }
-                return APIResponse.json(AdminLicense(record, now: now, history: history))
-            }
+            app.adminEdit { () throws(CatalogEditError) in APIResponse.json(try app.revokeLicense(id: p["license"])) }
         }
         router.add(["GET"], "/_admin/v1/accounts/:account/devices") { app, request, p in
             app.adminEdit { () throws(CatalogEditError) in
@@ -137,6 +130,17 @@ extension MockBackendApp {
                 return HTTPResponse(status: 204)
             }
         }
+    }
+
+    /// Revokes a license (the admin API and the dashboard both come here): it stays listed,
+    /// its next renewal or first play is refused. A 404 `LICENSE_NOT_FOUND` when there is none.
+    func revokeLicense(id: String) throws(CatalogEditError) -> AdminLicense {
+        let now = clock.now()
+        guard let record = try storage({ try licenses.revoke(id: id, now: now) }) else {
+            throw CatalogEditError(404, "LICENSE_NOT_FOUND", "No license \(id)")
+        }
+        let history = try storage { try licenses.events(licenseID: id) }
+        return AdminLicense(record, now: now, history: history)
     }
 
     private func requireAccount(_ id: String) throws(CatalogEditError) {

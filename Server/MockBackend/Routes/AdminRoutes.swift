@@ -17,14 +17,13 @@ extension MockBackendApp {
                 var offsetSeconds: Double?
                 enum CodingKeys: String, CodingKey { case offsetSeconds = "offset_seconds" }
             }
-            guard let body = try? JSONDecoder().decode(Body.self, from: Data(request.body)), let offset = body.offsetSeconds,
-                  offset.isFinite, abs(offset) < 100 * 365 * 86400
-            else {
-                return APIResponse.error(400, PlaybackAPIErrorCode.badRequest, "INVALID_BODY",
-                                         #"Send {"offset_seconds": N}: seconds to add to the system clock (negative moves it back)"#)
+            return app.adminEdit { () throws(CatalogEditError) in
+                guard let body = try? JSONDecoder().decode(Body.self, from: Data(request.body)), let offset = body.offsetSeconds else {
+                    throw CatalogEditError(400, "INVALID_BODY", MockBackendApp.clockOffsetHint)
+                }
+                try app.setClockOffset(offset)
+                return app.clockResponse()
             }
-            app.clock.offset = offset
-            return app.clockResponse()
         }
         router.add(["GET"], "/_admin/v1/accounts/:account/playback-keys") { app, request, p in
             guard app.catalog.accounts[p["account"]] != nil else { return app.notFound(request).response }
@@ -68,6 +67,18 @@ extension MockBackendApp {
                 return APIResponse.error(500, PlaybackAPIErrorCode.serverError, nil, "cannot remove the key: \(error)")
             }
         }
+    }
+
+    /// What `POST /clock` takes.
+    private static let clockOffsetHint = #"Send {"offset_seconds": N}: seconds to add to the system clock (negative moves it back)"#
+
+    /// Moves the clock to `offset` seconds from the system clock (the admin API and the
+    /// dashboard both come here); under 100 years either way.
+    func setClockOffset(_ offset: Double) throws(CatalogEditError) {
+        guard offset.isFinite, abs(offset) < 100 * 365 * 86400 else {
+            throw CatalogEditError(400, "INVALID_BODY", "offset_seconds must be under 100 years (3153600000 s) either way")
+        }
+        clock.offset = offset
     }
 
     private func clockResponse() -> HTTPResponse {

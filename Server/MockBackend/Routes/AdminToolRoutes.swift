@@ -22,29 +22,40 @@ extension MockBackendApp {
                 return APIResponse.error(400, PlaybackAPIErrorCode.badRequest, "INVALID_BODY",
                                          #"Send a rule (or an array of rules), e.g. {"route":"segment","probability":0.1,"status":503}; see docs/openapi.yaml"#)
             }
-            if let problem = rules.lazy.compactMap(\.problem).first {
-                return APIResponse.error(400, PlaybackAPIErrorCode.badRequest, "INVALID_RULE", problem)
+            return app.adminEdit { () throws(CatalogEditError) in
+                struct Added: Encodable { var rules: [FaultInjector.Installed] }
+                return APIResponse.json(Added(rules: try app.addFaultRules(rules)), status: 201)
             }
-            var added: [FaultInjector.Installed] = []
-            for rule in rules {
-                do throws(FaultRuleError) { added.append(try app.faults.add(rule)) } catch {
-                    for rule in added { _ = app.faults.remove(id: rule.rule.id ?? "") }
-                    return APIResponse.error(409, "CONFLICT", "RULE_EXISTS", error.message)
-                }
-            }
-            struct Added: Encodable { var rules: [FaultInjector.Installed] }
-            return APIResponse.json(Added(rules: added), status: 201)
         }
         router.add(["DELETE"], "/_admin/v1/faults") { app, _, _ in
             app.faults.removeAll()
             return HTTPResponse(status: 204)
         }
         router.add(["DELETE"], "/_admin/v1/faults/:id") { app, _, p in
-            guard app.faults.remove(id: p["id"]) else {
-                return APIResponse.error(404, PlaybackAPIErrorCode.notFound, "RULE_NOT_FOUND", "No fault rule \(p["id"])")
+            app.adminEdit { () throws(CatalogEditError) in
+                try app.removeFaultRule(id: p["id"])
+                return HTTPResponse(status: 204)
             }
-            return HTTPResponse(status: 204)
         }
+    }
+
+    /// Adds fault rules, all or none (the admin API and the dashboard both come here): a rule
+    /// that is not valid is a 400 `INVALID_RULE`, an id in use a 409 `RULE_EXISTS`.
+    func addFaultRules(_ rules: [FaultRule]) throws(CatalogEditError) -> [FaultInjector.Installed] {
+        if let problem = rules.lazy.compactMap(\.problem).first { throw CatalogEditError(400, "INVALID_RULE", problem) }
+        var added: [FaultInjector.Installed] = []
+        for rule in rules {
+            do throws(FaultRuleError) { added.append(try faults.add(rule)) } catch {
+                for rule in added { _ = faults.remove(id: rule.rule.id ?? "") }
+                throw CatalogEditError(409, "RULE_EXISTS", error.message)
+            }
+        }
+        return added
+    }
+
+    /// Removes one fault rule; a 404 `RULE_NOT_FOUND` when there is none with that id.
+    func removeFaultRule(id: String) throws(CatalogEditError) {
+        guard faults.remove(id: id) else { throw CatalogEditError(404, "RULE_NOT_FOUND", "No fault rule \(id)") }
     }
 
     static func addAdminRequestLogRoutes(to router: inout Router<MockBackendApp>) {
@@ -68,19 +79,24 @@ extension MockBackendApp {
         router.add(["GET"], "/_admin/v1/requests/stream") { app, request, _ in
             switch requestFilter(request) {
             case .failure(let refusal): return refusal.response
-            case .success(let filter):
-                var headers = HTTPHeaders([("Content-Type", "text/event-stream"), ("Cache-Control", "no-store")])
-                headers.add("X-Accel-Buffering", "no")
-                guard let stream = app.requestLog.follow(filter) else {
-                    return APIResponse.error(503, "SERVICE_UNAVAILABLE", nil, "the backend is shutting down")
-                }
-                return HTTPResponse(status: 200, headers: headers, body: .stream(stream))
+            case .success(let filter): return app.requestLogStream(filter)
             }
         }
     }
 
+    /// The request log live as server-sent events: `/_admin/v1/requests/stream` and the
+    /// dashboard's `/_dashboard/requests/stream` both answer with this.
+    func requestLogStream(_ filter: RequestLog.Filter) -> HTTPResponse {
+        var headers = HTTPHeaders([("Content-Type", "text/event-stream"), ("Cache-Control", "no-store")])
+        headers.add("X-Accel-Buffering", "no")
+        guard let stream = requestLog.follow(filter) else {
+            return APIResponse.error(503, "SERVICE_UNAVAILABLE", nil, "the backend is shutting down")
+        }
+        return HTTPResponse(status: 200, headers: headers, body: .stream(stream))
+    }
+
     /// `path_prefix`, `status` and `after` of a request-log query.
-    private static func requestFilter(_ request: HTTPRequest) -> Result<RequestLog.Filter, ErrorResponse> {
+    static func requestFilter(_ request: HTTPRequest) -> Result<RequestLog.Filter, ErrorResponse> {
         var filter = RequestLog.Filter(pathPrefix: request.queryValue("path_prefix"))
         if let status = request.queryValue("status") {
             guard let value = Int(status), (100...599).contains(value) else {

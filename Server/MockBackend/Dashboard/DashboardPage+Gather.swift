@@ -1,0 +1,31 @@
+import Foundation
+
+extension MockBackendApp {
+    /// What the dashboard shows now: read once from the same state the admin API lists.
+    func dashboardPage(flash: DashboardSession.Flash?) -> DashboardPage {
+        let now = clock.now()
+        let catalog = self.catalog
+        let ordered = catalog.videoOrder.compactMap { catalog.videos[$0] }
+        let accounts = live.document.accounts.map { account in
+            DashboardPage.Account(id: account.id, name: account.name, fairPlay: account.fairplay, videos: ordered.filter { $0.accountID == account.id }.map { video in
+                DashboardPage.Video(id: video.id, name: video.name, protection: video.protection.rawValue,
+                                    thumbnail: Links.imagePath(video, width: 160, height: 90), referenceID: video.referenceID,
+                                    offlineEnabled: video.offlineEnabled, lengthMilliseconds: video.durationMilliseconds)
+            })
+        }
+        var licenseList: [AdminLicense] = []
+        var devices: [RegisteredDevice] = []
+        var problem: String?
+        do {
+            licenseList = try licenses.licenses(LicenseStore.LicenseFilter(), now: now, limit: 200).map { AdminLicense($0, now: now) }
+            for account in accounts { devices += try licenses.registeredDevices(accountID: account.id, userID: nil) }
+        } catch {
+            problem = "\(error)"
+        }
+        return DashboardPage(now: now, offset: clock.offset, baseURL: baseURL, formToken: DashboardSession.formToken(adminToken: adminToken),
+                             flash: flash, accounts: accounts, licenses: licenseList,
+                             videoNames: catalog.videos.mapValues(\.name), devices: devices, storageProblem: problem,
+                             faultSeed: configuration.faultSeed, faults: faults.rules,
+                             requests: requestLog.entries(limit: 100), requestLogCapacity: requestLog.capacity)
+    }
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Drives the dashboard in headless Chromium against a live mock-backend (part of `make test`):
+# signs in through the form, moves the clock through the form past a rental's end and sees the
+# license turn expired (live, then on the server's page), renames a video through its row's form,
+# adds a fault rule through the form, makes a request it takes and sees that request arrive in
+# the live request log. Saves a screenshot and prints its path; exits non-zero on any failure.
+#
+#   MOCK_BACKEND=path/to/mock-backend   the binary (default .build/debug/mock-backend)
+#   OFFLINE=path/to/offline             the SDK's command (default .build/debug/offline)
+#   CHROMIUM=path/to/chromium           the browser (default chromium, Debian's package)
+#   DASHBOARD_SCREENSHOT=path.png       where the screenshot goes (default .build/dashboard.png)
+#
+# The driver (scripts/dashboard_browser.py) speaks the Chrome DevTools Protocol over a
+# websocket (PyPI websocket-client, installed into .build-venv/ like schemathesis) and waits on
+# events and DOM conditions with deadlines, never on sleeps.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WEBSOCKET_CLIENT_VERSION=1.8.0
+VENV=.build-venv/browser-test
+BINARY=${MOCK_BACKEND:-.build/debug/mock-backend}
+OFFLINE=${OFFLINE:-.build/debug/offline}
+CHROMIUM=${CHROMIUM:-chromium}
+SCREENSHOT=${DASHBOARD_SCREENSHOT:-.build/dashboard.png}
+
+# fixtures/catalog.json: a FairPlay video offered for rent, a clear one for the fault, one to edit.
+ACCOUNT=6415818918001
+POLICY_KEY=BCpkADawqM1northwindPLAYkey000002
+RENTAL_VIDEO=6415818918104
+CLEAR_VIDEO=6415818918101
+EDIT_VIDEO=6415818918109
+
+if ! "$VENV/bin/python" -c "import websocket, sys; sys.exit(websocket.__version__ != '$WEBSOCKET_CLIENT_VERSION')" 2>/dev/null; then
+    echo "Installing websocket-client $WEBSOCKET_CLIENT_VERSION in $VENV ..." >&2
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check "websocket-client==$WEBSOCKET_CLIENT_VERSION"
+fi
+[ -x "$BINARY" ] || { echo "no mock-backend at $BINARY: build it (swift build) or set MOCK_BACKEND" >&2; exit 1; }
+[ -x "$OFFLINE" ] || { echo "no offline command at $OFFLINE: build it (swift build) or set OFFLINE" >&2; exit 1; }
+command -v "$CHROMIUM" >/dev/null || { echo "no $CHROMIUM: install Debian's chromium (make deps) or set CHROMIUM" >&2; exit 1; }
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/dashboard-browser.XXXXXX")
+SERVER_PID=
+stop() {
+    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill -TERM "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    rm -rf "$WORK"
+}
+trap stop EXIT
+trap 'exit 130' INT TERM
+
+ADMIN_TOKEN=browser-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')
+mkfifo "$WORK/stdout"
+"$BINARY" --port 0 --data-dir "$WORK/data" --admin-token "$ADMIN_TOKEN" --log-level warning \
+    >"$WORK/stdout" 2>"$WORK/server.log" &
+SERVER_PID=$!
+exec 3<"$WORK/stdout"
+# The first line, once it accepts requests: "listening on http://HOST:PORT".
+if ! IFS= read -r -t 60 LINE <&3 || [[ "$LINE" != "listening on "* ]]; then
+    echo "mock-backend did not start:" >&2
+    cat "$WORK/server.log" >&2
+    exit 1
+fi
+BASE=${LINE#listening on }
+echo "mock-backend at $BASE (data $WORK/data)" >&2
+
+# A rental license the SDK acquires through the live server (with the whole 12 s download).
+if ! "$OFFLINE" download "$RENTAL_VIDEO" --rental 1h --storage "$WORK/offline" --base-url "$BASE" --account "$ACCOUNT" \
+    --policy-key "$POLICY_KEY" --reserve-mb 0 --json >"$WORK/offline.out" 2>&1; then
+    echo "offline download failed:" >&2
+    tail -n 20 "$WORK/offline.out" >&2
+    exit 1
+fi
+echo "offline download $RENTAL_VIDEO --rental 1h: done" >&2
+
+mkdir -p "$(dirname "$SCREENSHOT")"
+status=0
+"$VENV/bin/python" scripts/dashboard_browser.py --base-url "$BASE" --admin-token "$ADMIN_TOKEN" --chromium "$CHROMIUM" \
+    --account "$ACCOUNT" --policy-key "$POLICY_KEY" --rental-video "$RENTAL_VIDEO" --clear-video "$CLEAR_VIDEO" --edit-video "$EDIT_VIDEO" \
+    --screenshot "$SCREENSHOT" --profile "$WORK/chromium" || status=1
+
+if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+    echo "mock-backend exited during the run:" >&2
+    tail -n 50 "$WORK/server.log" >&2
+    status=1
+fi
+[ "$status" -eq 0 ] && echo "dashboard browser test: passed" >&2 || echo "dashboard browser test: FAILED" >&2
+exit "$status"
