@@ -1,23 +1,28 @@
 # The two commands: `make demo` and `make test`. Everything installs what it needs first.
 SWIFT ?= swift
-APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev pkg-config ffmpeg curl openssl python3 python3-venv tmux chromium
+APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev pkg-config ffmpeg curl openssl python3 tmux
+# Only the tests need these: schemathesis' virtualenv and the dashboard's headless browser.
+TEST_APT_PACKAGES := python3-venv chromium
 
-.PHONY: deps build test test-api test-tsan serve demo fixtures bench-server fuzz clean
+.PHONY: deps test-deps build test test-api test-tsan serve demo fixtures bench-server fuzz clean
 
 deps:
 	@scripts/install-deps.sh $(APT_PACKAGES)
 
+test-deps:
+	@scripts/install-deps.sh $(APT_PACKAGES) $(TEST_APT_PACKAGES)
+
 build: deps
 	$(SWIFT) build
 
-test: deps
+test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	scripts/dashboard-browser-test.sh
 	scripts/schemathesis.sh
 
 # schemathesis against a live mock-backend and docs/openapi.yaml (PyPI, in .build-venv; part of `make test`).
-test-api: deps
+test-api: test-deps
 	$(SWIFT) build --product mock-backend
 	scripts/schemathesis.sh
 
