@@ -15,6 +15,7 @@
 # events and DOM conditions with deadlines, never on sleeps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/live-backend.sh
 
 WEBSOCKET_CLIENT_VERSION=1.8.0
 VENV=.build-venv/browser-test
@@ -30,41 +31,13 @@ RENTAL_VIDEO=6415818918104
 CLEAR_VIDEO=6415818918101
 EDIT_VIDEO=6415818918109
 
-if ! "$VENV/bin/python" -c "import websocket, sys; sys.exit(websocket.__version__ != '$WEBSOCKET_CLIENT_VERSION')" 2>/dev/null; then
-    echo "Installing websocket-client $WEBSOCKET_CLIENT_VERSION in $VENV ..." >&2
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check "websocket-client==$WEBSOCKET_CLIENT_VERSION"
-fi
+venv_install "$VENV" "websocket-client==$WEBSOCKET_CLIENT_VERSION" \
+    "import websocket, sys; sys.exit(websocket.__version__ != '$WEBSOCKET_CLIENT_VERSION')"
 [ -x "$BINARY" ] || { echo "no mock-backend at $BINARY: build it (swift build) or set MOCK_BACKEND" >&2; exit 1; }
 [ -x "$OFFLINE" ] || { echo "no offline command at $OFFLINE: build it (swift build) or set OFFLINE" >&2; exit 1; }
 command -v "$CHROMIUM" >/dev/null || { echo "no $CHROMIUM: install Debian's chromium (make deps) or set CHROMIUM" >&2; exit 1; }
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/dashboard-browser.XXXXXX")
-SERVER_PID=
-stop() {
-    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill -TERM "$SERVER_PID" 2>/dev/null || true
-        wait "$SERVER_PID" 2>/dev/null || true
-    fi
-    rm -rf "$WORK"
-}
-trap stop EXIT
-trap 'exit 130' INT TERM
-
-ADMIN_TOKEN=browser-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')
-mkfifo "$WORK/stdout"
-"$BINARY" --port 0 --data-dir "$WORK/data" --admin-token "$ADMIN_TOKEN" --log-level warning \
-    >"$WORK/stdout" 2>"$WORK/server.log" &
-SERVER_PID=$!
-exec 3<"$WORK/stdout"
-# The first line, once it accepts requests: "listening on http://HOST:PORT".
-if ! IFS= read -r -t 60 LINE <&3 || [[ "$LINE" != "listening on "* ]]; then
-    echo "mock-backend did not start:" >&2
-    cat "$WORK/server.log" >&2
-    exit 1
-fi
-BASE=${LINE#listening on }
-echo "mock-backend at $BASE (data $WORK/data)" >&2
+start_backend dashboard-browser
 
 # A rental license the SDK acquires through the live server (with the whole 12 s download).
 if ! "$OFFLINE" download "$RENTAL_VIDEO" --rental 1h --storage "$WORK/offline" --base-url "$BASE" --account "$ACCOUNT" \
@@ -81,10 +54,6 @@ status=0
     --account "$ACCOUNT" --policy-key "$POLICY_KEY" --rental-video "$RENTAL_VIDEO" --clear-video "$CLEAR_VIDEO" --edit-video "$EDIT_VIDEO" \
     --screenshot "$SCREENSHOT" --profile "$WORK/chromium" || status=1
 
-if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-    echo "mock-backend exited during the run:" >&2
-    tail -n 50 "$WORK/server.log" >&2
-    status=1
-fi
+backend_survived || status=1
 [ "$status" -eq 0 ] && echo "dashboard browser test: passed" >&2 || echo "dashboard browser test: FAILED" >&2
 exit "$status"

@@ -11,6 +11,7 @@
 # own, stops it on exit, and exits non-zero when schemathesis reports any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/live-backend.sh
 
 SCHEMATHESIS_VERSION=4.32.5
 VENV=.build-venv/schemathesis
@@ -28,39 +29,11 @@ FAIRPLAY_VIDEO=6415818918103
 CLEAR_VIDEO=6415818918101
 ADMIN_ACCOUNT=5434391461001
 
-if ! "$VENV/bin/schemathesis" --version 2>/dev/null | grep -qx "schemathesis, version $SCHEMATHESIS_VERSION"; then
-    echo "Installing schemathesis $SCHEMATHESIS_VERSION in $VENV ..." >&2
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
-fi
+venv_install "$VENV" "schemathesis==$SCHEMATHESIS_VERSION" \
+    "import schemathesis, sys; sys.exit(schemathesis.__version__ != '$SCHEMATHESIS_VERSION')"
 [ -x "$BINARY" ] || { echo "no mock-backend at $BINARY: build it (swift build --product mock-backend) or set MOCK_BACKEND" >&2; exit 1; }
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/schemathesis.XXXXXX")
-SERVER_PID=
-stop() {
-    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill -TERM "$SERVER_PID" 2>/dev/null || true
-        wait "$SERVER_PID" 2>/dev/null || true
-    fi
-    rm -rf "$WORK"
-}
-trap stop EXIT
-trap 'exit 130' INT TERM
-
-ADMIN_TOKEN=schemathesis-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')
-mkfifo "$WORK/stdout"
-"$BINARY" --port 0 --data-dir "$WORK/data" --admin-token "$ADMIN_TOKEN" --log-level warning \
-    >"$WORK/stdout" 2>"$WORK/server.log" &
-SERVER_PID=$!
-exec 3<"$WORK/stdout"
-# The first line, once it accepts requests: "listening on http://HOST:PORT".
-if ! IFS= read -r -t 60 LINE <&3 || [[ "$LINE" != "listening on "* ]]; then
-    echo "mock-backend did not start:" >&2
-    cat "$WORK/server.log" >&2
-    exit 1
-fi
-BASE=${LINE#listening on }
-echo "mock-backend $BINARY at $BASE (data $WORK/data)" >&2
+start_backend schemathesis
 
 # The license route is signed: its path and fastly_token come from the FairPlay video's
 # key_request_url, so the fuzzer reaches the body, header and SPC checks behind the token.
@@ -134,10 +107,6 @@ run --exclude-operation-id getMasterPlaylist --exclude-operation-id getMediaPlay
     --exclude-operation-id adminSetClock --exclude-operation-id dashboardFollowRequests || status=1
 run --include-operation-id adminSetClock || status=1
 
-if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-    echo "mock-backend exited during the run:" >&2
-    tail -n 50 "$WORK/server.log" >&2
-    status=1
-fi
+backend_survived || status=1
 [ "$status" -eq 0 ] && echo "schemathesis: no failures" >&2 || echo "schemathesis: failures above" >&2
 exit "$status"
