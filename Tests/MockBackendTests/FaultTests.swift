@@ -195,6 +195,13 @@ struct FaultLiveTests {
             #expect(events.contains(#""status":200"#) && events.contains(#""status":401"#) && !events.contains("/media/"))
             follower.kill(SIGTERM)
             _ = await follower.wait()
+
+            // Many more requests than it keeps: the newest 5, oldest first, ids in a row.
+            for _ in 0..<7 { _ = try await Curl.fetch(server.baseURL + "/playback/v1/accounts/\(Fixture.northwind)/videos/nope") }
+            let kept = try JSONDecoder().decode(Log.self, from: Data(try await Self.admin(server, "GET", "/_admin/v1/requests").body)).requests
+            #expect(kept.count == 5)
+            #expect(zip(kept, kept.dropFirst()).allSatisfy { $1.id == $0.id + 1 }, "\(kept.map(\.id))")
+            #expect(kept.dropLast().allSatisfy { $0.path.hasSuffix("/videos/nope") })
         }
     }
 }

@@ -13,6 +13,13 @@ public final class RequestLog: Sendable {
         public var method: String
         /// Path and query, with token values replaced by `…`.
         public var path: String
+
+        /// With the secrets in `path` replaced.
+        var redacted: Entry {
+            var entry = self
+            entry.path = RequestLog.redact(path)
+            return entry
+        }
         public var status: Int
         public var bytes: UInt64
         public var durationMs: Double
@@ -68,27 +75,57 @@ public final class RequestLog: Sendable {
 
     /// The entries kept (the oldest go first).
     public let capacity: Int
-    private let state = Locked<(entries: [Entry], next: Int, followers: [Follower], closed: Bool)>(([], 1, [], false))
+    private let state: Locked<(entries: Ring, next: Int, followers: [Follower], closed: Bool)>
     /// Sends keep-alives while anyone follows.
     private let keepAlive = Locked<Task<Void, Never>?>(nil)
 
     init(capacity: Int) {
         self.capacity = max(1, capacity)
+        state = Locked((Ring(capacity: self.capacity), 1, [], false))
+    }
+
+    /// The kept entries: a fixed ring, so recording (on every request) moves nothing. They
+    /// keep the target as it arrived; secrets are redacted when an entry is read.
+    struct Ring: Sendable {
+        private var slots: [Entry] = []
+        private var start = 0
+        let capacity: Int
+        init(capacity: Int) { self.capacity = capacity }
+
+        mutating func append(_ entry: Entry) {
+            if slots.count < capacity {
+                slots.append(entry)
+            } else {
+                slots[start] = entry
+                start = (start + 1) % capacity
+            }
+        }
+
+        /// Oldest first, redacted.
+        var ordered: [Entry] {
+            (slots[start...] + slots[..<start]).map(\.redacted)
+        }
+
+        mutating func removeAll() {
+            slots = []
+            start = 0
+        }
     }
 
     /// Records a finished request (called by the HTTP server's completion observer).
     func record(_ request: CompletedRequest, at time: Date) {
         let milliseconds = Double(request.duration.components.seconds) * 1000 + Double(request.duration.components.attoseconds) / 1e15
         let followers = state.withLock { state -> [Follower] in
-            let entry = Entry(id: state.next, time: time, method: request.method, path: RequestLog.redact(request.target),
+            let entry = Entry(id: state.next, time: time, method: request.method, path: request.target,
                               status: request.status, bytes: request.bytesSent, durationMs: (milliseconds * 10).rounded() / 10,
                               completed: request.completed, fault: request.note)
             state.next += 1
             state.entries.append(entry)
-            if state.entries.count > capacity { state.entries.removeFirst(state.entries.count - capacity) }
+            guard !state.followers.isEmpty else { return [] }
             state.followers.removeAll { $0.stream == nil }
-            let admitting = state.followers.filter { $0.filter.admits(entry) }
-            for follower in admitting { follower.outbox.withLock { $0.entries.append(entry) } }
+            let redacted = entry.redacted
+            let admitting = state.followers.filter { $0.filter.admits(redacted) }
+            for follower in admitting { follower.outbox.withLock { $0.entries.append(redacted) } }
             return admitting
         }
         for follower in followers { follower.stream?.signal() }
@@ -96,13 +133,13 @@ public final class RequestLog: Sendable {
 
     /// The kept entries a filter admits, oldest first, at most `limit` (the newest).
     public func entries(_ filter: Filter = Filter(), limit: Int = .max) -> [Entry] {
-        let all = state.withLock { $0.entries }.filter(filter.admits)
+        let all = state.withLock { $0.entries }.ordered.filter(filter.admits)
         return Array(all.suffix(max(0, limit)))
     }
 
     /// Forgets every entry (ids go on counting).
     public func clear() {
-        state.withLock { $0.entries = [] }
+        state.withLock { $0.entries.removeAll() }
     }
 
     /// A server-sent-events body that carries every entry the filter admits from now on (and
@@ -111,7 +148,7 @@ public final class RequestLog: Sendable {
     func follow(_ filter: Filter) -> BodyStream? {
         let stream = state.withLock { state -> BodyStream? in
             guard !state.closed else { return nil }
-            let outbox = Locked(Outbox(entries: filter.after == nil ? [] : state.entries.filter(filter.admits)))
+            let outbox = Locked(Outbox(entries: filter.after == nil ? [] : state.entries.ordered.filter(filter.admits)))
             let stream = BodyStream(length: nil) { max in
                 let next = outbox.withLock { box -> (entry: Entry?, keepAlive: Bool, end: Bool) in
                     if !box.entries.isEmpty { return (box.entries.removeFirst(), false, false) }
