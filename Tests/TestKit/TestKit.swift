@@ -162,6 +162,12 @@ public struct CurlResponse: Sendable {
 }
 
 public enum Curl {
+    /// Seconds a curl run may take unless the test gives its own `--max-time` (a later one
+    /// wins). A ceiling, never a wait: at the start of a full run the 2-thread test pool is
+    /// so busy that a test may resume half a minute after its request went out (seen: a
+    /// deferred answer released 30 s after curl started, and curl gave up first).
+    public static let defaultMaxTime = 120
+
     /// Fetches `url` with the real curl: status via `-w`, headers via `-D`, body via `-o`.
     public static func fetch(_ url: String, _ options: [String] = []) async throws -> CurlResponse {
         let pending = try start(url, options)
@@ -174,7 +180,7 @@ public enum Curl {
         let headerFile = scratch.url.appendingPathComponent("headers").path
         let bodyFile = scratch.url.appendingPathComponent("body").path
         let process = try RunningProcess("/usr/bin/curl", [
-            "-sS", "-g", "--max-time", "30", "-D", headerFile, "-o", bodyFile, "-w", "%{http_code} %{time_total}",
+            "-sS", "-g", "--max-time", "\(Curl.defaultMaxTime)", "-D", headerFile, "-o", bodyFile, "-w", "%{http_code} %{time_total}",
         ] + options + [url])
         return PendingCurl(process: process, scratch: scratch)
     }
@@ -203,7 +209,7 @@ public enum Curl {
 
     /// Runs curl with exactly `arguments` (for `-v`, several URLs, `--next`).
     public static func raw(_ arguments: [String]) async throws -> ProcessOutput {
-        try await Run.process("/usr/bin/curl", ["--max-time", "30"] + arguments)
+        try await Run.process("/usr/bin/curl", ["--max-time", "\(Curl.defaultMaxTime)"] + arguments)
     }
 
     /// The fields of the last header block in a `-D` dump.
@@ -300,7 +306,7 @@ public final class Gate: Sendable {
 
 /// Polls `condition` every few milliseconds until it holds or `timeout` passes; returns whether it held.
 /// For states no event announces (a counter on a server, a row in a store); the timeout is a ceiling, never a wait.
-public func eventually(timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws -> Bool {
+public func eventually(timeout: Duration = .seconds(120), _ condition: () async throws -> Bool) async throws -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try await condition() { return true }
