@@ -11,7 +11,9 @@ final class TestServer: Sendable {
     private let log = Locked<[HTTPRequest]>([])
 
     /// Starts a server whose handler is `handler`; requests are recorded before it runs.
-    init(latencyMilliseconds: Int = 0, idleTimeoutSeconds: Int = 30, threads: Int = 2,
+    /// The idle timeout is long by default: at the start of a full run a test may resume half a
+    /// minute late, and a connection closed meanwhile is not what a test of reuse is about.
+    init(latencyMilliseconds: Int = 0, idleTimeoutSeconds: Int = 600, threads: Int = 2,
          handler: @escaping HTTPServer.Handler) throws {
         var configuration = HTTPServerConfiguration()
         configuration.port = 0

@@ -57,11 +57,17 @@ struct SlowDiskTests {
         let disk = Gate()  // every commit waits here: a disk that does not keep up
         try await withBackend({ $0.publicBaseURL = proxy.baseURL }) { server in
             proxy.forward(to: "http://127.0.0.1:\(server.port)")
+            // The proxy answers from the test pool, which can be half a minute late at the start
+            // of a full run: request timeouts well past that (ceilings, never waits).
             try await withHarness(server, { configuration in
                 configuration.beforeCommit = { await disk.wait() }
                 configuration.segmentsInParallel = 2
+                configuration.requestTimeout = .seconds(120)
             }) { h in
-                let service = PlaybackService(baseURL: proxy.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
+                var patient = TransferEngine.Configuration()
+                patient.requestTimeout = .seconds(120)
+                let service = PlaybackService(baseURL: proxy.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey,
+                                              client: HTTPClient(engine: TransferEngine(configuration: patient)))
                 let token = try await h.manager.requestVideoDownload(try await service.findVideo(id: Catalog.clearVideo),
                                                                      mediaSelections: nil, parameters: nil)
                 // More than 5 failures happen while not one commit has finished, and bodies keep
