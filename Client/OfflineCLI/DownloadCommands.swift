@@ -88,7 +88,7 @@ func follow(_ manager: OfflineVideoManager, _ events: AsyncStream<OfflineVideoEv
     let follower = DownloadFollower(manager: manager, json: json)
     await follower.follow(events, downloads)
     withExtendedLifetime(interrupt) {}
-    await manager.close()
+    await finish(manager)
     if follower.outcomes.values.contains(where: { $0 != nil }) { throw ExitCode(ExitStatus.downloadFailed) }
 }
 
@@ -112,7 +112,7 @@ struct ResumeCommand: AsyncParsableCommand {
             let active = try await manager.offlineVideoStatus().filter { $0.downloadState == .requested || $0.downloadState == .downloading }
             if active.isEmpty {
                 if output.json { JSONOutput.print(["resumed": [String]()]) } else { say("Nothing to resume.") }
-                await manager.close()
+                await finish(manager)
                 return
             }
             var downloads: [(token: OfflineVideoToken, title: String)] = []
@@ -140,7 +140,7 @@ struct TokenAction {
             case .retry: try await manager.retryVideoDownload(token)
             }
             let state = try await manager.offlineVideoStatus(forToken: token)?.downloadState.description ?? "deleted"
-            await manager.close()
+            await finish(manager)
             if json {
                 JSONOutput.print(["token": token, "action": action.rawValue, "state": state])
             } else {

@@ -205,7 +205,7 @@ struct RenewCommand: AsyncParsableCommand {
             let fresh = try await playback.findVideo(id: offline.id)
             _ = try await manager.renewFairPlayLicense(token, video: fresh, parameters: DownloadParameters(license: terms))
             let info = try await manager.licenseInfo(token)
-            await manager.close()
+            await finish(manager)
             let now = storage.configuration().clock()
             if output.json {
                 JSONOutput.print(["token": token, "license": info.map(LicenseCommand.json) as Any? ?? NSNull()])

@@ -144,6 +144,14 @@ extension StorageOptions {
     }
 }
 
+/// Closes an owner's manager once the license reports it queued (releases, first plays) have
+/// been sent, or could not be: the process ends next, and the license server should not wait
+/// for the next `offline` command to learn of them.
+func finish(_ manager: OfflineVideoManager) async {
+    _ = await manager.sendPendingLicenseReports()
+    await manager.close()
+}
+
 /// Finds the one offline video whose token starts with `prefix`.
 func resolveToken(_ prefix: String, in manager: OfflineVideoManager) async throws -> OfflineVideoToken {
     let tokens = try await manager.offlineVideoTokens

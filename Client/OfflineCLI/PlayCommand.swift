@@ -35,7 +35,7 @@ struct PlayCommand: AsyncParsableCommand {
                 try await playback.export(to: file, audioLanguage: audioLanguage)
                 let elapsed = ContinuousClock.now - start
                 await playback.close()
-                await manager.close()
+                await finish(manager)
                 let size = Int64((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0)
                 if format.json {
                     JSONOutput.print(["token": token, "output": file.path, "bytes": size, "license_summary": licenseLine,

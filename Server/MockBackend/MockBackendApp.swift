@@ -107,7 +107,11 @@ public final class MockBackendApp: Sendable {
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
         var response: HTTPResponse
         var methods = "GET, HEAD, POST, OPTIONS"
-        if request.method == "OPTIONS" {
+        // A fault rule's error answers instead of the request, which is then not carried out.
+        let fault = faults.decide(for: request, catalog: catalog)
+        if let fault, fault.answersInstead {
+            response = FaultInjector.refusal(fault.rule)
+        } else if request.method == "OPTIONS" {
             switch router.match(method: "OPTIONS", segments: request.pathSegments) {
             case .notFound:
                 response = APIResponse.error(404, PlaybackAPIErrorCode.notFound, nil, "No such resource: \(request.path)")
@@ -135,7 +139,7 @@ public final class MockBackendApp: Sendable {
             }
         }
         APIResponse.addCORS(to: &response, allowedMethods: methods)
-        faults.apply(to: &response, for: request, catalog: catalog)
+        if let fault { FaultInjector.apply(fault, to: &response) }
         return response
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import TestKit
 import MicroHTTP
-import MockBackend
+@testable import MockBackend
 import Testing
 import WireModels
 
@@ -149,6 +149,31 @@ struct HLSContentTests {
             let response = try app.get(url: last.uri)
             #expect(response.status == 200)
             #expect(try response.bytes() == (try Fixture.media("video/416x234/seg_005.ts")))
+        }
+    }
+
+    @Test("generated playlists and video objects are kept for their time bucket only: a clock minutes on keeps one bucket's worth")
+    func responseCacheDropsPastBuckets() async throws {
+        try await withTemporaryDirectory { directory in
+            // A clock that stands still (10 s into a minute): only the test moves it to a new bucket.
+            let app = try MockBackendApp(configuration: BackendConfiguration(dataDirectory: directory), baseURL: testBaseURL,
+                                         clock: BackendClock(fixedAt: Date(timeIntervalSince1970: 1_800_000_010)), logger: quietLogger)
+            func fetchAll() throws {
+                let master = try app.master(Fixture.marathonVideo)
+                for url in master.variants.map(\.uri) + master.renditions.compactMap(\.uri) {
+                    #expect(try app.get(url: url).status == 200)
+                }
+            }
+            try fetchAll()
+            let oneBucket = app.cache.count
+            #expect(oneBucket >= 8, "the video, its master and its media playlists")
+            try fetchAll()
+            #expect(app.cache.count == oneBucket, "the same bucket: served from the cache")
+            for minute in 1...5 {
+                app.clock.offset = Double(minute) * 60  // a new bucket (60 s with the default token lifetimes)
+                try fetchAll()
+                #expect(app.cache.count == oneBucket, "minute \(minute): the past buckets' bodies are gone")
+            }
         }
     }
 

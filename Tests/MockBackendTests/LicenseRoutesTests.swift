@@ -97,6 +97,36 @@ struct LicenseRoutesTests {
         }
     }
 
+    @Test("a fault rule's error answers instead of the request: no license issued or renewed, the SPC still good; a dropped answer was carried out")
+    func faultedLicenseRequests() async throws {
+        try await withApp { app, _ in
+            let client = try LicenseTestClient(app)
+            let purchase = LicenseTestClient.offline(LicenseProfile(.purchase))
+            try app.faults.add(FaultRule(route: .license, times: 1, status: 503, retryAfter: 1))
+            let request = try client.makeRequest()
+            let refused = try client.post(request.body(), headers: purchase)
+            try expectError(refused, 503, PlaybackAPIErrorCode.serverError, "FAULT_INJECTED")
+            #expect(refused.headers["Retry-After"] == "1")
+            #expect(try app.licenses.licenses(LicenseStore.LicenseFilter(), now: app.clock.now(), limit: 10).isEmpty, "no license issued")
+            // The same SPC once more: its nonce was not used up.
+            let answer = try client.post(request.body(), headers: purchase)
+            try #require(answer.status == 200, "\(answer.status) \(answer.debugText)")
+            let id = try request.open(try answer.bytes()).terms.licenseID
+
+            // A renewal answered 503 leaves the license as it was.
+            let rental = Self.rental(app, days: 1, playHours: nil)
+            try app.faults.add(FaultRule(route: .license, times: 1, status: 503))
+            #expect(try client.send(.renew, licenseID: id, headers: rental).response.status == 503)
+            #expect(try app.licenses.license(id: id)?.terms.kind == .purchase)
+            #expect(try app.licenses.history(licenseID: id).map(\.event) == ["acquire"])
+
+            // A dropped connection loses the answer of a renewal that was carried out.
+            try app.faults.add(FaultRule(route: .license, times: 1, drop: true))
+            #expect(try client.send(.renew, licenseID: id, headers: rental).response.dropsConnection)
+            #expect(try app.licenses.license(id: id)?.terms.kind == .rental)
+        }
+    }
+
     @Test("bad bodies: malformed JSON, bad base64, tampered SPC, replayed SPC, stale SPC, SPC for another key")
     func badBodies() async throws {
         try await withApp { app, _ in

@@ -1,5 +1,5 @@
 import Foundation
-import MockBackend
+@testable import MockBackend
 @testable import OfflineSDK
 import TestKit
 import Testing
@@ -101,6 +101,7 @@ struct CommandLineTests {
             let rental = try await cli.download("6415818918104", ["--rental", "2d", "--play-duration", "6h"])
             let license = try await cli.json(["license", String(rental.prefix(10))] + cli.store)
             #expect(license["summary"] as? String == "rental, 48 h left, 6 h play window not started")
+            let licenseID = try #require((license["license"] as? [String: Any])?["license_id"] as? String)
             let list = try await cli.json(["list"] + cli.store)
             #expect((list["videos"] as? [[String: Any]])?.count == 2 && (list["free_bytes"] as? Int ?? 0) > 0)
 
@@ -109,6 +110,7 @@ struct CommandLineTests {
             #expect(play["output"] as? String == file && (play["bytes"] as? Int ?? 0) > 100_000)
             let after = try await cli.json(["license", rental] + cli.store)
             #expect((after["summary"] as? String)?.contains("of the 6 h play window left") == true, "the first play started the window")
+            #expect(try cli.server.app.licenses.license(id: licenseID)?.terms.firstPlay != nil, "reported before the command ended")
             let probe = try await Run.process("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", file])
             #expect(probe.stdoutText.contains("h264") && probe.stdoutText.contains("aac"))
 
@@ -118,6 +120,7 @@ struct CommandLineTests {
             #expect((renew["license"] as? [String: Any])?["kind"] as? String == "purchase", "renewed through the stored origin")
             let deleted = try await cli.json(["delete", rental] + cli.store)
             #expect(deleted["state"] as? String == "deleted")
+            #expect(try cli.server.app.licenses.license(id: licenseID)?.releasedAt != nil, "released before the command ended")
             let old = try await cli.run(["control", "pause", "zzz"] + cli.store)
             #expect(old.exitCode == 3, "the old spelling still parses")
         }

@@ -27,6 +27,21 @@ extension OfflineVideoManager {
         Task { await self.sendLicenseReports() }
     }
 
+    /// Sends the queued first-play and release reports now, while the network policy allows,
+    /// and returns how many are still queued (they go out at a later start or when the network
+    /// comes back). For a process about to end, before `close()`: a command-line tool, whose
+    /// releases would otherwise wait for its next run. Returns once a pass already under way
+    /// has sent them too.
+    public func sendPendingLicenseReports() async -> Int {
+        if sendingReports {
+            reportsAgain = true
+            await withCheckedContinuation { reportPassWaiters.append($0) }
+        } else {
+            await sendLicenseReports()
+        }
+        return (try? store.pendingReports().count) ?? 0
+    }
+
     /// Sends every queued report while the network allows, oldest first; one pass at a time
     /// (a call during a pass makes the pass run once more).
     func sendLicenseReports() async {
@@ -36,7 +51,11 @@ extension OfflineVideoManager {
             return
         }
         sendingReports = true
-        defer { sendingReports = false }
+        defer {
+            sendingReports = false
+            for waiter in reportPassWaiters { waiter.resume() }
+            reportPassWaiters = []
+        }
         repeat {
             reportsAgain = false
             guard NetworkGate.allows(configuration.network.currentPath, allowsCellular: options.allowsCellularPlayback) else { return }

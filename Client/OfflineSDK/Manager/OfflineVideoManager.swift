@@ -56,9 +56,11 @@ public actor OfflineVideoManager {
     var ownership: StorageLock?
     /// Open playback sessions per offline video.
     var openSessions: [OfflineVideoToken: Int] = [:]
-    /// License reports: a pass is running; another was asked for meanwhile.
+    /// License reports: a pass is running; another was asked for meanwhile; callers of
+    /// `sendPendingLicenseReports` waiting for the running pass to end.
     var sendingReports = false
     var reportsAgain = false
+    var reportPassWaiters: [CheckedContinuation<Void, Never>] = []
     /// Background watchers of an owner: the network (license reports) and license expiry (auto-purge).
     var reportWatcher: Task<Void, Never>?
     var expiryWatcher: Task<Void, Never>?

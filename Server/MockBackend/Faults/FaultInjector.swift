@@ -62,10 +62,26 @@ public final class FaultInjector: Sendable {
         state.withLock { $0.rules = [] }
     }
 
-    /// Applies the first rule that takes `request` to `response`.
-    func apply(to response: inout HTTPResponse, for request: HTTPRequest, catalog: Catalog) {
-        guard let (route, account, videoUUID, renditionUUID) = RouteClass.classify(request.pathSegments) else { return }
-        let decision = state.withLock { state -> (FaultRule, Duration?, SplitMix)? in
+    /// What the rule that takes a request does to it, its random choices made.
+    struct Decision {
+        let rule: FaultRule
+        let latency: Duration?
+        /// The generator of the body's own choices (corrupted places).
+        let random: SplitMix
+
+        /// An error status answers instead of the request, which is not carried out (no license
+        /// issued, renewed or released, no nonce used up), as when a real server fails: a
+        /// client that takes a 503 for "not done" and asks again is right. The other effects
+        /// delay, shape or lose the answer of a request that was carried out (`drop` too, even
+        /// with a status: the answer is lost, and the client cannot tell whether it was done).
+        var answersInstead: Bool { rule.status != nil && rule.drop != true }
+    }
+
+    /// The first rule that takes `request`, or nil. Decided before the request is carried out
+    /// (`Decision.answersInstead`); `apply` then does the rest to the answer.
+    func decide(for request: HTTPRequest, catalog: Catalog) -> Decision? {
+        guard let (route, account, videoUUID, renditionUUID) = RouteClass.classify(request.pathSegments) else { return nil }
+        return state.withLock { state -> Decision? in
             guard !state.rules.isEmpty else { return nil }
             var videoIDs: Set<String> = [], renditionNames: Set<String> = []
             if let video = videoUUID.flatMap(catalog.video(uuid:)) {
@@ -91,31 +107,34 @@ public final class FaultInjector: Sendable {
                 }
                 // The body's own choices (corrupted places) get a generator split off this one.
                 let body = SplitMix(state: state.random.next())
-                return (installed.rule, latency, body)
+                return Decision(rule: installed.rule, latency: latency, random: body)
             }
             return nil
         }
-        guard let (rule, latency, random) = decision else { return }
-        FaultInjector.apply(rule, latency: latency, random: random, to: &response)
     }
 
-    private static func apply(_ rule: FaultRule, latency: Duration?, random: SplitMix, to response: inout HTTPResponse) {
-        var random = random
-        let note = rule.describe(latency: latency)
+    /// The error array a rule with a status answers (`FAULT_INJECTED`), with Retry-After on a 503.
+    static func refusal(_ rule: FaultRule) -> HTTPResponse {
+        let status = rule.status ?? 503
+        var refusal = APIResponse.error(status, status >= 500 ? PlaybackAPIErrorCode.serverError : "FAULT_INJECTED", "FAULT_INJECTED",
+                                        "Fault rule \(rule.id ?? "") answered \(status)")
+        if status == 503, let retryAfter = rule.retryAfter { refusal.headers.set("Retry-After", "\(retryAfter)") }
+        return refusal
+    }
+
+    /// Does what `decision` says to `response`: the answer of the request, or, when the decision
+    /// answers instead of it, the refusal.
+    static func apply(_ decision: Decision, to response: inout HTTPResponse) {
+        let rule = decision.rule
+        var random = decision.random
+        let note = rule.describe(latency: decision.latency)
         if rule.drop == true {
             response = HTTPResponse(status: 0)
             response.dropsConnection = true
             response.note = note
             return
         }
-        if let status = rule.status {
-            var refusal = APIResponse.error(status, status >= 500 ? PlaybackAPIErrorCode.serverError : "FAULT_INJECTED", "FAULT_INJECTED",
-                                            "Fault rule \(rule.id ?? "") answered \(status)")
-            if status == 503, let retryAfter = rule.retryAfter { refusal.headers.set("Retry-After", "\(retryAfter)") }
-            for field in response.headers where field.name.lowercased().hasPrefix("access-control-") { refusal.headers.add(field.name, field.value) }
-            response = refusal
-        }
-        response.delay = latency
+        response.delay = decision.latency
         response.note = note
         let shaping = rule.bytesPerSecond != nil || rule.cutAfterBytes != nil || rule.stall == true || rule.corruptBytes != nil
         guard shaping, var bytes = FaultInjector.bytes(of: response.body) else { return }

@@ -67,14 +67,15 @@ public struct FaultRule: Codable, Sendable, Equatable {
     public var latencyJitterMs: Int?
     /// The body sent at most this many bytes per second.
     public var bytesPerSecond: Int?
-    /// The answer replaced by this error status (with the Playback API's error array).
+    /// This error status (with the Playback API's error array) answered instead of the request,
+    /// which is not carried out.
     public var status: Int?
     /// With a 503: the Retry-After header (seconds).
     public var retryAfter: Int?
     /// The full length is announced, then the connection is closed after this many body bytes
     /// (0: right after the headers).
     public var cutAfterBytes: Int?
-    /// The connection is closed before any answer.
+    /// The connection is closed before any answer (the request was carried out; its answer is lost).
     public var drop: Bool?
     /// Headers, then nothing: the body never comes (until the client gives up).
     public var stall: Bool?

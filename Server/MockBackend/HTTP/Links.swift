@@ -94,6 +94,12 @@ struct Links: Sendable {
         return Date(timeIntervalSince1970: (now.timeIntervalSince1970 / bucket).rounded(.down) * bucket + ttl)
     }
 
+    /// When the time bucket of `now` ends: after it, tokens are issued with a later expiry.
+    static func bucketEnd(now: Date, ttl: TimeInterval) -> Date {
+        let bucket = cacheBucket(ttl: ttl)
+        return Date(timeIntervalSince1970: ((now.timeIntervalSince1970 / bucket).rounded(.down) + 1) * bucket)
+    }
+
     /// The bucket length for `ttl`: a tenth of it, between 1 s and 60 s.
     static func cacheBucket(ttl: TimeInterval) -> TimeInterval { max(1, min(60, (ttl / 10).rounded(.down))) }
 

@@ -11,9 +11,12 @@ extension MockBackendApp {
         router.add(["GET"], "/manifest/v1/hls/v5/:protection/:account/:video/:label/master.m3u8") { app, request, p in
             app.mediaRequest(request, p) { video throws(ErrorResponse) in
                 guard p["label"] == Links.segmentLabel(video) else { throw app.notFound(request) }
-                let expiry = Links.expiry(now: app.clock.now(), ttl: app.catalog.accounts[video.accountID]?.manifestTokenTTL ?? 21600)
+                let now = app.clock.now()
+                let ttl = app.catalog.accounts[video.accountID]?.manifestTokenTTL ?? 21600
+                let expiry = Links.expiry(now: now, ttl: ttl)
                 let links = app.links(for: request)
-                let body = app.cache.body(for: "master|\(links.base)|\(video.id)|\(video.generation)|\(expiry.timeIntervalSince1970)") {
+                let body = app.cache.body(for: "master|\(links.base)|\(video.id)|\(video.generation)|\(expiry.timeIntervalSince1970)",
+                                          validUntil: Links.bucketEnd(now: now, ttl: ttl), now: now) {
                     Array(app.packager.master(video, key: app.contentKeys[video.id], expiresAt: expiry, links: links).render().utf8)
                 }
                 return .bytes(body, contentType: playlistContentType)
@@ -27,7 +30,8 @@ extension MockBackendApp {
                 let now = app.clock.now()
                 let expiry = Links.expiry(now: now, ttl: app.configuration.mediaTokenTTL)
                 let links = app.links(for: request)
-                let body = app.cache.body(for: "media|\(links.base)|\(rendition.uuid)|\(video.generation)|\(expiry.timeIntervalSince1970)") {
+                let body = app.cache.body(for: "media|\(links.base)|\(rendition.uuid)|\(video.generation)|\(expiry.timeIntervalSince1970)",
+                                          validUntil: Links.bucketEnd(now: now, ttl: app.configuration.mediaTokenTTL), now: now) {
                     Array(app.packager.media(video, rendition, key: app.contentKeys[video.id], keyExpiresAt: expiry,
                                              expiresAt: expiry, links: links).render().utf8)
                 }

@@ -109,7 +109,9 @@ extension MockBackendApp {
         let now = clock.now()
         let manifestBucket = Int(now.timeIntervalSince1970 / Links.cacheBucket(ttl: account.manifestTokenTTL))
         let mediaBucket = Int(now.timeIntervalSince1970 / Links.cacheBucket(ttl: configuration.mediaTokenTTL))
-        return cache.body(for: "video|\(links.base)|\(video.id)|\(video.generation)|\(manifestBucket)|\(mediaBucket)") {
+        let validUntil = min(Links.bucketEnd(now: now, ttl: account.manifestTokenTTL), Links.bucketEnd(now: now, ttl: configuration.mediaTokenTTL))
+        return cache.body(for: "video|\(links.base)|\(video.id)|\(video.generation)|\(manifestBucket)|\(mediaBucket)",
+                          validUntil: validUntil, now: now) {
             (try? Array(WireJSON.encoder(sortedKeys: true).encode(renderer.render(video, account: account, key: contentKeys[video.id], now: now, links: links)))) ?? []
         }
     }
