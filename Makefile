@@ -4,7 +4,7 @@ APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev pkg-config
 # Only the tests need these: schemathesis' virtualenv and the dashboard's headless browser.
 TEST_APT_PACKAGES := python3-venv chromium
 
-.PHONY: deps test-deps build test test-api test-tsan serve demo fixtures bench-server fuzz clean
+.PHONY: deps test-deps build test test-api test-tsan serve demo fixtures bench-server fuzz soak clean
 
 deps:
 	@scripts/install-deps.sh $(APT_PACKAGES)
@@ -50,6 +50,13 @@ bench-server: deps
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
+
+# The soak (benchmarks/soak.sh, README: Benchmarks): SOAK_SECONDS of downloads paused, cancelled,
+# resumed, killed and deleted at random with licenses renewed and released, then every byte, orphan
+# and license checked, and memory and descriptors held flat. Not part of `make test`.
+SOAK_SECONDS ?= 600
+soak: deps
+	SOAK_SECONDS=$(SOAK_SECONDS) benchmarks/soak.sh
 
 clean:
 	rm -rf .build
