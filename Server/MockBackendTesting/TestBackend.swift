@@ -117,8 +117,24 @@ public final class TestBackend: Sendable {
     public var faults: FaultInjector { server.app.faults }
 
     /// The requests answered so far (the newest `requestLogSize`), oldest first.
+    ///
+    /// A request is logged once its answer has been sent in full, so a client can hold its
+    /// answer a moment before the log shows it: to check a request the client just made, use
+    /// ``requests(pathPrefix:status:atLeast:timeout:)``.
     public func requests(pathPrefix: String? = nil, status: Int? = nil) -> [RequestLog.Entry] {
         server.app.requestLog.entries(RequestLog.Filter(pathPrefix: pathPrefix, status: status))
+    }
+
+    /// The matching requests once at least `count` of them are in the log, or what the log holds
+    /// when `timeout` (a ceiling, never a wait) passes first.
+    public func requests(pathPrefix: String? = nil, status: Int? = nil, atLeast count: Int,
+                         timeout: Duration = .seconds(120)) async -> [RequestLog.Entry] {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let seen = requests(pathPrefix: pathPrefix, status: status)
+            if seen.count >= count || ContinuousClock.now >= deadline { return seen }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
     }
 
     /// An admin API answer: its status and JSON body.

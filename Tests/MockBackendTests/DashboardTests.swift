@@ -373,10 +373,10 @@ struct DashboardTests {
             let cookie = "mock_admin=\(Links.percentEncode(server.app.adminToken))"
             let follower = try RunningProcess("/usr/bin/curl", ["-sS", "-N", "-H", "Cookie: \(cookie)",
                                                                 server.baseURL + "/_dashboard/requests/stream?path_prefix=/playback"])
-            #expect(try await eventually(timeout: .seconds(10)) { server.activeRequests >= 1 })
+            #expect(try await eventually { server.activeRequests >= 1 })
             _ = try await server.fetchVideo(Fixture.clearVideo, key: Fixture.northwindPlayKey)
             _ = try await Curl.fetch(server.baseURL + "/playback/v1/accounts/\(Fixture.northwind)/videos/nope")
-            #expect(try await follower.waitForOutput(timeout: .seconds(10)) { $0.components(separatedBy: "event: request").count == 3 })
+            #expect(try await follower.waitForOutput { $0.components(separatedBy: "event: request").count == 3 })
             let events = follower.stdoutSoFar
             #expect(events.contains(#""status":200"#) && events.contains(#""status":401"#))
             follower.kill(SIGTERM)
@@ -386,7 +386,7 @@ struct DashboardTests {
             let firstID = try #require(server.app.requestLog.entries(RequestLog.Filter(pathPrefix: "/playback")).first?.id)
             let resumed = try RunningProcess("/usr/bin/curl", ["-sS", "-N", "-H", "Cookie: \(cookie)", "-H", "Last-Event-ID: \(firstID)",
                                                                server.baseURL + "/_dashboard/requests/stream?path_prefix=/playback"])
-            #expect(try await resumed.waitForOutput(timeout: .seconds(10)) { $0.contains("event: request") })
+            #expect(try await resumed.waitForOutput { $0.contains("event: request") })
             #expect(resumed.stdoutSoFar.components(separatedBy: "event: request").count == 2, "\(resumed.stdoutSoFar)")
             #expect(resumed.stdoutSoFar.contains(#""status":401"#) && !resumed.stdoutSoFar.contains("id: \(firstID)\n"))
             resumed.kill(SIGTERM)

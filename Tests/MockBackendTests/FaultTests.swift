@@ -160,6 +160,8 @@ struct FaultLiveTests {
             let url = try await Self.segmentURL(server)
             _ = try await Self.admin(server, "POST", "/_admin/v1/faults", #"{"id":"missing","route":"segment","status":404,"times":1}"#)
             _ = try await Curl.fetch(url)
+            // A request is logged once its answer is sent in full, a moment after curl may have it.
+            #expect(try await eventually { !server.app.requestLog.entries(RequestLog.Filter(pathPrefix: "/media", status: 404)).isEmpty })
             let listing = try await Self.admin(server, "GET", "/_admin/v1/requests?path_prefix=/media")
             struct Log: Decodable {
                 struct Entry: Decodable { var id: Int; var method: String; var path: String; var status: Int; var fault: String?; var bytes: Int }
@@ -179,10 +181,10 @@ struct FaultLiveTests {
             let follower = try RunningProcess("/usr/bin/curl", ["-sS", "-N", "-H", "Authorization: Bearer \(server.app.adminToken)",
                                                                 server.baseURL + "/_admin/v1/requests/stream?path_prefix=/playback"])
             // The stream is open once the server counts it among the requests in flight.
-            #expect(try await eventually(timeout: .seconds(10)) { server.activeRequests >= 1 })
+            #expect(try await eventually { server.activeRequests >= 1 })
             _ = try await server.fetchVideo(Fixture.clearVideo, key: Fixture.northwindPlayKey)
             _ = try await Curl.fetch(server.baseURL + "/playback/v1/accounts/\(Fixture.northwind)/videos/nope")
-            #expect(try await follower.waitForOutput(timeout: .seconds(10)) { $0.components(separatedBy: "event: request").count == 3 })
+            #expect(try await follower.waitForOutput { $0.components(separatedBy: "event: request").count == 3 })
             let events = follower.stdoutSoFar
             #expect(events.contains(#""status":200"#) && events.contains(#""status":401"#) && !events.contains("/media/"))
             follower.kill(SIGTERM)

@@ -63,7 +63,7 @@ struct CommandLineTests {
             }
             // The bars: one per selection, drawn in place (each label once on the screen).
             var seen = ""
-            let drawing = try await eventually(timeout: .seconds(60)) {
+            let drawing = try await eventually {
                 seen = try await screen()
                 return seen.contains("video 416x234") && seen.contains("audio fr") && seen.contains("█") && seen.contains("left")
             }
@@ -71,7 +71,7 @@ struct CommandLineTests {
             cli.server.addedLatencyMilliseconds = 60_000  // it cannot finish before Ctrl-C now
             #expect(seen.components(separatedBy: "audio en").count == 2, "redrawn in place, not scrolled: \(seen)")
             _ = try await Run.process("/usr/bin/tmux", ["send-keys", "-t", session, "C-c"])
-            let paused = try await eventually(timeout: .seconds(60)) { try await screen().contains("EXIT=130") }
+            let paused = try await eventually { try await screen().contains("EXIT=130") }
             seen = try await screen()
             #expect(paused && seen.contains("Paused. Nothing is lost: continue with `offline resume"), "\(seen)")
 

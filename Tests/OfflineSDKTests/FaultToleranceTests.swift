@@ -45,6 +45,9 @@ struct FaultToleranceTests {
             let applied = Self.applied(server)
             #expect(applied["first-cuts"] == 3, "\(applied)")
             // The request log saw the cut answers as incomplete.
+            #expect(try await eventually {
+                server.app.requestLog.entries(RequestLog.Filter(pathPrefix: "/media/")).filter { $0.fault?.hasPrefix("first-cuts") == true }.count == 3
+            })
             let cut = server.app.requestLog.entries(RequestLog.Filter(pathPrefix: "/media/")).filter { $0.fault?.hasPrefix("first-cuts") == true }
             #expect(cut.count == 3 && cut.allSatisfy { !$0.completed && $0.bytes == 4_000 })
             server.app.faults.removeAll()
@@ -58,6 +61,11 @@ struct FaultToleranceTests {
             try server.app.faults.add(FaultRule(id: "thin", route: .segment, bytesPerSecond: 1_000_000))
             let token = try await h.request(Catalog.clearVideo)
             #expect(try await h.events.finished(token) == nil)
+            // The log has an answer once it is sent in full, a moment after the client may have it.
+            #expect(try await eventually {
+                server.app.requestLog.entries(RequestLog.Filter(pathPrefix: "/media/")).filter { $0.fault?.hasPrefix("thin") == true }.count
+                    == Self.applied(server)["thin"]
+            })
             let thin = server.app.requestLog.entries(RequestLog.Filter(pathPrefix: "/media/")).filter { $0.fault?.hasPrefix("thin") == true }
             #expect(!thin.isEmpty && thin.allSatisfy(\.completed))
             #expect(Self.applied(server)["thin"] == thin.count)

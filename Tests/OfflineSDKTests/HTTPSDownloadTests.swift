@@ -26,6 +26,10 @@ struct HTTPSDownloadTests {
                 let segments = try await h.manager.store.segments(token)
                 #expect(!segments.isEmpty && segments.allSatisfy { $0.done && $0.url.hasPrefix("https://") })
                 // Every request went over TLS: the request log has the license and the segments.
+                // (logged once each answer is sent in full, a moment after the client may have it)
+                #expect(try await eventually {
+                    server.app.requestLog.entries(RequestLog.Filter(pathPrefix: "/media/")).count >= segments.count
+                })
                 let log = server.app.requestLog.entries(RequestLog.Filter())
                 #expect(log.contains { $0.path.hasPrefix("/license/v1/fairplay/") && $0.status == 200 })
                 #expect(log.filter { $0.path.hasPrefix("/media/") }.count == segments.count)
