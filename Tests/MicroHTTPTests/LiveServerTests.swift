@@ -281,7 +281,9 @@ struct LiveServerTests {
         #expect(eventuallyBlocking { server.activeRequests >= 1 })
         let stopper = Thread { server.shutdown() }
         stopper.start()
-        usleep(200_000)  // shutdown has quiesced and is waiting for the request
+        // Shutdown has stopped accepting once a bare connect is refused (or it has already ended,
+        // which the check below reports).
+        #expect(eventuallyBlocking { connectionRefused(port: server.port) || stopper.isFinished })
         let late = try Curl.start("\(base)/hello", ["--max-time", "5"]).finishBlocking()
         let stillDraining = !stopper.isFinished
         // Expected: curl exit 7 (connection refused) straight away. A listening socket that is

@@ -4,8 +4,6 @@ import Logging
 import MicroHTTP
 import Synchronization
 
-/// A logger that drops everything, so request logs do not flood the test output.
-let quietLogger = Logger(label: "microhttp-tests") { _ in SwiftLogNoOpLogHandler() }
 
 /// Starts an `HTTPServer` on 127.0.0.1, port 0, runs `body` with it and its base URL, and
 /// always shuts it down.
@@ -30,7 +28,8 @@ func withServer(
 }
 
 /// Waits on this thread (polling) until `condition` holds or `timeout` passes; returns whether it held.
-func eventuallyBlocking(timeout: Duration = .seconds(5), _ condition: () -> Bool) -> Bool {
+/// The timeout is a ceiling for a loaded machine, never a wait.
+func eventuallyBlocking(timeout: Duration = .seconds(120), _ condition: () -> Bool) -> Bool {
     let deadline = ContinuousClock.now.advanced(by: timeout)
     while ContinuousClock.now < deadline {
         if condition() { return true }
@@ -39,3 +38,18 @@ func eventuallyBlocking(timeout: Duration = .seconds(5), _ condition: () -> Bool
     return condition()
 }
 
+
+/// Whether a TCP connection to 127.0.0.1:`port` is refused right now (nothing accepts there).
+func connectionRefused(port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let result = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    return result != 0 && errno == ECONNREFUSED
+}

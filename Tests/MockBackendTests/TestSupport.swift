@@ -58,8 +58,6 @@ func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> 
     return try await body(directory.url)
 }
 
-/// A logger that drops everything, so request logs do not flood the test output.
-let quietLogger = Logger(label: "mock-backend-tests") { _ in SwiftLogNoOpLogHandler() }
 
 /// The base URL route tests give the app (nothing listens there).
 let testBaseURL = "http://backend.test:8080"

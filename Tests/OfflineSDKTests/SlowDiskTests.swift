@@ -23,7 +23,7 @@ final class FlakyProxy: Sendable {
         configuration.port = 0
         let counters = self.counters
         let client = HTTPClient()
-        server = HTTPServer(configuration: configuration, logger: Logger(label: "proxy") { _ in SwiftLogNoOpLogHandler() }) { request in
+        server = HTTPServer(configuration: configuration, logger: quietLogger) { request in
             let (backend, fail) = counters.state.withLock { state -> (String, Bool) in
                 guard request.path.hasSuffix(".ts") else { return (state.backend, false) }
                 state.segments += 1

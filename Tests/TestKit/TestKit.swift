@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+import Logging
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -306,11 +307,16 @@ public final class Gate: Sendable {
 
 /// Polls `condition` every few milliseconds until it holds or `timeout` passes; returns whether it held.
 /// For states no event announces (a counter on a server, a row in a store); the timeout is a ceiling, never a wait.
+/// A condition that throws counts as not holding yet (a store another process is still creating);
+/// the last error is thrown only if it still throws when the time is up.
 public func eventually(timeout: Duration = .seconds(120), _ condition: () async throws -> Bool) async throws -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
-        if try await condition() { return true }
+        if (try? await condition()) == true { return true }
         try await Task.sleep(for: .milliseconds(10))
     }
     return try await condition()
 }
+
+/// A logger that drops everything, so servers under test do not flood the output.
+public let quietLogger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
