@@ -2,7 +2,7 @@
 SWIFT ?= swift
 APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev pkg-config ffmpeg curl openssl python3 tmux
 # Only the tests need these: schemathesis' virtualenv and the dashboard's headless browser.
-TEST_APT_PACKAGES := python3-venv chromium
+TEST_APT_PACKAGES := python3-venv chromium iproute2
 
 .PHONY: deps test-deps build test test-api test-tsan serve demo fixtures bench-server fuzz soak clean
 

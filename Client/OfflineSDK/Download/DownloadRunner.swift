@@ -231,13 +231,13 @@ struct DownloadRunner: Sendable {
 
     private func fetch(_ segment: SegmentRecord, in transfers: TransferGroup, after delay: Duration?) async throws -> Outcome {
         if let delay { try await Task.sleep(for: delay) }
-        try await NetworkGate.wait(network, allowsCellular: allowsCellular)
+        try await NetworkGate.wait(network, allowsCellular: allowsCellular, url: segment.url)
         let destination = path(of: segment.file)
         do {
             return .received(segment, try await engine.receive(FileDownload(url: segment.url, destination: destination, group: transfers)))
         } catch {
             if Task.isCancelled { throw CancellationError() }
-            if !NetworkGate.allows(network.currentPath, allowsCellular: allowsCellular) { return .networkUnavailable(segment) }
+            if !NetworkGate.allows(network, allowsCellular: allowsCellular, url: segment.url) { return .networkUnavailable(segment) }
             return .failed(segment, error, whileCommitting: false)
         }
     }

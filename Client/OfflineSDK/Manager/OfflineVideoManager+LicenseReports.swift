@@ -58,9 +58,12 @@ extension OfflineVideoManager {
         }
         repeat {
             reportsAgain = false
-            guard NetworkGate.allows(configuration.network.currentPath, allowsCellular: options.allowsCellularPlayback) else { return }
             for report in (try? store.pendingReports()) ?? [] {
                 guard let id = report.id else { continue }
+                let server = (try? JSONDecoder().decode(KeySystem.self, from: report.keySystem))?.keyRequestURL ?? ""
+                guard NetworkGate.allows(configuration.network, allowsCellular: options.allowsCellularPlayback, url: server) else {
+                    return  // the rest waits for a network the playback policy allows
+                }
                 if await send(report) {
                     try? store.removeReport(id)
                 } else {

@@ -150,14 +150,13 @@ extension OfflineVideoManager {
             let path = folder + "/" + track.folder + "/" + track.names[sequence]
             if let bytes = OfflineVideoManager.readFile(path) { return bytes }
             let key = SegmentKey(track: track.position, sequence: sequence)
-            if NetworkGate.allows(network.currentPath, allowsCellular: allowsCellular) {
-                for attempt in 0..<2 {
-                    guard let url = try store.segmentURLs(token, [key])[key] else { break }
-                    let response = try? await client.send(HTTPClientRequest(url: url))
-                    if let response, response.status == 200 { return response.body }
-                    guard attempt == 0, response?.status == 403, let self else { break }
-                    try await self.refreshURLs(token)
-                }
+            for attempt in 0..<2 {
+                guard let url = try store.segmentURLs(token, [key])[key],
+                      NetworkGate.allows(network, allowsCellular: allowsCellular, url: url) else { break }
+                let response = try? await client.send(HTTPClientRequest(url: url))
+                if let response, response.status == 200 { return response.body }
+                guard attempt == 0, response?.status == 403, let self else { break }
+                try await self.refreshURLs(token)
             }
             while await self?.isDownloading(token) == true {
                 await arrivals.wait(token, key) { access(path, F_OK) == 0 }

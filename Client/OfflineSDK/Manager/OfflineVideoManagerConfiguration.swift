@@ -77,8 +77,8 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     public var clockTolerance: TimeInterval = 600
     /// Runs before each segment's commit (sync and rename): tests stand in for a slow disk with it.
     var beforeCommit: (@Sendable () async -> Void)?
-    /// Which network the device is on.
-    public var network: any NetworkMonitor = ManualNetworkMonitor()
+    /// Which network the device is on (default: the kernel's, `SystemNetworkMonitor.shared`).
+    public var network: any NetworkMonitor = SystemNetworkMonitor.shared
     /// The clock license and URL expiry decisions read.
     public var clock: @Sendable () -> Date = { Date() }
 

@@ -6,16 +6,25 @@ public enum NetworkPath: String, Sendable, CaseIterable {
     case wired, wifi, cellular, none
 }
 
-/// Tells the manager which network the device is on, and when that changes. Apps on a
-/// platform with a network API adapt it; tests and the CLI use `ManualNetworkMonitor`.
+/// Tells the manager which network the device is on, and when that changes. The default is
+/// `SystemNetworkMonitor.shared` (the kernel's interfaces and routes); apps on a platform with
+/// a network API of its own adapt it; tests set a path by hand with `ManualNetworkMonitor`.
 public protocol NetworkMonitor: Sendable {
     /// The path now.
     var currentPath: NetworkPath { get }
     /// Every change from now on (the current path first).
     func paths() -> AsyncStream<NetworkPath>
+    /// The path a request to `url` takes now (default: `currentPath` for every host).
+    /// `SystemNetworkMonitor` answers `wired` for a loopback host, which needs no network.
+    func path(toward url: String) -> NetworkPath
 }
 
-/// A network monitor set by hand: `wired` until told otherwise.
+extension NetworkMonitor {
+    public func path(toward url: String) -> NetworkPath { currentPath }
+}
+
+/// A network monitor set by hand: `wired` until told otherwise. Its path holds for every host,
+/// a mock backend on this machine too, so tests can take the network away from one.
 ///
 /// ```swift
 /// let network = ManualNetworkMonitor()
@@ -58,9 +67,9 @@ public final class ManualNetworkMonitor: NetworkMonitor {
     }
 }
 
-/// Waits until a download may use the network: some network, and not cellular unless allowed.
+/// Waits until a request may use the network: some network, and not cellular unless allowed.
 enum NetworkGate {
-    /// Whether `path` allows a download started with `allowsCellular`.
+    /// Whether `path` allows a request made with `allowsCellular`.
     static func allows(_ path: NetworkPath, allowsCellular: Bool) -> Bool {
         switch path {
         case .wired, .wifi: true
@@ -69,12 +78,17 @@ enum NetworkGate {
         }
     }
 
+    /// Whether `monitor` lets a request to `url` go now.
+    static func allows(_ monitor: any NetworkMonitor, allowsCellular: Bool, url: String) -> Bool {
+        allows(monitor.path(toward: url), allowsCellular: allowsCellular)
+    }
+
     /// Returns at once when allowed, else when the path changes to one that is; throws on cancellation.
-    static func wait(_ monitor: any NetworkMonitor, allowsCellular: Bool) async throws {
-        if allows(monitor.currentPath, allowsCellular: allowsCellular) { return }
-        for await path in monitor.paths() {
+    static func wait(_ monitor: any NetworkMonitor, allowsCellular: Bool, url: String) async throws {
+        if allows(monitor, allowsCellular: allowsCellular, url: url) { return }
+        for await _ in monitor.paths() {
             try Task.checkCancellation()
-            if allows(path, allowsCellular: allowsCellular) { return }
+            if allows(monitor, allowsCellular: allowsCellular, url: url) { return }
         }
         try Task.checkCancellation()
     }
