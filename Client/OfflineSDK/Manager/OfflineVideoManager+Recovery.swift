@@ -2,26 +2,34 @@ import Foundation
 
 /// What a new manager does with what the last one left behind.
 extension OfflineVideoManager {
-    /// Resumes interrupted downloads, marks completed ones whose files vanished as stale,
-    /// and offers package folders no record knows to the delegate (deleted by default).
-    /// Announces `storageChanged` when anything was found changed.
-    func recover() async throws {
+    /// Queues interrupted downloads again and checks the storage folder (`checkStorage`).
+    func recover() async throws(OfflineVideoError) {
+        for record in try storeCall({ try store.allDownloads() })
+        where record.downloadState == .requested || record.downloadState == .downloading {
+            try await apply(.interrupted, to: record.token)
+        }
+        _ = try await checkStorage()
+        schedule()
+    }
+
+    /// Checks the storage folder against the store now, as a new manager does when it starts:
+    /// a completed download whose files are gone becomes `stale`, and a package folder no
+    /// download names is offered to the delegate's `shouldDeleteVideoPackage` (deleted by
+    /// default). When anything changed, `offlineVideoStorageDidChange` (and `.storageChanged`)
+    /// follow, and the answer is true. Call it when the app becomes active: files can vanish
+    /// while it is away, and the check at start runs before anyone listens. Owners only.
+    @discardableResult
+    public func checkStorage() async throws(OfflineVideoError) -> Bool {
+        try requireOwner()
         var changed = false
-        let records = try store.allDownloads()
-        for record in records {
-            switch record.downloadState {
-            case .requested, .downloading:
-                try await apply(.interrupted, to: record.token)
-            case .completed:
-                if let missing = missingFile(record) {
-                    try await apply(.filesMissing(missing), to: record.token, announcesStorageChange: false)
-                    changed = true
-                }
-            case .suspended, .cancelled, .error, .licensePreloaded, .stale:
-                break
+        let records = try storeCall { try store.allDownloads() }
+        for record in records where record.downloadState == .completed {
+            if let missing = missingFile(record) {
+                if try await applyUnlessMoved(.filesMissing(missing), to: record.token, announcesStorageChange: false) { changed = true }
             }
         }
-        let known = Set(records.map(\.token))
+        // A request writes its folder before its record (a license round trip apart): skip those.
+        let known = Set(records.map(\.token)).union(preparingPackages)
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: packagesDirectory.path)) ?? []
         for folder in folders.sorted() where !known.contains(folder) {
             let path = packagesDirectory.appendingPathComponent(folder).path
@@ -31,7 +39,7 @@ extension OfflineVideoManager {
             }
         }
         if changed { hub.emit(.storageChanged) }
-        schedule()
+        return changed
     }
 
     /// The first file of a completed download that is not on disk (playlists, segments,

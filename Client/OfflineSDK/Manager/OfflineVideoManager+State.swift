@@ -27,9 +27,10 @@ extension OfflineVideoManager {
     /// `apply`, for events that race with the app's own calls (a task starting or ending while
     /// the app pauses or cancels): false, and nothing done, when the download has moved to a
     /// state the event does not apply to, or is gone.
-    func applyUnlessMoved(_ event: DownloadStateMachine.Event, to token: OfflineVideoToken) async throws(OfflineVideoError) -> Bool {
+    func applyUnlessMoved(_ event: DownloadStateMachine.Event, to token: OfflineVideoToken,
+                          announcesStorageChange: Bool = true) async throws(OfflineVideoError) -> Bool {
         do {
-            try await apply(event, to: token)
+            try await apply(event, to: token, announcesStorageChange: announcesStorageChange)
             return true
         } catch {
             if error.reason == .invalidState || error.reason == .unknownToken { return false }

@@ -28,6 +28,8 @@ extension OfflineVideoManager {
         public static let sidebandSubtitlePaths = "offline_sideband_subtitle_paths"
         /// True only when every selected segment is on disk.
         public static let playableOffline = "offline_playable"
+        /// The name the download was requested with (`DownloadParameters.displayName`, else the video's name).
+        public static let displayName = "offline_display_name"
     }
 
     /// The stored video with the offline properties, or nil for an unknown token. Objects of
@@ -39,6 +41,7 @@ extension OfflineVideoManager {
         let since2001 = { (seconds: Double) in JSONValue.number(seconds - Date.timeIntervalBetween1970AndReferenceDate) }
         let folder = packageFolder(token)
         properties[OfflineProperty.token] = .string(token)
+        properties[OfflineProperty.displayName] = .string(record.displayName)
         properties[OfflineProperty.startTime] = since2001(record.requestedAt)
         properties[OfflineProperty.endTime] = record.endedAt.map(since2001) ?? .number(0)
         if let requested = record.licenseRequestedAt { properties[OfflineProperty.licenseRequestTime] = since2001(requested) }
@@ -83,6 +86,8 @@ extension PlaybackVideo {
     public var offlineVideoToken: OfflineVideoToken? { properties[OfflineVideoManager.OfflineProperty.token]?.stringValue }
     /// Whether every selected segment of the offline video is on disk.
     public var playableOffline: Bool { properties[OfflineVideoManager.OfflineProperty.playableOffline]?.boolValue ?? false }
+    /// The name an offline video was downloaded under (`DownloadParameters.displayName`, else its name).
+    public var offlineDisplayName: String? { properties[OfflineVideoManager.OfflineProperty.displayName]?.stringValue }
     /// The local master playlist of an offline video.
     public var offlineVideoPath: String? { properties[OfflineVideoManager.OfflineProperty.videoPath]?.stringValue }
 }

@@ -51,6 +51,8 @@ public actor OfflineVideoManager {
     /// Videos a request or preload is working on (planning, the license exchange): a second
     /// request for one of them is refused before it suspends, so a video is never downloaded twice.
     var reservedVideos: Set<String> = []
+    /// Tokens whose package folder a request is writing before their record exists.
+    var preparingPackages: Set<OfflineVideoToken> = []
     /// The lock that makes this manager the one running the storage folder's downloads; nil
     /// for a reader and once closed.
     var ownership: StorageLock?
@@ -123,16 +125,23 @@ public actor OfflineVideoManager {
     /// The shared manager for apps, once `initializeOfflineVideoManager` has made it.
     public static var shared: OfflineVideoManager? { sharedManager.withLock { $0 } }
 
-    /// Makes the shared manager on first call (default storage); later calls update its
-    /// delegate and options. Downloads already running keep the policy they started with.
+    /// Makes the shared manager on first call, with `configuration` (storage folder, network
+    /// monitor, limits; the defaults when nil) and `options` over its options; later calls
+    /// update its delegate and options. Downloads already running keep the policy they started
+    /// with. A later call naming another storage folder is refused (`invalidParameter`).
     @discardableResult
     public static func initializeOfflineVideoManager(delegate: (any OfflineVideoManagerDelegate)?,
-                                                     options: OfflineVideoManagerOptions) async throws -> OfflineVideoManager {
+                                                     options: OfflineVideoManagerOptions,
+                                                     configuration: OfflineVideoManagerConfiguration? = nil) async throws -> OfflineVideoManager {
         if let existing = shared {
+            if let configuration, configuration.storageDirectory.standardizedFileURL != existing.configuration.storageDirectory.standardizedFileURL {
+                throw OfflineVideoError(.invalidParameter, .invalidParameter,
+                                        "The shared manager already stores under \(existing.configuration.storageDirectory.path)")
+            }
             await existing.update(delegate: delegate, options: options)
             return existing
         }
-        var configuration = OfflineVideoManagerConfiguration()
+        var configuration = configuration ?? OfflineVideoManagerConfiguration()
         configuration.options = options
         let manager = try await OfflineVideoManager(configuration: configuration, delegate: delegate)
         return sharedManager.withLock { current in
@@ -220,6 +229,8 @@ public actor OfflineVideoManager {
         let selections = mediaSelections ?? MediaSelections(audioLanguages: configuration.preferredAudioLanguages,
                                                             subtitleLanguages: configuration.preferredSubtitleLanguages)
         let token = preloaded?.token ?? UUID().uuidString.lowercased()
+        preparingPackages.insert(token)
+        defer { preparingPackages.remove(token) }
         let manifestSubtitles = OfflineVideoManager.manifestSubtitleLanguages(selections.subtitleLanguages, video: video)
         let plan = try await planner.plan(token: token, video: video, requestedBitrate: parameters.requestedBitrate,
                                           audioLanguages: selections.audioLanguages, subtitleLanguages: manifestSubtitles)
@@ -403,7 +414,8 @@ public actor OfflineVideoManager {
                                   downloadStartTime: Date(timeIntervalSince1970: record.requestedAt),
                                   downloadEndTime: record.endedAt.map(Date.init(timeIntervalSince1970:)),
                                   downloadPercent: percent,
-                                  error: record.error.flatMap { try? JSONDecoder().decode(StoredError.self, from: $0).error })
+                                  error: record.error.flatMap { try? JSONDecoder().decode(StoredError.self, from: $0).error },
+                                  displayName: record.displayName)
     }
 
     // MARK: Helpers

@@ -55,11 +55,15 @@ public struct OfflineVideoStatus: Sendable, Equatable {
     public var downloadPercent: Double
     /// Why it failed, for `.error` (and `.stale`).
     public var error: OfflineVideoError?
+    /// The name it was requested under (`DownloadParameters.displayName`, else the video's name).
+    public var displayName: String
 
     /// Creates a status.
     public init(token: OfflineVideoToken, downloadState: OfflineVideoDownloadState, downloadStartTime: Date,
-                downloadEndTime: Date? = nil, downloadPercent: Double = 0, error: OfflineVideoError? = nil) {
+                downloadEndTime: Date? = nil, downloadPercent: Double = 0, error: OfflineVideoError? = nil,
+                displayName: String = "") {
         self.token = token
+        self.displayName = displayName
         self.downloadState = downloadState
         self.downloadStartTime = downloadStartTime
         self.downloadEndTime = downloadEndTime
