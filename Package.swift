@@ -153,7 +153,9 @@ let package = Package(
                           path: "Fuzz", exclude: ["corpus", "dictionaries"], swiftSettings: swiftSettings),
 
         // Tests
-        .target(name: "TestKit", dependencies: ["Locking", .product(name: "Logging", package: "swift-log")], path: "Tests/TestKit", swiftSettings: swiftSettings),
+        .target(name: "TestKit", dependencies: ["Locking", .product(name: "Logging", package: "swift-log"),
+                                               .product(name: "Crypto", package: "swift-crypto"),
+                                               .product(name: "_CryptoExtras", package: "swift-crypto")], path: "Tests/TestKit", swiftSettings: swiftSettings),
         .testTarget(name: "WireModelsTests", dependencies: ["WireModels"], path: "Tests/WireModelsTests",
                     resources: [.copy("Resources")], swiftSettings: swiftSettings),
         .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "CurlTransfer", "TestKit", .product(name: "Logging", package: "swift-log")], path: "Tests/MicroHTTPTests",

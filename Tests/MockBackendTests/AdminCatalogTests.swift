@@ -2,6 +2,7 @@ import Foundation
 import LicenseProtocol
 import MicroHTTP
 import Testing
+import TestKit
 import WireModels
 @testable import MockBackend
 

@@ -155,10 +155,14 @@ extension OfflineVideoManager {
         do { stored = try record.video() } catch {
             throw OfflineVideoError(.downloadFailure, .storage, "The stored video object is damaged: \(error)")
         }
+        // A video found with a playback-restriction JWT alone has no stored credential (the
+        // JWT is never written down): only the app can give a service with a fresh one.
         guard let service = hub.delegate?.playbackServiceForManifestURLTTLUpdate(for: stored)
-                ?? stored.origin.map({ PlaybackService(origin: $0, client: client) }) else {
-            throw OfflineVideoError(.downloadFailure, .tokenExpired,
-                                    "The video's URLs expired and there is no Playback API service to renew them")
+                ?? stored.origin.flatMap({ $0.policyKey == nil ? nil : PlaybackService(origin: $0, client: client) }) else {
+            throw OfflineVideoError(.downloadFailure, .tokenExpired, stored.origin == nil
+                ? "The video's URLs expired and there is no Playback API service to renew them"
+                : "The video's URLs expired. It was found with a playback-restriction token alone, which is never stored: "
+                    + "return a service with a fresh token from the delegate's playbackServiceForManifestURLTTLUpdate(for:)")
         }
         let fresh: PlaybackVideo
         do { fresh = try await service.findVideo(id: record.videoID) } catch {

@@ -62,7 +62,9 @@ public protocol OfflineVideoManagerDelegate: AnyObject, Sendable {
     /// A download whose license expired was deleted by auto-purge.
     func offlineVideoTokenWasPurged(_ token: OfflineVideoToken)
     /// The service to fetch `video` again with when its URLs expired; nil builds one from the
-    /// account and policy key the video was found with.
+    /// account and policy key the video was found with. A video found with a playback-restriction
+    /// JWT alone needs this: the JWT is never stored, so without it the download fails with
+    /// `tokenExpired` once its URLs expire.
     func playbackServiceForManifestURLTTLUpdate(for video: PlaybackVideo) -> PlaybackService?
 }
 
