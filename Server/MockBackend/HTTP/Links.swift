@@ -72,13 +72,14 @@ struct Links: Sendable {
             return ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenRequired,
                                  "URL has no fastly_token; fetch the video from the Playback API for signed URLs")
         }
-        do {
+        do throws(URLTokenError) {
             try key.verify(token, path: request.path, now: now)
             return nil
-        } catch .expired(let at) {
+        } catch where error.code == .expired {
+            let expiry = error.expiry.map(WireDate.string(from:)) ?? "?"
             return ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, "TOKEN_EXPIRED",
-                                 "URL token expired at \(WireDate.string(from: at)); fetch the video again for fresh URLs")
-        } catch .forged {
+                                 "URL token expired at \(expiry); fetch the video again for fresh URLs")
+        } catch where error.code == .forged {
             return ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenValidation,
                                  "URL token does not match this URL")
         } catch {

@@ -49,11 +49,8 @@ extension MockBackendApp {
         }
         let body: LicenseRequestBody
         do { body = try LicenseRequestBody(parsing: request.body) } catch {
-            switch error {
-            case .invalidJSON:
-                throw bad("INVALID_BODY", #"Send {"publisher_id":"","application_id":"","key_id":"","server_playback_context":"<base64 SPC>"}"#)
-            case .invalidBase64: throw bad("INVALID_BASE64", "server_playback_context is not base64")
-            }
+            if error.code == .invalidBase64 { throw bad("INVALID_BASE64", "server_playback_context is not base64") }
+            throw bad("INVALID_BODY", #"Send {"publisher_id":"","application_id":"","key_id":"","server_playback_context":"<base64 SPC>"}"#)
         }
         let context = try openSPC(body.serverPlaybackContext, identity: identity)
         guard context.accountID == accountID, context.contentKeyID == keyID, body.keyID.isEmpty || body.keyID == keyID else {
