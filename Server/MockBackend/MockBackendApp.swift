@@ -109,48 +109,48 @@ public final class MockBackendApp: Sendable {
     /// here (`APIResponse.error(for:request:logger:)`).
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
         var response: HTTPResponse
-        var methods = "GET, HEAD, POST, OPTIONS"
+        var allowed: [String]?
         // A fault rule's error answers instead of the request, which is then not carried out.
         let fault = faults.decide(for: request, catalog: catalog)
         if let fault, fault.answersInstead {
             response = FaultInjector.refusal(fault.rule)
         } else {
             do {
-                (response, methods) = try route(request, methods: methods)
+                (response, allowed) = try route(request)
             } catch {
                 response = APIResponse.error(for: error, request: request, logger: logger)
             }
         }
-        APIResponse.addCORS(to: &response, allowedMethods: methods)
+        APIResponse.addCORS(to: &response, allowedMethods: allowed.map(MockBackendApp.allowHeader) ?? "GET, HEAD, POST, OPTIONS")
         if let fault { FaultInjector.apply(fault, to: &response) }
         return response
     }
 
-    /// Finds the request's handler and runs it; with the methods its path answers to, for
-    /// the CORS and `Allow` headers.
-    private func route(_ request: HTTPRequest, methods: String) throws -> (HTTPResponse, String) {
+    /// Finds the request's handler and runs it. `allowed` is set when the path answers
+    /// other methods than the one asked (an OPTIONS, a 405), for the CORS and `Allow` headers.
+    private func route(_ request: HTTPRequest) throws -> (response: HTTPResponse, allowed: [String]?) {
         if request.method == "OPTIONS" {
             switch router.match(method: "OPTIONS", segments: request.pathSegments) {
             case .notFound:
                 throw HTTPError.notFound(request)
             case .found(let handler, let parameters):
-                return (try handler(self, request, parameters), methods)
+                return (try handler(self, request, parameters), nil)
             case .methodNotAllowed(let allowed):
                 // A preflight or a plain OPTIONS: say what this resource answers to.
                 var response = HTTPResponse(status: 204)
                 response.headers.set("Allow", MockBackendApp.allowHeader(allowed))
-                return (response, MockBackendApp.allowHeader(allowed))
+                return (response, allowed)
             }
         }
         try checkAdminToken(request)
         switch router.match(method: request.method, segments: request.pathSegments) {
         case .found(let handler, let parameters):
-            return (try handler(self, request, parameters), methods)
+            return (try handler(self, request, parameters), nil)
         case .methodNotAllowed(let allowed):
             var response = HTTPError(405, PlaybackAPIErrorCode.methodNotAllowed, nil,
                                      "\(request.method) is not allowed here; use \(allowed.joined(separator: ", "))").response
             response.headers.set("Allow", MockBackendApp.allowHeader(allowed))
-            return (response, MockBackendApp.allowHeader(allowed))
+            return (response, allowed)
         case .notFound:
             throw HTTPError.notFound(request)
         }

@@ -24,7 +24,7 @@ struct HTTPError: HTTPResponseError, Equatable {
     var subcode: String?
     var message: String
 
-    init(_ status: Int, _ code: String, _ subcode: String? = nil, _ message: String) {
+    init(_ status: Int, _ code: String, _ subcode: String?, _ message: String) {
         self.status = status
         self.code = code
         self.subcode = subcode
