@@ -75,7 +75,9 @@ public final class MockBackendApp: Sendable {
         requestLog = RequestLog(capacity: configuration.requestLogSize)
         faults = FaultInjector(seed: configuration.faultSeed)
         for rule in configuration.faultRules {
-            do { _ = try faults.add(rule) } catch { throw CatalogError("fault rule \(rule.id ?? ""): \(error.message)") }
+            do throws(FaultRuleError) { _ = try faults.add(rule) } catch {
+                throw FaultRuleError(error.code, "fault rule \(rule.id ?? ""): \(error.message)")
+            }
         }
         var router = Router<MockBackendApp>()
         MockBackendApp.addPlaybackAPIRoutes(to: &router)
@@ -103,61 +105,67 @@ public final class MockBackendApp: Sendable {
         request.isSecure ? secureLinks ?? links : links
     }
 
-    /// Answers one request. Never throws: every failure is an error-array response.
+    /// Answers one request. Never throws: whatever a handler throws becomes its error array
+    /// here (`APIResponse.error(for:request:logger:)`).
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
         var response: HTTPResponse
-        var methods = "GET, HEAD, POST, OPTIONS"
+        var allowed: [String]?
         // A fault rule's error answers instead of the request, which is then not carried out.
         let fault = faults.decide(for: request, catalog: catalog)
         if let fault, fault.answersInstead {
             response = FaultInjector.refusal(fault.rule)
-        } else if request.method == "OPTIONS" {
-            switch router.match(method: "OPTIONS", segments: request.pathSegments) {
-            case .notFound:
-                response = APIResponse.error(404, PlaybackAPIErrorCode.notFound, nil, "No such resource: \(request.path)")
-            case .found(let handler, let parameters):
-                response = handler(self, request, parameters)
-            case .methodNotAllowed(let allowed):
-                // A preflight or a plain OPTIONS: say what this resource answers to.
-                methods = MockBackendApp.allowHeader(allowed)
-                response = HTTPResponse(status: 204)
-                response.headers.set("Allow", methods)
-            }
-        } else if let refusal = adminRefusal(request) {
-            response = refusal
         } else {
-            switch router.match(method: request.method, segments: request.pathSegments) {
-            case .found(let handler, let parameters):
-                response = handler(self, request, parameters)
-            case .methodNotAllowed(let allowed):
-                response = APIResponse.error(405, PlaybackAPIErrorCode.methodNotAllowed, nil,
-                                             "\(request.method) is not allowed here; use \(allowed.joined(separator: ", "))")
-                methods = MockBackendApp.allowHeader(allowed)
-                response.headers.set("Allow", methods)
-            case .notFound:
-                response = APIResponse.error(404, PlaybackAPIErrorCode.notFound, nil, "No such resource: \(request.path)")
+            do {
+                (response, allowed) = try route(request)
+            } catch {
+                response = APIResponse.error(for: error, request: request, logger: logger)
             }
         }
-        APIResponse.addCORS(to: &response, allowedMethods: methods)
+        APIResponse.addCORS(to: &response, allowedMethods: allowed.map(MockBackendApp.allowHeader) ?? "GET, HEAD, POST, OPTIONS")
         if let fault { FaultInjector.apply(fault, to: &response) }
         return response
     }
 
-    /// The 401 for an admin request without the admin token; nil for every other request.
-    func adminRefusal(_ request: HTTPRequest) -> HTTPResponse? {
-        guard request.pathSegments.first == "_admin" else { return nil }
-        let bearer = request.headers["Authorization"].flatMap { value -> String? in
-            let parts = value.split(separator: " ", maxSplits: 1)
-            return parts.count == 2 && parts[0].lowercased() == "bearer" ? String(parts[1]).trimmingCharacters(in: .whitespaces) : nil
+    /// Finds the request's handler and runs it. `allowed` is set when the path answers
+    /// other methods than the one asked (an OPTIONS, a 405), for the CORS and `Allow` headers.
+    private func route(_ request: HTTPRequest) throws -> (response: HTTPResponse, allowed: [String]?) {
+        if request.method == "OPTIONS" {
+            switch router.match(method: "OPTIONS", segments: request.pathSegments) {
+            case .notFound:
+                throw HTTPError.notFound(request)
+            case .found(let handler, let parameters):
+                return (try handler(self, request, parameters), nil)
+            case .methodNotAllowed(let allowed):
+                // A preflight or a plain OPTIONS: say what this resource answers to.
+                var response = HTTPResponse(status: 204)
+                response.headers.set("Allow", MockBackendApp.allowHeader(allowed))
+                return (response, allowed)
+            }
         }
-        guard let given = bearer ?? request.headers["X-Admin-Token"] else {
-            return APIResponse.error(401, "UNAUTHORIZED", "ADMIN_TOKEN_REQUIRED",
-                                     "The admin API needs the admin token: send Authorization: Bearer TOKEN (mock-backend prints it at start)")
+        try checkAdminToken(request)
+        switch router.match(method: request.method, segments: request.pathSegments) {
+        case .found(let handler, let parameters):
+            return (try handler(self, request, parameters), nil)
+        case .methodNotAllowed(let allowed):
+            var response = HTTPError(405, PlaybackAPIErrorCode.methodNotAllowed, nil,
+                                     "\(request.method) is not allowed here; use \(allowed.joined(separator: ", "))").response
+            response.headers.set("Allow", MockBackendApp.allowHeader(allowed))
+            return (response, allowed)
+        case .notFound:
+            throw HTTPError.notFound(request)
+        }
+    }
+
+    /// Refuses an admin request without the admin token with a 401; every other request passes.
+    func checkAdminToken(_ request: HTTPRequest) throws(HTTPError) {
+        guard request.pathSegments.first == "_admin" else { return }
+        guard let given = PlaybackAuth.credential("Bearer", in: request.headers) ?? request.headers["X-Admin-Token"] else {
+            throw HTTPError(401, "UNAUTHORIZED", "ADMIN_TOKEN_REQUIRED",
+                            "The admin API needs the admin token: send Authorization: Bearer TOKEN (mock-backend prints it at start)")
         }
         guard isAdminToken(given) else {
-            return APIResponse.error(401, "UNAUTHORIZED", "INVALID_ADMIN_TOKEN", "That is not this server's admin token")
+            throw HTTPError(401, "UNAUTHORIZED", "INVALID_ADMIN_TOKEN", "That is not this server's admin token")
         }
-        return nil
     }
 
     /// Whether `given` is the admin token, compared in constant time: the one check behind the

@@ -81,7 +81,7 @@ public final class MockBackendServer: Sendable {
                               },
                               observer: { request in slot.app?.requestLog.record(request, at: Date()) }) { request in
             guard let app = slot.app else {
-                return APIResponse.error(503, "SERVICE_UNAVAILABLE", nil, "the backend is still starting")
+                return HTTPError(503, "SERVICE_UNAVAILABLE", nil, "the backend is still starting").response
             }
             return app.handle(request)
         }
@@ -94,7 +94,7 @@ public final class MockBackendServer: Sendable {
     private static func tlsCredentials(_ configuration: BackendConfiguration) throws -> (TLSCredentials?, URL?) {
         guard let tls = configuration.tls else { return (nil, nil) }
         guard TLSCredentials.isSupported else {
-            throw TLSSetupError("this libmicrohttpd was built without TLS support (GnuTLS), so --tls cannot work; "
+            throw TLSSetupError(.tlsNotSupported, "this libmicrohttpd was built without TLS support (GnuTLS), so --tls cannot work; "
                                 + "install Debian's libmicrohttpd12, which is built with GnuTLS")
         }
         switch (tls.certificateFile, tls.privateKeyFile) {
@@ -103,14 +103,15 @@ public final class MockBackendServer: Sendable {
                 return (TLSCredentials(privateKeyPEM: try String(contentsOf: key, encoding: .utf8),
                                        certificateChainPEM: try String(contentsOf: certificate, encoding: .utf8)), nil)
             } catch {
-                throw TLSSetupError("cannot read the TLS certificate or key: \(error.localizedDescription)")
+                throw TLSSetupError(.unreadableCredentials, "cannot read the TLS certificate or key: \(error.localizedDescription)",
+                                    underlying: error)
             }
         case (nil, nil):
             let authority = LocalCertificateAuthority(directory: configuration.dataDirectory.appendingPathComponent("tls"))
             let names = LocalCertificateAuthority.defaultNames(host: configuration.host, extra: tls.extraNames)
             return (try authority.serverCredentials(names: names), authority.caFile)
         default:
-            throw TLSSetupError("give both a certificate and its key (--tls-cert and --tls-key), or neither for the local CA's")
+            throw TLSSetupError(.badConfiguration, "give both a certificate and its key (--tls-cert and --tls-key), or neither for the local CA's")
         }
     }
 

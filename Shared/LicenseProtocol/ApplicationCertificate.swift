@@ -18,7 +18,7 @@ public struct ApplicationCertificate: Sendable, Equatable {
     public init(derEncoded: [UInt8]) throws(LicenseProtocolError) {
         let certificate: Certificate
         do { certificate = try Certificate(derEncoded: derEncoded) } catch {
-            throw LicenseProtocolError(.invalidCertificate, "not a DER X.509 certificate: \(error)")
+            throw LicenseProtocolError(.invalidCertificate, "not a DER X.509 certificate: \(error)", underlying: error)
         }
         guard let key = P256.Signing.PublicKey(certificate.publicKey),
               let agreement = try? P256.KeyAgreement.PublicKey(rawRepresentation: key.rawRepresentation)

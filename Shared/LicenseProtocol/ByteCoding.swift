@@ -58,13 +58,13 @@ enum ProtocolJSON {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do { return Array(try encoder.encode(value)) } catch {
-            throw LicenseProtocolError(.invalidPayload, "cannot encode: \(error)")
+            throw LicenseProtocolError(.invalidPayload, "cannot encode: \(error)", underlying: error)
         }
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8], _ what: String) throws(LicenseProtocolError) -> T {
         do { return try JSONDecoder().decode(type, from: Data(bytes)) } catch {
-            throw LicenseProtocolError(.invalidPayload, "\(what) is not valid: \(error)")
+            throw LicenseProtocolError(.invalidPayload, "\(what) is not valid: \(error)", underlying: error)
         }
     }
 }

@@ -25,7 +25,7 @@ enum ContentKeyContext {
             writer.append(box.tag)
             writer.append(try signingKey.signature(for: writer.bytes).rawRepresentation)
         } catch {
-            throw LicenseProtocolError(.invalidPayload, "cannot build the CKC: \(error)")
+            throw LicenseProtocolError(.invalidPayload, "cannot build the CKC: \(error)", underlying: error)
         }
         return writer.bytes
     }
@@ -63,7 +63,7 @@ enum ContentKeyContext {
             clear = try AES.GCM.open(AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: nonce), ciphertext: wrapped, tag: tag),
                                      using: key, authenticating: ckc[0..<aadEnd])
         } catch {
-            throw LicenseProtocolError(.authenticationFailed, "the content key does not unwrap with this client key")
+            throw LicenseProtocolError(.authenticationFailed, "the content key does not unwrap with this client key", underlying: error)
         }
         return (terms, Array(clear.prefix(16)), Array(clear.suffix(16)))
     }

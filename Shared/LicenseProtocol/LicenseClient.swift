@@ -88,7 +88,7 @@ public struct License: Sendable {
             writer.append(box.ciphertext)
             writer.append(box.tag)
         } catch {
-            throw LicenseProtocolError(.invalidPayload, "cannot seal the license: \(error)")
+            throw LicenseProtocolError(.invalidPayload, "cannot seal the license: \(error)", underlying: error)
         }
         return writer.bytes
     }
@@ -110,7 +110,7 @@ public struct License: Sendable {
             clientKey = try P256.KeyAgreement.PrivateKey(
                 rawRepresentation: try AES.GCM.open(box, using: deviceKey, authenticating: bytes[0..<aadEnd]))
         } catch {
-            throw LicenseProtocolError(.authenticationFailed, "the stored license does not open with this device key")
+            throw LicenseProtocolError(.authenticationFailed, "the stored license does not open with this device key", underlying: error)
         }
         let certificate = try ApplicationCertificate(derEncoded: certificateBytes)
         let (terms, key, iv) = try ContentKeyContext.open(ckc, certificate: certificate, clientKey: clientKey)

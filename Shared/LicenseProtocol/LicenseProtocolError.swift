@@ -1,35 +1,56 @@
-/// Why a license-protocol operation failed. `code` is stable; new codes may be added, so
-/// switch over it with a `default`.
+/// Why a license-protocol operation failed: a stable `code` to decide on, a message for
+/// logs and error bodies, and the error underneath when a library refused.
 public struct LicenseProtocolError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The kinds of failure.
-    public enum Code: String, Sendable {
-        /// The bytes are not a message of this protocol (length, magic, version, layout).
-        case malformed
-        /// The message does not decrypt or its signature does not verify: tampered with,
-        /// or meant for another key.
-        case authenticationFailed
-        /// The message is sealed to another application certificate.
-        case certificateMismatch
-        /// The certificate is not a usable P-256 application certificate.
-        case invalidCertificate
-        /// The decrypted JSON (SPC payload, terms) is missing members or has bad values.
-        case invalidPayload
-        /// The CKC answers another request (nonce, device, key id or account differ).
-        case responseMismatch
-        /// The `X-BC-CRT-CONFIG` profile is not valid.
-        case invalidRentalProfile
-    }
-
     /// What went wrong, stable.
     public var code: Code
     /// A sentence for logs and error bodies.
     public var message: String
+    /// The error a library threw (Crypto, X.509, JSON), when there was one.
+    public var underlying: (any Error & Sendable)?
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil) {
         self.code = code
         self.message = message
+        self.underlying = underlying
     }
 
-    public var description: String { "\(code.rawValue): \(message)" }
+    /// The code and the message on one line.
+    public var description: String { "\(code): \(message)" }
+
+    /// Equal when code and message are; the underlying error is not compared.
+    public static func == (lhs: LicenseProtocolError, rhs: LicenseProtocolError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message
+    }
+
+    /// The kinds of failure. A struct over a private enum, so kinds can be added later
+    /// without breaking anyone's exhaustive switch.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable {
+            case malformed, authenticationFailed, certificateMismatch, invalidCertificate
+            case invalidPayload, responseMismatch, invalidRentalProfile
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The bytes are not a message of this protocol (length, magic, version, layout).
+        public static let malformed = Code(.malformed)
+        /// The message does not decrypt or its signature does not verify: tampered with,
+        /// or meant for another key.
+        public static let authenticationFailed = Code(.authenticationFailed)
+        /// The message is sealed to another application certificate.
+        public static let certificateMismatch = Code(.certificateMismatch)
+        /// The certificate is not a usable P-256 application certificate.
+        public static let invalidCertificate = Code(.invalidCertificate)
+        /// The decrypted JSON (SPC payload, terms) is missing members or has bad values.
+        public static let invalidPayload = Code(.invalidPayload)
+        /// The CKC answers another request (nonce, device, key id or account differ).
+        public static let responseMismatch = Code(.responseMismatch)
+        /// The `X-BC-CRT-CONFIG` profile is not valid.
+        public static let invalidRentalProfile = Code(.invalidRentalProfile)
+
+        /// The stable name of the kind, e.g. "malformed".
+        public var description: String { base.rawValue }
+    }
 }

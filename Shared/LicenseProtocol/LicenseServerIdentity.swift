@@ -16,7 +16,7 @@ public struct LicenseServerIdentity: Sendable {
             signingKey = try P256.Signing.PrivateKey(rawRepresentation: privateKey)
             agreementKey = try P256.KeyAgreement.PrivateKey(rawRepresentation: privateKey)
         } catch {
-            throw LicenseProtocolError(.invalidCertificate, "not a P-256 private key")
+            throw LicenseProtocolError(.invalidCertificate, "not a P-256 private key", underlying: error)
         }
         guard signingKey.publicKey.rawRepresentation == certificate.signingKey.rawRepresentation else {
             throw LicenseProtocolError(.invalidCertificate, "the private key does not match the certificate")

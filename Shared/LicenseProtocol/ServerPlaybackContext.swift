@@ -134,7 +134,7 @@ public struct ServerPlaybackContext: Sendable, Equatable {
         } catch let error as LicenseProtocolError {
             throw error
         } catch {
-            throw LicenseProtocolError(.invalidPayload, "cannot seal the SPC: \(error)")
+            throw LicenseProtocolError(.invalidPayload, "cannot seal the SPC: \(error)", underlying: error)
         }
         return writer.bytes
     }
@@ -163,7 +163,7 @@ public struct ServerPlaybackContext: Sendable, Equatable {
             let box = try AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: nonce), ciphertext: ciphertext, tag: tag)
             plaintext = try AES.GCM.open(box, using: key, authenticating: Array(spc[0..<headerSize]))
         } catch {
-            throw LicenseProtocolError(.authenticationFailed, "the SPC does not open: tampered with or not for this certificate")
+            throw LicenseProtocolError(.authenticationFailed, "the SPC does not open: tampered with or not for this certificate", underlying: error)
         }
         var context = try ServerPlaybackContext(payload: Array(plaintext), clientKey: clientKey)
         context.wrappingKey = wrappingKey

@@ -86,7 +86,7 @@ public final class HTTPServer: Sendable {
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
         if config.tls != nil {
             guard TLSCredentials.isSupported else {
-                throw HTTPServerError(message: "this libmicrohttpd was built without TLS support (GnuTLS); "
+                throw HTTPServerError(.tlsNotSupported, "this libmicrohttpd was built without TLS support (GnuTLS); "
                                       + "install Debian's libmicrohttpd12 (built with GnuTLS) to serve HTTPS")
             }
             flags |= MHD_USE_TLS.rawValue
@@ -101,10 +101,10 @@ public final class HTTPServer: Sendable {
         }
         guard let started else {
             if config.tls != nil {
-                throw HTTPServerError(message: "cannot serve HTTPS on \(config.host):\(config.port): the address is in use "
+                throw HTTPServerError(.couldNotBind, "cannot serve HTTPS on \(config.host):\(config.port): the address is in use "
                                       + "or not available, or GnuTLS refused the key or certificate (PEM, matching each other)")
             }
-            throw HTTPServerError(message: "cannot listen on \(config.host):\(config.port) (address in use or not available)")
+            throw HTTPServerError(.couldNotBind, "cannot listen on \(config.host):\(config.port) (address in use or not available)")
         }
         boundPort.store(Int(mhd_shim_bound_port(started)), ordering: .releasing)
         daemon.withLock { $0 = DaemonHandle(pointer: started) }

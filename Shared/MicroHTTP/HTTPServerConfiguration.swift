@@ -52,9 +52,37 @@ public struct TLSCredentials: Sendable {
     public static var isSupported: Bool { mhd_shim_supports_tls() != 0 }
 }
 
-/// Why a server could not start.
+/// Why a server could not start: a stable `code` and a message for a person. (MHD says
+/// no more than that it did not start, so there is no underlying error to keep.)
 public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, stable.
+    public var code: Code
     /// What went wrong, for a person.
     public var message: String
+    /// Creates an error.
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
     public var description: String { message }
+
+    /// The kinds of failure. A struct over a private enum, so kinds can be added later
+    /// without breaking anyone's exhaustive switch.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable { case badConfiguration, tlsNotSupported, couldNotBind }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The configuration cannot work: a port out of range, a host that is not an address.
+        public static let badConfiguration = Code(.badConfiguration)
+        /// HTTPS was asked for, and this libmicrohttpd was built without TLS.
+        public static let tlsNotSupported = Code(.tlsNotSupported)
+        /// The daemon did not start: the address is in use or not available, or (HTTPS)
+        /// GnuTLS refused the key or certificate.
+        public static let couldNotBind = Code(.couldNotBind)
+
+        /// The stable name of the kind, e.g. "couldNotBind".
+        public var description: String { base.rawValue }
+    }
 }

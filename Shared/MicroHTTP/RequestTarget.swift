@@ -1,17 +1,42 @@
-/// Why a request target was refused before any handler saw it.
-public enum RequestTargetError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The target does not start with "/" (absolute-form and asterisk-form are not served).
-    case notOriginForm
-    /// A percent escape is not two hex digits, or decodes to invalid UTF-8.
-    case badPercentEncoding
-    /// A path segment is "." or "..", or decodes to something holding "/", "\\" or NUL.
-    case pathTraversal
+/// Why a request target was refused before any handler saw it: a stable `code` and a
+/// message for the 400's body.
+public struct RequestTargetError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What was wrong, stable.
+    public let code: Code
+    /// A sentence for the 400's body.
+    public let message: String
 
-    public var description: String {
-        switch self {
-        case .notOriginForm: "request target must be an absolute path"
-        case .badPercentEncoding: "malformed percent-encoding in request target"
-        case .pathTraversal: "path segments may not be '.', '..' or contain '/', '\\' or NUL once decoded"
+    /// Creates the error for `code`, with the message that goes with it.
+    public init(_ code: Code) {
+        self.code = code
+        message = code.message
+    }
+
+    public var description: String { message }
+
+    /// The kinds of refusal. A struct over a private enum, so kinds can be added later
+    /// without breaking anyone's exhaustive switch.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable { case notOriginForm, badPercentEncoding, pathTraversal }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The target does not start with "/" (absolute-form and asterisk-form are not served).
+        public static let notOriginForm = Code(.notOriginForm)
+        /// A percent escape is not two hex digits, or decodes to invalid UTF-8.
+        public static let badPercentEncoding = Code(.badPercentEncoding)
+        /// A path segment is "." or "..", or decodes to something holding "/", "\\" or NUL.
+        public static let pathTraversal = Code(.pathTraversal)
+
+        /// The stable name of the kind, e.g. "pathTraversal".
+        public var description: String { base.rawValue }
+
+        fileprivate var message: String {
+            switch base {
+            case .notOriginForm: "request target must be an absolute path"
+            case .badPercentEncoding: "malformed percent-encoding in request target"
+            case .pathTraversal: "path segments may not be '.', '..' or contain '/', '\\' or NUL once decoded"
+            }
         }
     }
 }
@@ -36,7 +61,7 @@ package struct RequestTarget: Sendable {
     private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(RequestTargetError)
         -> (String, [String], [(name: String, value: String)]) {
         let slash = UInt8(ascii: "/"), question = UInt8(ascii: "?"), hash = UInt8(ascii: "#")
-        guard bytes.first == slash else { throw .notOriginForm }
+        guard bytes.first == slash else { throw RequestTargetError(.notOriginForm) }
         let pathEnd = bytes.firstIndex { $0 == question || $0 == hash } ?? bytes.endIndex
         let path = string(bytes[..<pathEnd])
 
@@ -45,10 +70,10 @@ package struct RequestTarget: Sendable {
         while start < pathEnd {
             let end = bytes[start..<pathEnd].firstIndex(of: slash) ?? pathEnd
             if end > start {
-                guard let segment = decode(bytes[start..<end], plusAsSpace: false) else { throw .badPercentEncoding }
+                guard let segment = decode(bytes[start..<end], plusAsSpace: false) else { throw RequestTargetError(.badPercentEncoding) }
                 if segment == "." || segment == ".."
                     || segment.utf8.contains(where: { $0 == slash || $0 == UInt8(ascii: "\\") || $0 == 0 }) {
-                    throw .pathTraversal
+                    throw RequestTargetError(.pathTraversal)
                 }
                 segments.append(segment)
             }
@@ -66,7 +91,7 @@ package struct RequestTarget: Sendable {
                 let equals = pair.firstIndex(of: UInt8(ascii: "=")) ?? end
                 guard let name = decode(bytes[start..<equals], plusAsSpace: true),
                       let value = decode(equals < end ? bytes[(equals + 1)..<end] : bytes[end..<end], plusAsSpace: true)
-                else { throw .badPercentEncoding }
+                else { throw RequestTargetError(.badPercentEncoding) }
                 query.append((name: name, value: value))
             }
             start = end + 1

@@ -18,9 +18,12 @@ public struct RouteParameters: Sendable {
 /// literal segments, `:name` for one segment, and a final `*name` for the rest (joined by "/").
 /// Handlers receive a `Context` (typically the application object) at dispatch time, so
 /// a router can be built before the object that owns it exists.
+///
+/// Handlers may throw: whoever dispatches a `.found` match catches and turns the error into
+/// a response, in one place for every route.
 public struct Router<Context>: Sendable {
     /// A route's handler.
-    public typealias Handler = @Sendable (Context, HTTPRequest, RouteParameters) -> HTTPResponse
+    public typealias Handler = @Sendable (Context, HTTPRequest, RouteParameters) throws -> HTTPResponse
 
     /// The result of looking a request up.
     public enum Match: Sendable {

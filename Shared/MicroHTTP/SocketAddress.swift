@@ -8,7 +8,7 @@ struct SocketAddress {
     let isIPv6: Bool
 
     init(host: String, port: Int) throws(HTTPServerError) {
-        guard (0...65535).contains(port) else { throw HTTPServerError(message: "port \(port) is out of range 0-65535") }
+        guard (0...65535).contains(port) else { throw HTTPServerError(.badConfiguration, "port \(port) is out of range 0-65535") }
         let literal = host == "localhost" ? "127.0.0.1" : host.trimmingCharacters(in: "[]")
         var v4 = sockaddr_in()
         var v6 = sockaddr_in6()
@@ -23,7 +23,7 @@ struct SocketAddress {
             isIPv6 = true
             withUnsafeMutableBytes(of: &storage) { raw in withUnsafeBytes(of: v6) { raw.copyMemory(from: $0) } }
         } else {
-            throw HTTPServerError(message: "host '\(host)' is not an IPv4 or IPv6 address")
+            throw HTTPServerError(.badConfiguration, "host '\(host)' is not an IPv4 or IPv6 address")
         }
     }
 

@@ -139,7 +139,7 @@ enum InPlaceDecryption {
                 let symmetric = SymmetricKey(data: key)
                 plain = [UInt8](try AES._CBC.decrypt(ciphertext, using: symmetric, iv: try AES._CBC.IV(ivBytes: iv), noPadding: true))
             } catch {
-                throw SampleAESError(.cipherFailure, "AES-CBC failed: \(error)")
+                throw SampleAESError(.cipherFailure, "AES-CBC failed: \(error)", underlying: error)
             }
             guard plain.count == ciphertext.count else { throw SampleAESError(.cipherFailure, "AES-CBC returned \(plain.count) bytes") }
             scratch.withUnsafeMutableBufferPointer { target in

@@ -26,7 +26,7 @@ package struct PatternCipher: Sendable {
         do {
             self.iv = try AES._CBC.IV(ivBytes: iv)
         } catch {
-            throw SampleAESError(.invalidKey, "the IV is not usable: \(error)")
+            throw SampleAESError(.invalidKey, "the IV is not usable: \(error)", underlying: error)
         }
         self.direction = direction
     }
@@ -45,7 +45,7 @@ package struct PatternCipher: Sendable {
             case .decrypt: output = try AES._CBC.decrypt(gathered, using: key, iv: iv, noPadding: true)
             }
         } catch {
-            throw SampleAESError(.cipherFailure, "AES-CBC failed: \(error)")
+            throw SampleAESError(.cipherFailure, "AES-CBC failed: \(error)", underlying: error)
         }
         guard output.count == gathered.count else {
             throw SampleAESError(.cipherFailure, "AES-CBC returned \(output.count) bytes for \(gathered.count)")

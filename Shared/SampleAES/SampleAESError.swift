@@ -1,5 +1,6 @@
 /// Why a segment could not be encrypted or decrypted. Errors are values: malformed input
-/// never traps, it ends up here with a message that says what is wrong and where.
+/// never traps, it ends up here with a message that says what is wrong and where, and the
+/// AES implementation's error when it refused.
 public struct SampleAESError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A stable category, so callers can tell bad input from a bad key size without
     /// matching messages. New codes may be added; switch with a `default`.
@@ -34,11 +35,18 @@ public struct SampleAESError: Error, Sendable, Equatable, CustomStringConvertibl
     /// What went wrong, in words, with the packet or byte offset where it helps.
     public let message: String
 
+    /// The AES implementation's error, when it refused (a cipher failure, an unusable IV).
+    public let underlying: (any Error & Sendable)?
+
     /// Creates an error of `code` saying `message`.
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil) {
         self.code = code
         self.message = message
+        self.underlying = underlying
     }
+
+    /// Equal when code and message are; the underlying error is not compared.
+    public static func == (lhs: SampleAESError, rhs: SampleAESError) -> Bool { lhs.code == rhs.code && lhs.message == rhs.message }
 
     public var description: String { "SampleAESError(\(code)): \(message)" }
 }

@@ -326,11 +326,13 @@ struct LiveServerTests {
             var configuration = HTTPServerConfiguration()
             configuration.port = server.port
             let second = HTTPServer(configuration: configuration, logger: quietLogger) { _ in .text("x") }
-            #expect(throws: HTTPServerError.self) { try second.start() }
+            let taken = #expect(throws: HTTPServerError.self) { try second.start() }
+            #expect(taken?.code == .couldNotBind)
             var bad = HTTPServerConfiguration()
             bad.host = "not-an-address"
             let third = HTTPServer(configuration: bad, logger: quietLogger) { _ in .text("x") }
-            #expect(throws: HTTPServerError.self) { try third.start() }
+            let notAnAddress = #expect(throws: HTTPServerError.self) { try third.start() }
+            #expect(notAnAddress?.code == .badConfiguration)
         }
     }
 }

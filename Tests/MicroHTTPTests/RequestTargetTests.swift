@@ -59,7 +59,7 @@ struct RequestTargetTests {
         "/a%", "/a%2", "/a%zz", "/a%g0/b", "/%C3", "/a%FF", "/a?q=%", "/a?q=%2", "/a?q=%zz", "/a?%=1", "/a?q=%C3%28",
     ])
     func badPercentEncoding(target: String) {
-        #expect(throws: RequestTargetError.badPercentEncoding) { try RequestTarget(parsing: target) }
+        #expect(throws: RequestTargetError(.badPercentEncoding)) { try RequestTarget(parsing: target) }
     }
 
     @Test("'.', '..' and encoded '/', '\\', NUL are refused in every segment position", arguments: [
@@ -70,8 +70,8 @@ struct RequestTargetTests {
             "/\(segment)", "/\(segment)/b/c", "/a/\(segment)/c", "/a/b/\(segment)", "/a/b/\(segment)/", "/a/b/\(segment)?q=1",
         ]
         for target in shapes {
-            #expect(throws: RequestTargetError.pathTraversal, "target \(target)") { try RequestTarget(parsing: target) }
-            #expect(throws: RequestTargetError.pathTraversal, "target \(target)") { try HTTPRequest(method: "GET", target: target) }
+            #expect(throws: RequestTargetError(.pathTraversal), "target \(target)") { try RequestTarget(parsing: target) }
+            #expect(throws: RequestTargetError(.pathTraversal), "target \(target)") { try HTTPRequest(method: "GET", target: target) }
         }
     }
 
@@ -90,14 +90,14 @@ struct RequestTargetTests {
 
     @Test("targets that are not origin-form are refused", arguments: ["", "*", "a/b", "http://example.com/a", "?q=1"])
     func notOriginForm(target: String) {
-        #expect(throws: RequestTargetError.notOriginForm) { try RequestTarget(parsing: target) }
+        #expect(throws: RequestTargetError(.notOriginForm)) { try RequestTarget(parsing: target) }
     }
 
     @Test("errors describe themselves for the 400 body")
     func errorDescriptions() {
-        #expect(RequestTargetError.pathTraversal.description.contains(".."))
-        #expect(!RequestTargetError.badPercentEncoding.description.isEmpty)
-        #expect(!RequestTargetError.notOriginForm.description.isEmpty)
+        #expect(RequestTargetError(.pathTraversal).description.contains(".."))
+        #expect(!RequestTargetError(.badPercentEncoding).description.isEmpty)
+        #expect(!RequestTargetError(.notOriginForm).description.isEmpty)
     }
 }
 

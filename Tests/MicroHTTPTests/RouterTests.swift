@@ -13,6 +13,7 @@ struct RouterTests {
         router.add(["GET"], "/files/*rest") { _, _, p in .text("rest=\(p["rest"])") }
         router.add(["PUT", "DELETE"], "/things") { _, _, _ in .text("things") }
         router.add(["GET"], "/") { _, _, _ in .text("root") }
+        router.add(["GET"], "/refused/:why") { _, _, p in throw Refused(why: p["why"]) }
         return router
     }
 
@@ -21,7 +22,7 @@ struct RouterTests {
         guard case .found(let handler, let parameters) = router().match(method: method, segments: request.pathSegments) else {
             return nil
         }
-        guard case .bytes(let bytes) = handler("ctx", request, parameters).body else { return nil }
+        guard case .bytes(let bytes) = try handler("ctx", request, parameters).body else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }
 
@@ -31,6 +32,13 @@ struct RouterTests {
         #expect(try Self.run("GET", "/videos/ref%3Aabc") == "ctx video ref:abc")
         #expect(try Self.run("GET", "/accounts/1/videos/2") == "1/2 |")
         #expect(try Self.run("POST", "/videos/7") == "post 7")
+    }
+
+    struct Refused: Error, Equatable { var why: String }
+
+    @Test("a handler's error reaches whoever dispatched the match")
+    func throwingHandler() throws {
+        #expect(throws: Refused(why: "gone")) { try Self.run("GET", "/refused/gone") }
     }
 
     @Test("the first route added wins")

@@ -370,7 +370,7 @@ struct DashboardTests {
     @Test("the page's event stream is the admin API's request log, signed in by the cookie, and resumes after Last-Event-ID")
     func liveStream() async throws {
         try await withLiveServer { server in
-            let cookie = "mock_admin=\(Links.percentEncode(server.app.adminToken))"
+            let cookie = "mock_admin=\(URLToken.percentEncode(server.app.adminToken))"
             let follower = try RunningProcess("/usr/bin/curl", ["-sS", "-N", "-H", "Cookie: \(cookie)",
                                                                 server.baseURL + "/_dashboard/requests/stream?path_prefix=/playback"])
             #expect(try await eventually { server.activeRequests >= 1 })

@@ -76,7 +76,8 @@ struct FaultRuleTests {
         let injector = FaultInjector(seed: 1)
         let installed = try injector.add(limited)
         #expect(installed.rule.id == "rule-1" && installed.remaining == 2)
-        #expect(throws: FaultRuleError.self) { try injector.add(installed.rule) }
+        let duplicate = #expect(throws: FaultRuleError.self) { try injector.add(installed.rule) }
+        #expect(duplicate?.code == .duplicateID)
         let catalog = try Catalog.load(from: BackendConfiguration.defaultCatalogFile)
         let request = try HTTPRequest(method: "GET", target: "/image/v1/6415818918001/x/160x90/image.jpg")
         let statuses = (0..<4).map { _ in injector.decide(for: request, catalog: catalog)?.rule.status ?? 200 }

@@ -27,12 +27,7 @@ enum PlaybackAuth {
     /// The policy key from `BCOV-Policy`, `Authorization: BCOV-Policy …` or `Accept: …;pk=…`.
     static func policyKey(in headers: HTTPHeaders) -> String? {
         if let key = headers["BCOV-Policy"]?.trimmingCharacters(in: .whitespaces), !key.isEmpty { return key }
-        for value in headers.values(for: "Authorization") {
-            let parts = value.split(separator: " ", maxSplits: 1)
-            if parts.count == 2, parts[0].caseInsensitiveCompare("BCOV-Policy") == .orderedSame {
-                return parts[1].trimmingCharacters(in: .whitespaces)
-            }
-        }
+        if let key = credential("BCOV-Policy", in: headers) { return key }
         for accept in headers.values(for: "Accept") {
             for parameter in accept.split(separator: ";").dropFirst() {
                 let pair = parameter.split(separator: "=", maxSplits: 1)
@@ -47,63 +42,47 @@ enum PlaybackAuth {
     /// The raw JWT from `Authorization: Bearer …` or `BCOV-Auth`.
     static func bearerToken(in headers: HTTPHeaders) -> String? {
         if let token = headers["BCOV-Auth"]?.trimmingCharacters(in: .whitespaces), !token.isEmpty { return token }
+        return credential("Bearer", in: headers)
+    }
+
+    /// The credentials of the first `Authorization: {scheme} …` field (the scheme compared
+    /// case-insensitively), trimmed.
+    static func credential(_ scheme: String, in headers: HTTPHeaders) -> String? {
         for value in headers.values(for: "Authorization") {
             let parts = value.split(separator: " ", maxSplits: 1)
-            if parts.count == 2, parts[0].caseInsensitiveCompare("Bearer") == .orderedSame {
+            if parts.count == 2, parts[0].caseInsensitiveCompare(scheme) == .orderedSame {
                 return parts[1].trimmingCharacters(in: .whitespaces)
             }
         }
         return nil
     }
 
-    /// Authenticates a Playback API request for `accountID`; the error is a ready response.
+    /// Authenticates a Playback API request for `accountID`; the error is a ready refusal.
     /// A JWT, when present, must verify (`PlaybackRestrictions.verify`).
     static func authenticate(_ request: HTTPRequest, accountID: String, catalog: Catalog, restrictions: PlaybackRestrictions,
-                             now: Date) -> Result<PlaybackCaller, ErrorResponse> {
+                             now: Date) throws(HTTPError) -> PlaybackCaller {
         guard let key = policyKey(in: request.headers) else {
-            return .failure(ErrorResponse(401, PlaybackAPIErrorCode.invalidPolicyKey, nil,
-                                          "Request policy key is missing: send it as BCOV-Policy, Authorization: BCOV-Policy or Accept: application/json;pk=…"))
+            throw HTTPError(401, PlaybackAPIErrorCode.invalidPolicyKey, nil,
+                            "Request policy key is missing: send it as BCOV-Policy, Authorization: BCOV-Policy or Accept: application/json;pk=…")
         }
         guard let (account, searchEnabled) = catalog.account(forPolicyKey: key) else {
-            return .failure(ErrorResponse(401, PlaybackAPIErrorCode.invalidPolicyKey, nil, "Request policy key is invalid"))
+            throw HTTPError(401, PlaybackAPIErrorCode.invalidPolicyKey, nil, "Request policy key is invalid")
         }
         guard account.id == accountID else {
-            return .failure(ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.accountID,
-                                          "Policy key is for account \(account.id), not \(accountID)"))
+            throw HTTPError(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.accountID,
+                            "Policy key is for account \(account.id), not \(accountID)")
         }
-        var caller = PlaybackCaller(account: account, searchEnabled: searchEnabled, token: nil)
-        if let raw = bearerToken(in: request.headers) {
-            switch restrictions.verify(raw, accountID: accountID, now: now) {
-            case .failure(let error): return .failure(error)
-            case .success(let token): caller.token = token
-            }
+        let token = try bearerToken(in: request.headers).map { raw throws(HTTPError) in
+            try restrictions.verify(raw, accountID: accountID, now: now)
         }
-        return .success(caller)
+        return PlaybackCaller(account: account, searchEnabled: searchEnabled, token: token)
     }
 
     /// A token naming a content id (`conid`) only opens that video (by id or reference id).
-    static func checkContent(_ token: PlaybackToken?, _ video: CatalogVideo) -> ErrorResponse? {
+    static func checkContent(_ token: PlaybackToken?, _ video: CatalogVideo) throws(HTTPError) {
         if let content = token?.contentID, !content.isEmpty, content != video.id, content != video.referenceID {
-            return ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenValidation,
-                                 "Token is for content \(content), not video \(video.id)")
+            throw HTTPError(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenValidation,
+                            "Token is for content \(content), not video \(video.id)")
         }
-        return nil
     }
-}
-
-/// A refusal, turned into the error array by `response`.
-struct ErrorResponse: Error, Sendable, Equatable {
-    var status: Int
-    var code: String
-    var subcode: String?
-    var message: String
-
-    init(_ status: Int, _ code: String, _ subcode: String?, _ message: String) {
-        self.status = status
-        self.code = code
-        self.subcode = subcode
-        self.message = message
-    }
-
-    var response: HTTPResponse { APIResponse.error(status, code, subcode, message) }
 }

@@ -112,90 +112,98 @@ public struct Catalog: Sendable {
     static func build(_ raw: CatalogFile, assets: MediaAssets, defaultManifestTokenTTL: TimeInterval,
                       generation: Int = 0) throws(CatalogError) -> Catalog {
         var catalog = Catalog()
-
-        for account in raw.accounts {
-            guard catalog.accounts[account.id] == nil else { throw CatalogError("duplicate account id \(account.id)") }
-            let ttl = TimeInterval(account.manifestTokenTTLSeconds ?? Int(defaultManifestTokenTTL))
-            guard (60...21600).contains(ttl) else {
-                throw CatalogError("account \(account.id): manifest_token_ttl_seconds must be between 60 and 21600")
-            }
-            var keys: [String: Bool] = [:]
-            for key in account.policyKeys {
-                // A key travels in the BCOV-Policy header: visible ASCII, no spaces.
-                guard (1...256).contains(key.key.utf8.count), key.key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-                    throw CatalogError("account \(account.id): a policy key must be 1-256 visible ASCII characters (no spaces)")
-                }
-                if let owner = catalog.policyKeyOwners[key.key] { throw CatalogError("policy key \(key.key) is used by accounts \(owner) and \(account.id)") }
-                catalog.policyKeyOwners[key.key] = account.id
-                keys[key.key] = key.searchEnabled
-            }
-            catalog.accounts[account.id] = Account(id: account.id, name: account.name, fairPlay: account.fairplay,
-                                                   manifestTokenTTL: ttl, policyKeys: keys)
-        }
-
-        for entry in raw.videos {
-            guard catalog.videos[entry.id] == nil else { throw CatalogError("duplicate video id \(entry.id)") }
-            guard let account = catalog.accounts[entry.accountID] else {
-                throw CatalogError("video \(entry.id) names unknown account \(entry.accountID)")
-            }
-            if entry.protection == .fairplay && !account.fairPlay {
-                throw CatalogError("video \(entry.id) is FairPlay but account \(account.id) has no FairPlay")
-            }
-            var video = try makeVideo(entry, asset: try assets.asset(named: entry.asset))
-            video.generation = generation
-            catalog.videos[video.id] = video
-            catalog.videoOrder.append(video.id)
-            catalog.videoByUUID[video.uuid] = video.id
-            for rendition in video.allRenditions { catalog.renditionByUUID[rendition.uuid] = (video.id, rendition) }
-            if let ref = video.referenceID {
-                guard catalog.videoByReference.updateValue(video.id, forKey: "\(video.accountID)/\(ref)") == nil else {
-                    throw CatalogError("duplicate reference id \(ref) in account \(video.accountID)")
-                }
-            }
-        }
-
-        for entry in raw.playlists {
-            guard catalog.accounts[entry.accountID] != nil else {
-                throw CatalogError("playlist \(entry.id) names unknown account \(entry.accountID)")
-            }
-            for id in entry.videoIDs where catalog.videos[id]?.accountID != entry.accountID {
-                throw CatalogError("playlist \(entry.id) names video \(id), which is not in account \(entry.accountID)")
-            }
-            let playlist = CatalogPlaylist(
-                id: entry.id, accountID: entry.accountID, referenceID: entry.referenceID, name: entry.name,
-                description: entry.description, type: entry.type ?? "EXPLICIT", videoIDs: entry.videoIDs,
-                createdAt: try date(entry.createdAt, "playlist \(entry.id) created_at"),
-                updatedAt: try date(entry.updatedAt, "playlist \(entry.id) updated_at"))
-            guard catalog.playlists.updateValue(playlist, forKey: playlist.id) == nil else {
-                throw CatalogError("duplicate playlist id \(entry.id)")
-            }
-            if let ref = entry.referenceID { catalog.playlistByReference["\(entry.accountID)/\(ref)"] = entry.id }
-        }
+        for account in raw.accounts { try catalog.add(account, defaultManifestTokenTTL: defaultManifestTokenTTL) }
+        for entry in raw.videos { try catalog.add(entry, assets: assets, generation: generation) }
+        for entry in raw.playlists { try catalog.add(entry) }
         return catalog
+    }
+
+    /// Adds an account and claims its policy keys.
+    private mutating func add(_ account: CatalogFile.Account, defaultManifestTokenTTL: TimeInterval) throws(CatalogError) {
+        guard accounts[account.id] == nil else { throw CatalogError(.invalidCatalog, "duplicate account id \(account.id)") }
+        let ttl = TimeInterval(account.manifestTokenTTLSeconds ?? Int(defaultManifestTokenTTL))
+        guard (60...21600).contains(ttl) else {
+            throw CatalogError(.invalidCatalog, "account \(account.id): manifest_token_ttl_seconds must be between 60 and 21600")
+        }
+        var keys: [String: Bool] = [:]
+        for key in account.policyKeys {
+            // A key travels in the BCOV-Policy header: visible ASCII, no spaces.
+            guard (1...256).contains(key.key.utf8.count), key.key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                throw CatalogError(.invalidCatalog, "account \(account.id): a policy key must be 1-256 visible ASCII characters (no spaces)")
+            }
+            if let owner = policyKeyOwners[key.key] {
+                throw CatalogError(.invalidCatalog, "policy key \(key.key) is used by accounts \(owner) and \(account.id)")
+            }
+            policyKeyOwners[key.key] = account.id
+            keys[key.key] = key.searchEnabled
+        }
+        accounts[account.id] = Account(id: account.id, name: account.name, fairPlay: account.fairplay,
+                                       manifestTokenTTL: ttl, policyKeys: keys)
+    }
+
+    /// Adds a video of a known account, with its renditions and reference id.
+    private mutating func add(_ entry: CatalogFile.Video, assets: MediaAssets, generation: Int) throws(CatalogError) {
+        guard videos[entry.id] == nil else { throw CatalogError(.invalidCatalog, "duplicate video id \(entry.id)") }
+        guard let account = accounts[entry.accountID] else {
+            throw CatalogError(.invalidCatalog, "video \(entry.id) names unknown account \(entry.accountID)")
+        }
+        if entry.protection == .fairplay && !account.fairPlay {
+            throw CatalogError(.invalidCatalog, "video \(entry.id) is FairPlay but account \(account.id) has no FairPlay")
+        }
+        var video = try Self.makeVideo(entry, asset: try assets.asset(named: entry.asset))
+        video.generation = generation
+        videos[video.id] = video
+        videoOrder.append(video.id)
+        videoByUUID[video.uuid] = video.id
+        for rendition in video.allRenditions { renditionByUUID[rendition.uuid] = (video.id, rendition) }
+        if let ref = video.referenceID {
+            guard videoByReference.updateValue(video.id, forKey: "\(video.accountID)/\(ref)") == nil else {
+                throw CatalogError(.invalidCatalog, "duplicate reference id \(ref) in account \(video.accountID)")
+            }
+        }
+    }
+
+    /// Adds a playlist of a known account whose videos are all in that account.
+    private mutating func add(_ entry: CatalogFile.Playlist) throws(CatalogError) {
+        guard accounts[entry.accountID] != nil else {
+            throw CatalogError(.invalidCatalog, "playlist \(entry.id) names unknown account \(entry.accountID)")
+        }
+        for id in entry.videoIDs where videos[id]?.accountID != entry.accountID {
+            throw CatalogError(.invalidCatalog, "playlist \(entry.id) names video \(id), which is not in account \(entry.accountID)")
+        }
+        let playlist = CatalogPlaylist(
+            id: entry.id, accountID: entry.accountID, referenceID: entry.referenceID, name: entry.name,
+            description: entry.description, type: entry.type ?? "EXPLICIT", videoIDs: entry.videoIDs,
+            createdAt: try Self.date(entry.createdAt, "playlist \(entry.id) created_at"),
+            updatedAt: try Self.date(entry.updatedAt, "playlist \(entry.id) updated_at"))
+        guard playlists.updateValue(playlist, forKey: playlist.id) == nil else {
+            throw CatalogError(.invalidCatalog, "duplicate playlist id \(entry.id)")
+        }
+        if let ref = entry.referenceID { playlistByReference["\(entry.accountID)/\(ref)"] = entry.id }
     }
 
     private static func makeVideo(_ entry: CatalogFile.Video, asset: MediaAsset) throws(CatalogError) -> CatalogVideo {
         let repeatCount = entry.repeatCount ?? 1
-        guard repeatCount >= 1 else { throw CatalogError("video \(entry.id): repeat must be at least 1") }
+        guard repeatCount >= 1 else { throw CatalogError(.invalidCatalog, "video \(entry.id): repeat must be at least 1") }
         let languages = entry.audioLanguages ?? asset.audio.map(\.language)
         var audio: [RenditionRef] = []
         for language in languages {
             guard let index = asset.audio.firstIndex(where: { $0.language == language }) else {
-                throw CatalogError("video \(entry.id): asset \(asset.name) has no audio in '\(language)'")
+                throw CatalogError(.invalidCatalog, "video \(entry.id): asset \(asset.name) has no audio in '\(language)'")
             }
             audio.append(RenditionRef(uuid: StableID.uuid("rendition:\(entry.id):audio:\(language)"), kind: .audio, index: index))
         }
         let renditionNames = entry.renditions ?? asset.video.map(\.name)
         for name in renditionNames where !asset.video.contains(where: { $0.name == name }) {
-            throw CatalogError("video \(entry.id): asset \(asset.name) has no video rendition '\(name)' (it has \(asset.video.map(\.name).joined(separator: ", ")))")
+            throw CatalogError(.invalidCatalog, "video \(entry.id): asset \(asset.name) has no video rendition '\(name)' (it has \(asset.video.map(\.name).joined(separator: ", ")))")
         }
-        guard !renditionNames.isEmpty else { throw CatalogError("video \(entry.id): renditions must name at least one") }
+        guard !renditionNames.isEmpty else { throw CatalogError(.invalidCatalog, "video \(entry.id): renditions must name at least one") }
         let video = asset.video.indices.filter { renditionNames.contains(asset.video[$0].name) }.map {
             RenditionRef(uuid: StableID.uuid("rendition:\(entry.id):video:\(asset.video[$0].name)"), kind: .video, index: $0)
         }
         let subtitleLanguages = entry.subtitleLanguages ?? asset.subtitles.map(\.language)
         for language in subtitleLanguages where !asset.subtitles.contains(where: { $0.language == language }) {
-            throw CatalogError("video \(entry.id): asset \(asset.name) has no subtitles in '\(language)'")
+            throw CatalogError(.invalidCatalog, "video \(entry.id): asset \(asset.name) has no subtitles in '\(language)'")
         }
         let subtitleIndices = asset.subtitles.indices.filter { subtitleLanguages.contains(asset.subtitles[$0].language) }
         let subtitles = (entry.subtitlesInManifest ?? false) ? subtitleIndices.map {
@@ -214,7 +222,7 @@ public struct Catalog: Sendable {
     }
 
     private static func date(_ text: String, _ what: String) throws(CatalogError) -> Date {
-        guard let date = WireDate.date(from: text) else { throw CatalogError("\(what): '\(text)' is not an ISO-8601 date") }
+        guard let date = WireDate.date(from: text) else { throw CatalogError(.invalidCatalog, "\(what): '\(text)' is not an ISO-8601 date") }
         return date
     }
 

@@ -101,7 +101,7 @@ struct CatalogFile: Codable, Sendable {
         do {
             return try JSONDecoder().decode(CatalogFile.self, from: Data(contentsOf: file))
         } catch {
-            throw CatalogError("cannot read catalog \(file.path): \(error)")
+            throw CatalogError(.unreadableFile, "cannot read catalog \(file.path): \(error)", underlying: error)
         }
     }
 }

@@ -22,11 +22,11 @@ struct CatalogSearch: Sendable {
     var terms: [Term]
 
     /// Parses `q`; an unterminated quote or an empty field value is `INVALID_SEARCH`.
-    init(query: String) throws(ErrorResponse) {
+    init(query: String) throws(HTTPError) {
         terms = []
         var index = query.startIndex
-        func fail(_ why: String) -> ErrorResponse {
-            ErrorResponse(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.invalidSearch, "Invalid search q=\(query): \(why)")
+        func fail(_ why: String) -> HTTPError {
+            HTTPError(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.invalidSearch, "Invalid search q=\(query): \(why)")
         }
         while index < query.endIndex {
             while index < query.endIndex, query[index] == " " { index = query.index(after: index) }
@@ -87,11 +87,11 @@ struct CatalogSearch: Sendable {
     }
 
     /// Sorts by `sort` (`field` ascending or `-field` descending); ties keep catalog order.
-    static func sort(_ videos: [CatalogVideo], by sort: String) throws(ErrorResponse) -> [CatalogVideo] {
+    static func sort(_ videos: [CatalogVideo], by sort: String) throws(HTTPError) -> [CatalogVideo] {
         let descending = sort.hasPrefix("-")
         let field = descending ? String(sort.dropFirst()) : sort
         guard sortFields.contains(field) else {
-            throw ErrorResponse(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.invalidSort,
+            throw HTTPError(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.invalidSort,
                                 "Invalid sort '\(sort)'; use one of \(sortFields.joined(separator: ", ")), with '-' for descending")
         }
         func less(_ a: CatalogVideo, _ b: CatalogVideo) -> Bool {

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Locking
+import WireModels
 
 /// The catalog the backend serves: the catalog file, with the admin API's edits on top.
 ///
@@ -54,14 +55,17 @@ final class LiveCatalog: Sendable {
         defaultTTL = defaultManifestTokenTTL
         var document = try CatalogFile.read(from: file)
         let edits: [Edit]
-        do { edits = try LiveCatalog.storedEdits(database) } catch { throw CatalogError("cannot read the catalog edits: \(error)") }
+        do { edits = try LiveCatalog.storedEdits(database) } catch {
+            throw CatalogError(.storageFailed, "cannot read the catalog edits: \(error)", underlying: error)
+        }
         for edit in edits { document.apply(edit) }
         let catalog: Catalog
-        do {
+        do throws(CatalogError) {
             catalog = try Catalog.build(document, assets: assets, defaultManifestTokenTTL: defaultManifestTokenTTL, generation: 1)
         } catch {
-            throw CatalogError(edits.isEmpty ? error.description
-                               : "\(error.description) (with the \(edits.count) edits stored in the data directory; mock-backend --reset forgets them)")
+            guard !edits.isEmpty else { throw error }
+            throw CatalogError(error.code, "\(error.message) (with the \(edits.count) edits stored in the data directory; mock-backend --reset forgets them)",
+                               underlying: error.underlying)
         }
         state = Locked((document, try LiveCatalog.snapshot(catalog, previous: [:], database: database, now: now)))
         generation = Locked(1)
@@ -86,14 +90,14 @@ final class LiveCatalog: Sendable {
             do throws(CatalogError) {
                 catalog = try Catalog.build(document, assets: assets, defaultManifestTokenTTL: defaultTTL, generation: nextGeneration())
             } catch {
-                throw CatalogEditError(400, edit.invalidSubcode, error.description)
+                throw CatalogEditError(.invalid, edit.invalidSubcode, error.message, underlying: error)
             }
             let snapshot: Snapshot
             do {
                 snapshot = try LiveCatalog.snapshot(catalog, previous: current.snapshot.contentKeys, database: database, now: now)
                 try store(edit)
             } catch {
-                throw CatalogEditError(500, "STORAGE_FAILED", "cannot store the edit: \(error)")
+                throw CatalogEditError(.storageFailed, "STORAGE_FAILED", "cannot store the edit: \(error)", underlying: error)
             }
             state.withLock { $0 = (document, snapshot) }
             return edit
@@ -174,7 +178,7 @@ final class LiveCatalog: Sendable {
                 keys[video.id] = key
             } else {
                 do { keys[video.id] = try database.contentKey(videoID: video.id, now: now) } catch {
-                    throw CatalogError("cannot make the content key of video \(video.id): \(error)")
+                    throw CatalogError(.storageFailed, "cannot make the content key of video \(video.id): \(error)", underlying: error)
                 }
             }
         }
@@ -182,15 +186,60 @@ final class LiveCatalog: Sendable {
     }
 }
 
-/// Why the admin API refused a catalog edit: status, subcode, sentence.
-struct CatalogEditError: Error, Sendable {
-    var status: Int
+/// Why the admin API refused an edit: a stable `code` (it sets the status and the error
+/// code), the subcode the admin API documents, a sentence, and the storage error underneath.
+struct CatalogEditError: HTTPResponseError {
+    var code: Code
+    /// The `error_subcode`: `INVALID_BODY`, `ACCOUNT_NOT_FOUND`, …
     var subcode: String
     var message: String
-    init(_ status: Int, _ subcode: String, _ message: String) {
-        self.status = status
+    /// The database's error, for `.storageFailed`; the catalog's, for an edit it refused.
+    var underlying: (any Error & Sendable)?
+
+    init(_ code: Code, _ subcode: String, _ message: String, underlying: (any Error & Sendable)? = nil) {
+        self.code = code
         self.subcode = subcode
         self.message = message
+        self.underlying = underlying
+    }
+
+    var status: Int { code.status }
+    var apiError: APIError { APIError(errorCode: code.errorCode, errorSubcode: subcode, message: message) }
+
+    /// The kinds of refusal.
+    struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable { case invalid, notFound, conflict, storageFailed }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// 400 `BAD_REQUEST`: the body or the edit is not valid.
+        static let invalid = Code(.invalid)
+        /// 404 `NOT_FOUND`: no such account, item, license, device or rule.
+        static let notFound = Code(.notFound)
+        /// 409 `CONFLICT`: it exists already, or something still needs it.
+        static let conflict = Code(.conflict)
+        /// 500 `SERVER_ERROR`: the database failed.
+        static let storageFailed = Code(.storageFailed)
+
+        var status: Int {
+            switch base {
+            case .invalid: 400
+            case .notFound: 404
+            case .conflict: 409
+            case .storageFailed: 500
+            }
+        }
+
+        var errorCode: String {
+            switch base {
+            case .invalid: PlaybackAPIErrorCode.badRequest
+            case .notFound: PlaybackAPIErrorCode.notFound
+            case .conflict: "CONFLICT"
+            case .storageFailed: PlaybackAPIErrorCode.serverError
+            }
+        }
+
+        var description: String { base.rawValue }
     }
 }
 

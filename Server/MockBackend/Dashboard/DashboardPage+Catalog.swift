@@ -1,4 +1,5 @@
 import Foundation
+import WireModels
 
 /// The page's view of what the backend serves: licenses, the catalog per account, devices.
 extension DashboardPage {
@@ -18,7 +19,7 @@ extension DashboardPage {
             } ?? "<span class=\"muted\">never</span>"
             let revocable = license.state == "active" || license.state == "expired"
             let revoke: HTML = revocable ? """
-                <form method="post" action="/_dashboard/licenses/\(Links.percentEncode(license.id))/revoke" class="inline">\
+                <form method="post" action="/_dashboard/licenses/\(URLToken.percentEncode(license.id))/revoke" class="inline">\
                 \(formTokenField)<button type="submit" class="danger small">Revoke</button></form>
                 """ : ""
             return """
@@ -61,7 +62,7 @@ extension DashboardPage {
                     <label class="check"><input type="checkbox" name="offline_enabled" value="true" form="\(form)"\
                     \(video.offlineEnabled ? " checked" : "")> offline</label></td>\
                     <td class="num">\(DashboardFormat.length(milliseconds: video.lengthMilliseconds))</td>\
-                    <td class="num"><form method="post" action="/_dashboard/accounts/\(Links.percentEncode(account.id))/videos/\(Links.percentEncode(video.id))" id="\(form)" class="inline">\
+                    <td class="num"><form method="post" action="/_dashboard/accounts/\(URLToken.percentEncode(account.id))/videos/\(URLToken.percentEncode(video.id))" id="\(form)" class="inline">\
                     \(formTokenField)<button type="submit" class="small">Save</button></form></td></tr>
                     """
             }

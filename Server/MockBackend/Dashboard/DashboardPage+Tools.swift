@@ -36,7 +36,7 @@ extension DashboardPage {
             return """
                 <tr data-rule-id="\(id)"><td class="mono">\(id)</td><td>\(Self.takes(rule))</td><td>\(Self.does(rule))</td>\
                 <td class="num hits">\(installed.applied)</td><td class="num left">\(installed.remaining.map(String.init) ?? "∞")</td>\
-                <td class="num"><form method="post" action="/_dashboard/faults/\(Links.percentEncode(id))/delete" class="inline">\
+                <td class="num"><form method="post" action="/_dashboard/faults/\(URLToken.percentEncode(id))/delete" class="inline">\
                 \(formTokenField)<button type="submit" class="danger small">Remove</button></form></td></tr>
                 """
         }

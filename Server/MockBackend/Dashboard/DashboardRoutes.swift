@@ -23,17 +23,14 @@ extension MockBackendApp {
         router.add(["GET"], "/_dashboard/requests/stream") { app, request, _ in
             switch DashboardSession.signIn(request, app: app) {
             case .none:
-                return APIResponse.error(401, "UNAUTHORIZED", "ADMIN_TOKEN_REQUIRED", "The dashboard's event stream needs its sign-in cookie: sign in at /_dashboard")
+                throw HTTPError(401, "UNAUTHORIZED", "ADMIN_TOKEN_REQUIRED", "The dashboard's event stream needs its sign-in cookie: sign in at /_dashboard")
             case .invalid:
-                return APIResponse.error(401, "UNAUTHORIZED", "INVALID_ADMIN_TOKEN", "That is not this server's admin token")
+                throw HTTPError(401, "UNAUTHORIZED", "INVALID_ADMIN_TOKEN", "That is not this server's admin token")
             case .valid:
-                switch requestFilter(request) {
-                case .failure(let refusal): return refusal.response
-                case .success(var filter):
-                    // A reconnecting EventSource says where it stopped.
-                    if let last = request.headers["Last-Event-ID"].flatMap(Int.init), last >= 0 { filter.after = last }
-                    return app.requestLogStream(filter)
-                }
+                var filter = try requestFilter(request)
+                // A reconnecting EventSource says where it stopped.
+                if let last = request.headers["Last-Event-ID"].flatMap(Int.init), last >= 0 { filter.after = last }
+                return try app.requestLogStream(filter)
             }
         }
         router.add(["POST"], "/_dashboard/clock") { app, request, _ in
@@ -78,7 +75,7 @@ extension MockBackendApp {
         }
     }
 
-    private static let offsetRefusal = CatalogEditError(400, "INVALID_OFFSET",
+    private static let offsetRefusal = CatalogEditError(.invalid, "INVALID_OFFSET",
                                                         "Give the offset in seconds (3600, -90) or as a duration (90m, 2h, +30d, -1d 12h)")
     private static let staleCookie = "Your dashboard cookie holds another admin token (did the server restart with a new one?): sign in again"
 
@@ -87,13 +84,13 @@ extension MockBackendApp {
     private static func faultRule(_ form: FormFields) throws(CatalogEditError) -> FaultRule {
         func number<T: LosslessStringConvertible>(_ field: String, _: T.Type, _ what: String) throws(CatalogEditError) -> T? {
             guard let text = form.nonBlank(field) else { return nil }
-            guard let value = T(text) else { throw CatalogEditError(400, "INVALID_RULE", "\(field) must be \(what)") }
+            guard let value = T(text) else { throw CatalogEditError(.invalid, "INVALID_RULE", "\(field) must be \(what)") }
             return value
         }
         var route: RouteClass?
         if let name = form.nonBlank("route") {
             guard let known = RouteClass(rawValue: name) else {
-                throw CatalogEditError(400, "INVALID_RULE", "route must be one of \(RouteClass.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw CatalogEditError(.invalid, "INVALID_RULE", "route must be one of \(RouteClass.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             route = known
         }
@@ -149,7 +146,7 @@ extension MockBackendApp {
         var response = Self.dashboardRedirect("/_dashboard#\(section)")
         // Browsers drop cookies over 4 KiB: a message that long (it may echo what was sent) is cut.
         var message = flash.cookieValue
-        while Links.percentEncode(message).utf8.count > 3000 { message = String(message.dropLast(message.count / 4 + 1)) }
+        while URLToken.percentEncode(message).utf8.count > 3000 { message = String(message.dropLast(message.count / 4 + 1)) }
         response.headers.add("Set-Cookie", DashboardSession.setCookie(DashboardSession.flashCookie, message, maxAge: 60))
         return response
     }

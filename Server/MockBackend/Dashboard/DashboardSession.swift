@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import MicroHTTP
+import WireModels
 
 /// Who may use the dashboard, and how its forms travel: the admin token in an `HttpOnly`,
 /// `SameSite=Strict` cookie scoped to `/_dashboard` (checked with `isAdminToken`, the admin
@@ -57,7 +58,7 @@ enum DashboardSession {
 
     /// A `Set-Cookie` value scoped to the dashboard; `maxAge` 0 removes the cookie.
     static func setCookie(_ name: String, _ value: String, maxAge: Int? = nil) -> String {
-        "\(name)=\(Links.percentEncode(value)); Path=/_dashboard; HttpOnly; SameSite=Strict" + (maxAge.map { "; Max-Age=\($0)" } ?? "")
+        "\(name)=\(URLToken.percentEncode(value)); Path=/_dashboard; HttpOnly; SameSite=Strict" + (maxAge.map { "; Max-Age=\($0)" } ?? "")
     }
 
     /// Percent-decodes a cookie value the way `setCookie` encodes it; nil when malformed.

@@ -28,11 +28,11 @@ public final class FaultInjector: Sendable {
     /// The rules in force, in the order they are tried, with what each did so far.
     public var rules: [Installed] { state.withLock { $0.rules } }
 
-    /// Adds a rule (an id is given when it has none); throws a sentence when it is not valid
-    /// or its id is taken.
+    /// Adds a rule (an id is given when it has none); throws when it is not valid
+    /// (`.invalidRule`) or its id is taken (`.duplicateID`).
     @discardableResult
     public func add(_ rule: FaultRule) throws(FaultRuleError) -> Installed {
-        if let problem = rule.problem { throw FaultRuleError(problem) }
+        if let problem = rule.problem { throw FaultRuleError(.invalidRule, problem) }
         return try state.withLock { state throws(FaultRuleError) -> Installed in
             var rule = rule
             if rule.id == nil {
@@ -40,7 +40,7 @@ public final class FaultInjector: Sendable {
                 rule.id = "rule-\(state.nextID)"
                 state.nextID += 1
             }
-            if state.rules.contains(where: { $0.rule.id == rule.id }) { throw FaultRuleError("a rule \(rule.id ?? "") exists already") }
+            if state.rules.contains(where: { $0.rule.id == rule.id }) { throw FaultRuleError(.duplicateID, "a rule \(rule.id ?? "") exists already") }
             let installed = Installed(rule: rule, applied: 0, remaining: rule.times)
             state.rules.append(installed)
             return installed
@@ -116,8 +116,8 @@ public final class FaultInjector: Sendable {
     /// The error array a rule with a status answers (`FAULT_INJECTED`), with Retry-After on a 503.
     static func refusal(_ rule: FaultRule) -> HTTPResponse {
         let status = rule.status ?? 503
-        var refusal = APIResponse.error(status, status >= 500 ? PlaybackAPIErrorCode.serverError : "FAULT_INJECTED", "FAULT_INJECTED",
-                                        "Fault rule \(rule.id ?? "") answered \(status)")
+        var refusal = HTTPError(status, status >= 500 ? PlaybackAPIErrorCode.serverError : "FAULT_INJECTED", "FAULT_INJECTED",
+                                "Fault rule \(rule.id ?? "") answered \(status)").response
         if status == 503, let retryAfter = rule.retryAfter { refusal.headers.set("Retry-After", "\(retryAfter)") }
         return refusal
     }
@@ -191,11 +191,35 @@ public final class FaultInjector: Sendable {
     }
 }
 
-/// A fault rule that cannot be used, in words.
-/// Why a fault rule was refused, as a sentence.
-public struct FaultRuleError: Error, Sendable {
-    public var message: String
-    init(_ message: String) { self.message = message }
+/// Why a fault rule was refused: a stable `code` and a sentence.
+public struct FaultRuleError: Error, Sendable, CustomStringConvertible {
+    /// What was wrong, stable.
+    public let code: Code
+    /// What was wrong, in words.
+    public let message: String
+
+    init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    /// The kinds of refusal. A struct over a private enum, so kinds can be added later
+    /// without breaking anyone's exhaustive switch.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable { case invalidRule, duplicateID }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The rule cannot be used (`FaultRule.problem` says why).
+        public static let invalidRule = Code(.invalidRule)
+        /// A rule with that id is in force already.
+        public static let duplicateID = Code(.duplicateID)
+
+        /// The stable name of the kind, e.g. "duplicateID".
+        public var description: String { base.rawValue }
+    }
 }
 
 /// A small, fast, seedable generator (SplitMix64): the same seed gives the same faults.

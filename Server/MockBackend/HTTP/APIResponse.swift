@@ -1,26 +1,36 @@
 import Foundation
+import Logging
 import MicroHTTP
 import WireModels
 
 /// Responses in the Playback API's formats: JSON bodies, the error array, CORS headers.
 enum APIResponse {
-    /// The error array `[{"error_code":…,"error_subcode":…,"message":…}]` with `status`.
-    static func error(_ status: Int, _ code: String, _ subcode: String? = nil, _ message: String) -> HTTPResponse {
-        let body = (try? WireJSON.encoder(sortedKeys: true).encode([APIError(errorCode: code, errorSubcode: subcode, message: message)])) ?? Data("[]".utf8)
-        return .bytes(Array(body), status: status, contentType: "application/json; charset=utf-8")
+    /// The error array `[{"error_code":…,"error_subcode":…,"message":…}]` with the error's status.
+    static func error(_ error: some HTTPResponseError) -> HTTPResponse {
+        let body = (try? WireJSON.encoder(sortedKeys: true).encode([error.apiError])) ?? Data("[]".utf8)
+        return .bytes(Array(body), status: error.status, contentType: "application/json; charset=utf-8")
+    }
+
+    /// The answer to whatever a handler threw: the error's own when it has one; otherwise a
+    /// 500 with the error array, and the error logged.
+    static func error(for error: any Error, request: HTTPRequest, logger: Logger) -> HTTPResponse {
+        if let known = error as? any HTTPResponseError { return self.error(known) }
+        logger.error("\(request.method) \(request.path) failed: \(error)")
+        return self.error(HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "The request failed: \(error)"))
     }
 
     /// The error array for a failure found before routing, mapped to the Playback API's codes.
     static func error(status: Int, message: String) -> HTTPResponse {
-        switch status {
-        case 400: error(400, PlaybackAPIErrorCode.badRequest, nil, message)
-        case 404: error(404, PlaybackAPIErrorCode.notFound, nil, message)
-        case 405: error(405, PlaybackAPIErrorCode.methodNotAllowed, nil, message)
-        case 413: error(413, "REQUEST_TOO_LARGE", nil, message)
-        case 431: error(431, "REQUEST_HEADERS_TOO_LARGE", nil, message)
-        case 500...599: error(status, PlaybackAPIErrorCode.serverError, nil, message)
-        default: error(status, "ERROR", nil, message)
+        let code = switch status {
+        case 400: PlaybackAPIErrorCode.badRequest
+        case 404: PlaybackAPIErrorCode.notFound
+        case 405: PlaybackAPIErrorCode.methodNotAllowed
+        case 413: "REQUEST_TOO_LARGE"
+        case 431: "REQUEST_HEADERS_TOO_LARGE"
+        case 500...599: PlaybackAPIErrorCode.serverError
+        default: "ERROR"
         }
+        return error(HTTPError(status, code, nil, message))
     }
 
     /// A JSON body encoded with the wire encoder.
@@ -28,7 +38,7 @@ enum APIResponse {
         do {
             return .bytes(Array(try WireJSON.encoder(sortedKeys: true).encode(value)), status: status, contentType: "application/json; charset=utf-8")
         } catch {
-            return self.error(500, PlaybackAPIErrorCode.serverError, nil, "cannot encode response: \(error)")
+            return self.error(HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "cannot encode response: \(error)"))
         }
     }
 

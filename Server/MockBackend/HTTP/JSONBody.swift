@@ -6,7 +6,7 @@ enum JSONBody {
     /// The body as a JSON object, or a refusal saying what to send.
     static func object(_ body: [UInt8], example: String) throws(CatalogEditError) -> [String: Any] {
         guard !body.isEmpty, let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
-            throw CatalogEditError(400, "INVALID_BODY", "Send a JSON object, e.g. \(example)")
+            throw CatalogEditError(.invalid, "INVALID_BODY", "Send a JSON object, e.g. \(example)")
         }
         return object
     }
@@ -40,9 +40,9 @@ enum JSONBody {
             let data = try JSONSerialization.data(withJSONObject: object)
             return try JSONDecoder().decode(T.self, from: data)
         } catch let error as DecodingError {
-            throw CatalogEditError(400, subcode, describe(error))
+            throw CatalogEditError(.invalid, subcode, describe(error))
         } catch {
-            throw CatalogEditError(400, subcode, "\(error)")
+            throw CatalogEditError(.invalid, subcode, "\(error)")
         }
     }
 

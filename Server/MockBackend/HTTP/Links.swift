@@ -63,27 +63,27 @@ struct Links: Sendable {
 
     /// An absolute URL for `path` with a `fastly_token` valid until `expiresAt`.
     func signed(_ path: String, expiresAt: Date) -> String {
-        base + path + "?fastly_token=" + Links.percentEncode(key.make(path: path, expiresAt: expiresAt))
+        base + path + "?fastly_token=" + URLToken.percentEncode(key.make(path: path, expiresAt: expiresAt))
     }
 
-    /// Checks the request's `fastly_token` against its path; nil when it is valid.
-    func verify(_ request: HTTPRequest, now: Date) -> ErrorResponse? {
+    /// Checks the request's `fastly_token` against its path; a 403 when it is missing or not valid.
+    func verify(_ request: HTTPRequest, now: Date) throws(HTTPError) {
         guard let token = request.queryValue("fastly_token"), !token.isEmpty else {
-            return ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenRequired,
-                                 "URL has no fastly_token; fetch the video from the Playback API for signed URLs")
+            throw HTTPError(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenRequired,
+                            "URL has no fastly_token; fetch the video from the Playback API for signed URLs")
         }
-        do {
+        do throws(URLTokenError) {
             try key.verify(token, path: request.path, now: now)
-            return nil
-        } catch .expired(let at) {
-            return ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, "TOKEN_EXPIRED",
-                                 "URL token expired at \(WireDate.string(from: at)); fetch the video again for fresh URLs")
-        } catch .forged {
-            return ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenValidation,
-                                 "URL token does not match this URL")
+        } catch where error.code == .expired {
+            let expiry = error.expiry.map(WireDate.string(from:)) ?? "?"
+            throw HTTPError(403, PlaybackAPIErrorCode.accessDenied, "TOKEN_EXPIRED",
+                            "URL token expired at \(expiry); fetch the video again for fresh URLs")
+        } catch where error.code == .forged {
+            throw HTTPError(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenValidation,
+                            "URL token does not match this URL")
         } catch {
-            return ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenValidation,
-                                 "URL token is malformed")
+            throw HTTPError(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenValidation,
+                            "URL token is malformed")
         }
     }
 
@@ -102,19 +102,4 @@ struct Links: Sendable {
 
     /// The bucket length for `ttl`: a tenth of it, between 1 s and 60 s.
     static func cacheBucket(ttl: TimeInterval) -> TimeInterval { max(1, min(60, (ttl / 10).rounded(.down))) }
-
-    /// Percent-encodes everything but unreserved characters (so base64's "+", "/", "=" are escaped).
-    static func percentEncode(_ text: String) -> String {
-        var out = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                out += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
-            }
-        }
-        return out
-    }
 }

@@ -56,15 +56,15 @@ enum LicenseDecision: Sendable, Equatable {
     /// Mark the license released at `at`; free `freeDevice` for `userID` if set.
     case release(licenseID: String, at: Date, userID: String?, freeDevice: String?)
     /// Answer the error, with its stable status, code and subcode (docs/license-protocol.md, "Errors").
-    case refuse(ErrorResponse)
+    case refuse(HTTPError)
 }
 
-extension ErrorResponse {
-    static func badRequest(_ subcode: String, _ message: String) -> ErrorResponse {
-        ErrorResponse(400, PlaybackAPIErrorCode.badRequest, subcode, message)
+extension HTTPError {
+    static func badRequest(_ subcode: String, _ message: String) -> HTTPError {
+        HTTPError(400, PlaybackAPIErrorCode.badRequest, subcode, message)
     }
-    static func denied(_ subcode: String, _ message: String) -> ErrorResponse {
-        ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, subcode, message)
+    static func denied(_ subcode: String, _ message: String) -> HTTPError {
+        HTTPError(403, PlaybackAPIErrorCode.accessDenied, subcode, message)
     }
 }
 
@@ -91,7 +91,7 @@ enum LicensePolicy {
     }
 
     private static func decideOrThrow(_ request: LicenseRequest, nonceAlreadyUsed: Bool, existing: LicenseRecord?, devices: DeviceState,
-                                      now: Date, newLicenseID: String) throws(ErrorResponse) -> LicenseDecision {
+                                      now: Date, newLicenseID: String) throws(HTTPError) -> LicenseDecision {
         let context = request.context
         let age = now.timeIntervalSince(context.createdAt)
         guard age <= spcMaximumAge, age >= -spcMaximumSkew else {
@@ -148,7 +148,7 @@ enum LicensePolicy {
     }
 
     /// The terms an acquire or a renewal asks for.
-    private static func newTerms(_ request: LicenseRequest, licenseID: String, now: Date, renewal: Bool) throws(ErrorResponse) -> LicenseTerms {
+    private static func newTerms(_ request: LicenseRequest, licenseID: String, now: Date, renewal: Bool) throws(HTTPError) -> LicenseTerms {
         let context = request.context
         func terms(_ kind: LicenseKind, rentalEnd: Date? = nil, playDuration: TimeInterval? = nil) -> LicenseTerms {
             LicenseTerms(licenseID: licenseID, kind: kind, accountID: context.accountID, videoID: request.videoID,
@@ -184,16 +184,16 @@ enum LicensePolicy {
     }
 
     /// The existing license the SPC names, checked to be live and this device's.
-    private static func held(_ request: LicenseRequest, _ existing: LicenseRecord?) throws(ErrorResponse) -> LicenseRecord {
+    private static func held(_ request: LicenseRequest, _ existing: LicenseRecord?) throws(HTTPError) -> LicenseRecord {
         let context = request.context
         guard let id = context.licenseID, !id.isEmpty else {
             throw .badRequest("LICENSE_ID_REQUIRED", "\(context.kind.rawValue) needs the license id in the SPC")
         }
         guard let record = existing, record.terms.licenseID == id else {
-            throw ErrorResponse(404, PlaybackAPIErrorCode.notFound, "LICENSE_NOT_FOUND", "No license \(id)")
+            throw HTTPError(404, PlaybackAPIErrorCode.notFound, "LICENSE_NOT_FOUND", "No license \(id)")
         }
         guard record.releasedAt == nil else {
-            throw ErrorResponse(410, "GONE", "LICENSE_RELEASED", "License \(id) was released")
+            throw HTTPError(410, "GONE", "LICENSE_RELEASED", "License \(id) was released")
         }
         guard record.terms.deviceID == context.deviceID, record.terms.videoID == request.videoID,
               record.terms.contentKeyID == context.contentKeyID, record.terms.accountID == context.accountID
@@ -201,7 +201,7 @@ enum LicensePolicy {
         return record
     }
 
-    private static func checkNotRevoked(_ record: LicenseRecord) throws(ErrorResponse) {
+    private static func checkNotRevoked(_ record: LicenseRecord) throws(HTTPError) {
         if let revokedAt = record.revokedAt {
             throw .denied("LICENSE_REVOKED", "License \(record.terms.licenseID) was revoked at \(WireDate.string(from: revokedAt))")
         }
@@ -209,7 +209,7 @@ enum LicensePolicy {
 
     /// The device to register, or a refusal when the user is at their limit. Devices
     /// already registered always pass, whatever the limit is now.
-    private static func checkDeviceLimit(_ request: LicenseRequest, _ devices: DeviceState) throws(ErrorResponse) -> String? {
+    private static func checkDeviceLimit(_ request: LicenseRequest, _ devices: DeviceState) throws(HTTPError) -> String? {
         guard let user = request.user else { return nil }
         let device = request.context.deviceID
         if devices.registered.contains(device) { return nil }

@@ -89,23 +89,23 @@ final class PlaybackRestrictions: Sendable {
 
     /// Checks `raw` for `accountID` at `now`: RS256 signature by a registered key, `accid`,
     /// `exp` (required), `nbf`. The error is a ready refusal.
-    func verify(_ raw: String, accountID: String, now: Date) -> Result<PlaybackToken, ErrorResponse> {
-        func invalid(_ why: String) -> Result<PlaybackToken, ErrorResponse> {
-            .failure(ErrorResponse(401, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenValidation, why))
+    func verify(_ raw: String, accountID: String, now: Date) throws(HTTPError) -> PlaybackToken {
+        func invalid(_ why: String) -> HTTPError {
+            HTTPError(401, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenValidation, why)
         }
         let parts = raw.split(separator: ".", omittingEmptySubsequences: false)
         let parsed: (header: JWTHeader, payload: PlaybackClaims, signature: Data)
+        guard parts.count == 3 else { throw invalid("Token is not a well-formed JWT") }
         do {
-            guard parts.count == 3 else { return invalid("Token is not a well-formed JWT") }
             parsed = try DefaultJWTParser().parse(Array(raw.utf8), as: PlaybackClaims.self)
         } catch {
-            return invalid("Token is not a well-formed JWT")
+            throw invalid("Token is not a well-formed JWT")
         }
-        guard parsed.header.alg == "RS256" else { return invalid("Token must be signed with RS256") }
+        guard parsed.header.alg == "RS256" else { throw invalid("Token must be signed with RS256") }
         let claims = parsed.payload
         if let claimed = claims.accid, claimed != accountID {
-            return .failure(ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.accountID,
-                                          "Token is for account \(claimed), not \(accountID)"))
+            throw HTTPError(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.accountID,
+                            "Token is for account \(claimed), not \(accountID)")
         }
         let candidates: [Entry] = keys.withLock { all in
             let account = all[accountID] ?? [:]
@@ -113,21 +113,21 @@ final class PlaybackRestrictions: Sendable {
             return Array(account.values)
         }
         guard !candidates.isEmpty else {
-            return invalid(parsed.header.kid.map { "No playback key \($0) is registered for account \(accountID)" }
+            throw invalid(parsed.header.kid.map { "No playback key \($0) is registered for account \(accountID)" }
                            ?? "No playback key is registered for account \(accountID)")
         }
         let signingInput = Array(raw.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
         let digest = SHA256.hash(data: signingInput)
         let signature = _RSA.Signing.RSASignature(rawRepresentation: parsed.signature)
         guard candidates.contains(where: { $0.key.isValidSignature(signature, for: digest, padding: .insecurePKCS1v1_5) }) else {
-            return invalid("Token signature does not verify against the account's playback keys")
+            throw invalid("Token signature does not verify against the account's playback keys")
         }
-        guard claims.accid != nil else { return invalid("Token has no accid claim") }
-        guard let exp = claims.exp?.value else { return invalid("Token has no exp claim") }
-        guard exp > now else { return invalid("Token expired at \(WireDate.string(from: exp))") }
-        if let nbf = claims.nbf?.value, nbf > now { return invalid("Token is not valid before \(WireDate.string(from: nbf))") }
-        if let limit = claims.dlimit, limit <= 0 { return invalid("dlimit must be a positive number") }
-        return .success(PlaybackToken(contentID: claims.conid, userID: claims.uid, deviceLimit: claims.dlimit))
+        guard claims.accid != nil else { throw invalid("Token has no accid claim") }
+        guard let exp = claims.exp?.value else { throw invalid("Token has no exp claim") }
+        guard exp > now else { throw invalid("Token expired at \(WireDate.string(from: exp))") }
+        if let nbf = claims.nbf?.value, nbf > now { throw invalid("Token is not valid before \(WireDate.string(from: nbf))") }
+        if let limit = claims.dlimit, limit <= 0 { throw invalid("dlimit must be a positive number") }
+        return PlaybackToken(contentID: claims.conid, userID: claims.uid, deviceLimit: claims.dlimit)
     }
 }
 

@@ -58,7 +58,7 @@ struct MediaAsset: Sendable {
         do {
             manifest = try JSONDecoder().decode(AssetManifest.self, from: Data(contentsOf: manifestURL))
         } catch {
-            throw CatalogError("cannot read \(manifestURL.path): \(error)")
+            throw CatalogError(.unreadableFile, "cannot read \(manifestURL.path): \(error)", underlying: error)
         }
         func segments(_ dir: String) throws(CatalogError) -> [SegmentFile] {
             try loadSegments(directory.appendingPathComponent(dir))
@@ -81,10 +81,10 @@ struct MediaAsset: Sendable {
             },
             posterPath: try existingFile(directory.appendingPathComponent(manifest.poster)).path,
             thumbnailPath: try existingFile(directory.appendingPathComponent(manifest.thumbnail)).path)
-        guard !asset.video.isEmpty else { throw CatalogError("asset \(manifest.name) has no video rendition") }
+        guard !asset.video.isEmpty else { throw CatalogError(.invalidAsset, "asset \(manifest.name) has no video rendition") }
         let counts = Set((asset.video.map(\.segments.count)) + asset.audio.map(\.segments.count) + asset.subtitles.map(\.segments.count))
         guard counts.count == 1 else {
-            throw CatalogError("asset \(manifest.name): renditions have different segment counts \(counts.sorted())")
+            throw CatalogError(.invalidAsset, "asset \(manifest.name): renditions have different segment counts \(counts.sorted())")
         }
         return asset
     }
@@ -96,7 +96,7 @@ struct MediaAsset: Sendable {
         do {
             playlist = try MediaPlaylist(parsing: String(contentsOf: playlistURL, encoding: .utf8))
         } catch {
-            throw CatalogError("cannot read \(playlistURL.path): \(error)")
+            throw CatalogError(.unreadableFile, "cannot read \(playlistURL.path): \(error)", underlying: error)
         }
         return try playlist.segments.map { segment throws(CatalogError) in
             let file = try existingFile(directory.appendingPathComponent(segment.uri))
@@ -109,7 +109,7 @@ struct MediaAsset: Sendable {
     }
 
     private static func existingFile(_ url: URL) throws(CatalogError) -> URL {
-        guard FileManager.default.isReadableFile(atPath: url.path) else { throw CatalogError("missing media file \(url.path)") }
+        guard FileManager.default.isReadableFile(atPath: url.path) else { throw CatalogError(.unreadableFile, "missing media file \(url.path)") }
         return url
     }
 }
@@ -129,11 +129,45 @@ private struct AssetManifest: Decodable {
     var thumbnail: String
 }
 
-/// A catalog or media asset that cannot be served, with what is wrong in words.
+/// Why a catalog or media asset cannot be served: a stable `code`, what is wrong in words,
+/// and the error underneath when reading a file or the database failed.
 public struct CatalogError: Error, Sendable, CustomStringConvertible {
-    /// What is wrong.
-    public var description: String
-    init(_ description: String) { self.description = description }
+    /// What kind of problem, stable.
+    public let code: Code
+    /// What is wrong, naming the file, video or account.
+    public let message: String
+    /// The file system's, JSON decoder's or database's error, when one of them failed.
+    public let underlying: (any Error & Sendable)?
+
+    init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+    }
+
+    /// The message.
+    public var description: String { message }
+
+    /// The kinds of problem. A struct over a private enum, so kinds can be added later
+    /// without breaking anyone's exhaustive switch.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable { case unreadableFile, invalidCatalog, invalidAsset, storageFailed }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// A catalog, asset or media file is missing, unreadable or not valid JSON / HLS.
+        public static let unreadableFile = Code(.unreadableFile)
+        /// The catalog does not hold together: a duplicate id, an unknown account, asset or
+        /// rendition, a bad date or TTL.
+        public static let invalidCatalog = Code(.invalidCatalog)
+        /// A media asset that cannot be served: no such asset, no video, uneven renditions.
+        public static let invalidAsset = Code(.invalidAsset)
+        /// The database failed (reading the stored edits, making a content key).
+        public static let storageFailed = Code(.storageFailed)
+
+        /// The stable name of the kind, e.g. "invalidCatalog".
+        public var description: String { base.rawValue }
+    }
 }
 
 /// The media assets under a folder (`NAME/asset.json` each), each loaded on first use and
@@ -147,10 +181,10 @@ final class MediaAssets: Sendable {
     /// The asset `name`, loaded now if it was not yet.
     func asset(named name: String) throws(CatalogError) -> MediaAsset {
         if let asset = loaded.withLock({ $0[name] }) { return asset }
-        guard !name.isEmpty, !name.contains("/"), !name.hasPrefix(".") else { throw CatalogError("'\(name)' is not an asset name") }
+        guard !name.isEmpty, !name.contains("/"), !name.hasPrefix(".") else { throw CatalogError(.invalidAsset, "'\(name)' is not an asset name") }
         let directory = root.appendingPathComponent(name)
         guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("asset.json").path) else {
-            throw CatalogError("there is no asset '\(name)' (assets: \(names.joined(separator: ", ")))")
+            throw CatalogError(.invalidAsset, "there is no asset '\(name)' (assets: \(names.joined(separator: ", ")))")
         }
         let asset = try MediaAsset.load(directory: directory)
         loaded.withLock { $0[name] = asset }

@@ -29,12 +29,8 @@ extension MockBackendApp {
             return APIResponse.json(["assets": assets])
         }
         router.add(["POST"], "/_admin/v1/reset") { app, _, _ in
-            do {
-                try app.reset()
-                return HTTPResponse(status: 204)
-            } catch {
-                return APIResponse.error(500, PlaybackAPIErrorCode.serverError, nil, "cannot reset: \(error)")
-            }
+            try app.reset()
+            return HTTPResponse(status: 204)
         }
         addAdminAccountRoutes(to: &router)
         addAdminItemRoutes(CatalogFile.Video.self, to: &router)
@@ -54,30 +50,28 @@ extension MockBackendApp {
             APIResponse.json(["accounts": app.live.document.accounts])
         }
         router.add(["GET"], "/_admin/v1/accounts/:account") { app, _, p in
-            app.adminEdit { () throws(CatalogEditError) in APIResponse.json(try app.adminAccount(p["account"], in: app.live.document)) }
+            APIResponse.json(try app.adminAccount(p["account"], in: app.live.document))
         }
         router.add(["PATCH"], "/_admin/v1/accounts/:account") { app, request, p in
-            app.adminEdit { () throws(CatalogEditError) in
-                let patch = try JSONBody.object(request.body, example: #"{"manifest_token_ttl_seconds": 120}"#)
-                let edit = try app.live.edit(now: app.clock.now()) { document throws(CatalogEditError) in
-                    let current = try app.adminAccount(p["account"], in: document)
-                    let merged = JSONBody.mergePatch(JSONBody.encodeObject(current), patch)
-                    let account = try JSONBody.decode(CatalogFile.Account.self, from: merged, subcode: "INVALID_ACCOUNT")
-                    guard account.id == current.id else { throw CatalogEditError(400, "INVALID_ACCOUNT", "id cannot change") }
-                    guard account.fairplay == current.fairplay else {
-                        throw CatalogEditError(400, "INVALID_ACCOUNT", "fairplay is fixed by the catalog file (its certificate is made at start)")
-                    }
-                    return .account(account)
+            let patch = try JSONBody.object(request.body, example: #"{"manifest_token_ttl_seconds": 120}"#)
+            let edit = try app.live.edit(now: app.clock.now()) { document throws(CatalogEditError) in
+                let current = try app.adminAccount(p["account"], in: document)
+                let merged = JSONBody.mergePatch(JSONBody.encodeObject(current), patch)
+                let account = try JSONBody.decode(CatalogFile.Account.self, from: merged, subcode: "INVALID_ACCOUNT")
+                guard account.id == current.id else { throw CatalogEditError(.invalid, "INVALID_ACCOUNT", "id cannot change") }
+                guard account.fairplay == current.fairplay else {
+                    throw CatalogEditError(.invalid, "INVALID_ACCOUNT", "fairplay is fixed by the catalog file (its certificate is made at start)")
                 }
-                guard case .account(let account) = edit else { return HTTPResponse(status: 500) }
-                return APIResponse.json(account)
+                return .account(account)
             }
+            guard case .account(let account) = edit else { return HTTPResponse(status: 500) }
+            return APIResponse.json(account)
         }
     }
 
     private func adminAccount(_ id: String, in document: CatalogFile) throws(CatalogEditError) -> CatalogFile.Account {
         guard let account = document.accounts.first(where: { $0.id == id }) else {
-            throw CatalogEditError(404, "ACCOUNT_NOT_FOUND", "No account \(id)")
+            throw CatalogEditError(.notFound, "ACCOUNT_NOT_FOUND", "No account \(id)")
         }
         return account
     }
@@ -90,47 +84,35 @@ extension MockBackendApp {
         let collection = "/_admin/v1/accounts/:account/\(Item.collection)"
         let one = "\(collection)/:\(Item.noun)"
         router.add(["GET"], collection) { app, _, p in
-            app.adminEdit { () throws(CatalogEditError) in
-                let document = app.live.document
-                _ = try app.adminAccount(p["account"], in: document)
-                return APIResponse.json([Item.collection: Item.items(of: document).filter { $0.accountID == p["account"] }])
-            }
+            let document = app.live.document
+            _ = try app.adminAccount(p["account"], in: document)
+            return APIResponse.json([Item.collection: Item.items(of: document).filter { $0.accountID == p["account"] }])
         }
         router.add(["POST"], collection) { app, request, p in
-            app.adminEdit { () throws(CatalogEditError) in
-                let body = try JSONBody.object(request.body, example: Item.example)
-                return APIResponse.json(try app.saveItem(Item.self, account: p["account"], id: body["id"] as? String, body: body, mode: .create),
-                                        status: 201)
-            }
+            let body = try JSONBody.object(request.body, example: Item.example)
+            return APIResponse.json(try app.saveItem(Item.self, account: p["account"], id: body["id"] as? String, body: body, mode: .create),
+                                    status: 201)
         }
         router.add(["GET"], one) { app, _, p in
-            app.adminEdit { () throws(CatalogEditError) in
-                APIResponse.json(try app.adminItem(Item.self, account: p["account"], id: p[Item.noun], in: app.live.document))
-            }
+            APIResponse.json(try app.adminItem(Item.self, account: p["account"], id: p[Item.noun], in: app.live.document))
         }
         router.add(["PUT"], one) { app, request, p in
-            app.adminEdit { () throws(CatalogEditError) in
-                let body = try JSONBody.object(request.body, example: Item.example)
-                let existed = Item.items(of: app.live.document).contains { $0.id == p[Item.noun] }
-                let item = try app.saveItem(Item.self, account: p["account"], id: p[Item.noun], body: body, mode: .replace)
-                return APIResponse.json(item, status: existed ? 200 : 201)
-            }
+            let body = try JSONBody.object(request.body, example: Item.example)
+            let existed = Item.items(of: app.live.document).contains { $0.id == p[Item.noun] }
+            let item = try app.saveItem(Item.self, account: p["account"], id: p[Item.noun], body: body, mode: .replace)
+            return APIResponse.json(item, status: existed ? 200 : 201)
         }
         router.add(["PATCH"], one) { app, request, p in
-            app.adminEdit { () throws(CatalogEditError) in
-                let body = try JSONBody.object(request.body, example: Item.patchExample)
-                return APIResponse.json(try app.saveItem(Item.self, account: p["account"], id: p[Item.noun], body: body, mode: .patch))
-            }
+            let body = try JSONBody.object(request.body, example: Item.patchExample)
+            return APIResponse.json(try app.saveItem(Item.self, account: p["account"], id: p[Item.noun], body: body, mode: .patch))
         }
         router.add(["DELETE"], one) { app, _, p in
-            app.adminEdit { () throws(CatalogEditError) in
-                try app.live.edit(now: app.clock.now()) { document throws(CatalogEditError) in
-                    _ = try app.adminItem(Item.self, account: p["account"], id: p[Item.noun], in: document)
-                    try Item.checkDeletable(id: p[Item.noun], in: document)
-                    return Item.edit(id: p[Item.noun], nil)
-                }
-                return HTTPResponse(status: 204)
+            try app.live.edit(now: app.clock.now()) { document throws(CatalogEditError) in
+                _ = try app.adminItem(Item.self, account: p["account"], id: p[Item.noun], in: document)
+                try Item.checkDeletable(id: p[Item.noun], in: document)
+                return Item.edit(id: p[Item.noun], nil)
             }
+            return HTTPResponse(status: 204)
         }
     }
 
@@ -147,17 +129,17 @@ extension MockBackendApp {
         let edit = try live.edit(now: clock.now()) { document throws(CatalogEditError) -> LiveCatalog.Edit in
             _ = try adminAccount(account, in: document)
             if let given = body["account_id"], given as? String != account {
-                throw CatalogEditError(400, "INVALID_\(noun)", "account_id must be \(account) (the account in the path) or left out")
+                throw CatalogEditError(.invalid, "INVALID_\(noun)", "account_id must be \(account) (the account in the path) or left out")
             }
             let existing = id.flatMap { id in Item.items(of: document).first { $0.id == id } }
             if let existing, existing.accountID != account {
-                throw CatalogEditError(409, "\(noun)_EXISTS", "\(Item.noun.capitalized) \(existing.id) belongs to account \(existing.accountID)")
+                throw CatalogEditError(.conflict, "\(noun)_EXISTS", "\(Item.noun.capitalized) \(existing.id) belongs to account \(existing.accountID)")
             }
             var base: [String: Any]
             switch mode {
             case .create:
                 if let existing {
-                    throw CatalogEditError(409, "\(noun)_EXISTS", "A \(Item.noun) \(existing.id) exists already; PUT or PATCH it")
+                    throw CatalogEditError(.conflict, "\(noun)_EXISTS", "A \(Item.noun) \(existing.id) exists already; PUT or PATCH it")
                 }
                 base = Item.newDefaults(now: now)
                 base["id"] = id ?? Self.nextID(Item.items(of: document).map(\.id))
@@ -166,20 +148,20 @@ extension MockBackendApp {
                 base["id"] = id
             case .patch:
                 guard let existing else {
-                    throw CatalogEditError(404, "\(noun)_NOT_FOUND", "No \(Item.noun) \(id ?? "") in account \(account)")
+                    throw CatalogEditError(.notFound, "\(noun)_NOT_FOUND", "No \(Item.noun) \(id ?? "") in account \(account)")
                 }
                 base = JSONBody.encodeObject(existing)
                 base["updated_at"] = now
             }
             base["account_id"] = account
             let item = try JSONBody.decode(Item.self, from: JSONBody.mergePatch(base, body), subcode: "INVALID_\(noun)")
-            if let id, item.id != id { throw CatalogEditError(400, "INVALID_\(noun)", "id must be \(id) (the id in the path) or left out") }
+            if let id, item.id != id { throw CatalogEditError(.invalid, "INVALID_\(noun)", "id must be \(id) (the id in the path) or left out") }
             guard Self.validID(item.id) else {
-                throw CatalogEditError(400, "INVALID_\(noun)", "id must be 1-64 letters, digits, - or _ (not starting with ref:)")
+                throw CatalogEditError(.invalid, "INVALID_\(noun)", "id must be 1-64 letters, digits, - or _ (not starting with ref:)")
             }
             return Item.edit(id: item.id, item)
         }
-        guard let item = Item.item(in: edit) else { throw CatalogEditError(500, "STORAGE_FAILED", "the edit was lost") }
+        guard let item = Item.item(in: edit) else { throw CatalogEditError(.storageFailed, "STORAGE_FAILED", "the edit was lost") }
         return item
     }
 
@@ -187,25 +169,12 @@ extension MockBackendApp {
                                                    in document: CatalogFile) throws(CatalogEditError) -> Item {
         _ = try adminAccount(account, in: document)
         guard let item = Item.items(of: document).first(where: { $0.id == id && $0.accountID == account }) else {
-            throw CatalogEditError(404, "\(Item.noun.uppercased())_NOT_FOUND", "No \(Item.noun) \(id) in account \(account)")
+            throw CatalogEditError(.notFound, "\(Item.noun.uppercased())_NOT_FOUND", "No \(Item.noun) \(id) in account \(account)")
         }
         return item
     }
 
     // MARK: Shared
-
-    /// Runs an admin handler; a refusal becomes its error array.
-    func adminEdit(_ body: () throws(CatalogEditError) -> HTTPResponse) -> HTTPResponse {
-        do { return try body() } catch {
-            let code = switch error.status {
-            case 404: PlaybackAPIErrorCode.notFound
-            case 409: "CONFLICT"
-            case 500...: PlaybackAPIErrorCode.serverError
-            default: PlaybackAPIErrorCode.badRequest
-            }
-            return APIResponse.error(error.status, code, error.subcode, error.message)
-        }
-    }
 
     /// One more than the largest numeric id (13 digits, as Video Cloud's), for a new video or playlist.
     private static func nextID(_ ids: [String]) -> String {
@@ -256,7 +225,7 @@ extension CatalogFile.Video: AdminCatalogItem {
     static func checkDeletable(id: String, in document: CatalogFile) throws(CatalogEditError) {
         let holding = document.playlists.filter { $0.videoIDs.contains(id) }.map(\.id)
         guard holding.isEmpty else {
-            throw CatalogEditError(409, "VIDEO_IN_PLAYLIST", "Video \(id) is in playlists \(holding.joined(separator: ", ")); take it out of them first")
+            throw CatalogEditError(.conflict, "VIDEO_IN_PLAYLIST", "Video \(id) is in playlists \(holding.joined(separator: ", ")); take it out of them first")
         }
     }
 }

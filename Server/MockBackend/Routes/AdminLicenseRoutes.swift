@@ -68,67 +68,59 @@ extension MockBackendApp {
 
     static func addAdminLicenseRoutes(to router: inout Router<MockBackendApp>) {
         router.add(["GET"], "/_admin/v1/licenses") { app, request, _ in
-            app.adminEdit { () throws(CatalogEditError) in
-                let states = ["active", "expired", "released", "revoked"]
-                if let state = request.queryValue("state"), !states.contains(state) {
-                    throw CatalogEditError(400, "INVALID_STATE", "state must be one of \(states.joined(separator: ", "))")
-                }
-                var limit = 1000
-                if let text = request.queryValue("limit") {
-                    guard let value = Int(text), (1...10_000).contains(value) else {
-                        throw CatalogEditError(400, "INVALID_LIMIT", "limit must be a whole number, 1-10000")
-                    }
-                    limit = value
-                }
-                let filter = LicenseStore.LicenseFilter(accountID: request.queryValue("account"), videoID: request.queryValue("video"),
-                                                        userID: request.queryValue("user"), deviceID: request.queryValue("device"),
-                                                        state: request.queryValue("state"))
-                let now = app.clock.now()
-                let records = try app.storage { try app.licenses.licenses(filter, now: now, limit: limit) }
-                return APIResponse.json(["licenses": records.map { AdminLicense($0, now: now) }])
+            let states = ["active", "expired", "released", "revoked"]
+            if let state = request.queryValue("state"), !states.contains(state) {
+                throw CatalogEditError(.invalid, "INVALID_STATE", "state must be one of \(states.joined(separator: ", "))")
             }
+            var limit = 1000
+            if let text = request.queryValue("limit") {
+                guard let value = Int(text), (1...10_000).contains(value) else {
+                    throw CatalogEditError(.invalid, "INVALID_LIMIT", "limit must be a whole number, 1-10000")
+                }
+                limit = value
+            }
+            let filter = LicenseStore.LicenseFilter(accountID: request.queryValue("account"), videoID: request.queryValue("video"),
+                                                    userID: request.queryValue("user"), deviceID: request.queryValue("device"),
+                                                    state: request.queryValue("state"))
+            let now = app.clock.now()
+            let records = try app.storage { try app.licenses.licenses(filter, now: now, limit: limit) }
+            return APIResponse.json(["licenses": records.map { AdminLicense($0, now: now) }])
         }
         router.add(["GET"], "/_admin/v1/licenses/:license") { app, _, p in
-            app.adminEdit { () throws(CatalogEditError) in
-                guard let record = try app.storage({ try app.licenses.license(id: p["license"]) }) else {
-                    throw CatalogEditError(404, "LICENSE_NOT_FOUND", "No license \(p["license"])")
-                }
-                let history = try app.storage { try app.licenses.events(licenseID: p["license"]) }
-                return APIResponse.json(AdminLicense(record, now: app.clock.now(), history: history))
+            guard let record = try app.storage({ try app.licenses.license(id: p["license"]) }) else {
+                throw CatalogEditError(.notFound, "LICENSE_NOT_FOUND", "No license \(p["license"])")
             }
+            let history = try app.storage { try app.licenses.events(licenseID: p["license"]) }
+            return APIResponse.json(AdminLicense(record, now: app.clock.now(), history: history))
         }
         router.add(["POST"], "/_admin/v1/licenses/:license/revoke") { app, _, p in
-            app.adminEdit { () throws(CatalogEditError) in APIResponse.json(try app.revokeLicense(id: p["license"])) }
+            APIResponse.json(try app.revokeLicense(id: p["license"]))
         }
         router.add(["GET"], "/_admin/v1/accounts/:account/devices") { app, request, p in
-            app.adminEdit { () throws(CatalogEditError) in
-                try app.requireAccount(p["account"])
-                struct Device: Encodable {
-                    var accountID, userID, deviceID: String
-                    var registeredAt: Date
-                    enum CodingKeys: String, CodingKey {
-                        case accountID = "account_id", userID = "user_id", deviceID = "device_id", registeredAt = "registered_at"
-                    }
+            try app.requireAccount(p["account"])
+            struct Device: Encodable {
+                var accountID, userID, deviceID: String
+                var registeredAt: Date
+                enum CodingKeys: String, CodingKey {
+                    case accountID = "account_id", userID = "user_id", deviceID = "device_id", registeredAt = "registered_at"
                 }
-                let devices = try app.storage { try app.licenses.registeredDevices(accountID: p["account"], userID: request.queryValue("user")) }
-                return APIResponse.json(["devices": devices.map {
-                    Device(accountID: $0.accountID, userID: $0.userID, deviceID: $0.deviceID, registeredAt: $0.registeredAt)
-                }])
             }
+            let devices = try app.storage { try app.licenses.registeredDevices(accountID: p["account"], userID: request.queryValue("user")) }
+            return APIResponse.json(["devices": devices.map {
+                Device(accountID: $0.accountID, userID: $0.userID, deviceID: $0.deviceID, registeredAt: $0.registeredAt)
+            }])
         }
         router.add(["DELETE"], "/_admin/v1/accounts/:account/devices/:device") { app, request, p in
-            app.adminEdit { () throws(CatalogEditError) in
-                try app.requireAccount(p["account"])
-                let user = request.queryValue("user")
-                let removed = try app.storage {
-                    try app.licenses.removeDevice(accountID: p["account"], deviceID: p["device"], userID: user)
-                }
-                guard removed > 0 else {
-                    throw CatalogEditError(404, "DEVICE_NOT_FOUND",
-                                           "No device \(p["device"]) registered in account \(p["account"])" + (user.map { " for user \($0)" } ?? ""))
-                }
-                return HTTPResponse(status: 204)
+            try app.requireAccount(p["account"])
+            let user = request.queryValue("user")
+            let removed = try app.storage {
+                try app.licenses.removeDevice(accountID: p["account"], deviceID: p["device"], userID: user)
             }
+            guard removed > 0 else {
+                throw CatalogEditError(.notFound, "DEVICE_NOT_FOUND",
+                                       "No device \(p["device"]) registered in account \(p["account"])" + (user.map { " for user \($0)" } ?? ""))
+            }
+            return HTTPResponse(status: 204)
         }
     }
 
@@ -137,18 +129,18 @@ extension MockBackendApp {
     func revokeLicense(id: String) throws(CatalogEditError) -> AdminLicense {
         let now = clock.now()
         guard let record = try storage({ try licenses.revoke(id: id, now: now) }) else {
-            throw CatalogEditError(404, "LICENSE_NOT_FOUND", "No license \(id)")
+            throw CatalogEditError(.notFound, "LICENSE_NOT_FOUND", "No license \(id)")
         }
         let history = try storage { try licenses.events(licenseID: id) }
         return AdminLicense(record, now: now, history: history)
     }
 
     private func requireAccount(_ id: String) throws(CatalogEditError) {
-        guard catalog.accounts[id] != nil else { throw CatalogEditError(404, "ACCOUNT_NOT_FOUND", "No account \(id)") }
+        guard catalog.accounts[id] != nil else { throw CatalogEditError(.notFound, "ACCOUNT_NOT_FOUND", "No account \(id)") }
     }
 
     /// Runs a database call; a failure is a 500 with what went wrong.
     func storage<T>(_ call: () throws -> T) throws(CatalogEditError) -> T {
-        do { return try call() } catch { throw CatalogEditError(500, "STORAGE_FAILED", "\(error)") }
+        do { return try call() } catch { throw CatalogEditError(.storageFailed, "STORAGE_FAILED", "\(error)", underlying: error) }
     }
 }

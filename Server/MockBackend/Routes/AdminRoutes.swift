@@ -9,6 +9,13 @@ extension MockBackendApp {
         router.add(["GET"], "/_admin/v1/health") { app, _, _ in
             APIResponse.json(["status": "ok", "videos": "\(app.catalog.videos.count)", "accounts": "\(app.catalog.accounts.count)"])
         }
+        addAdminClockRoutes(to: &router)
+        addAdminPlaybackKeyRoutes(to: &router)
+    }
+
+    // MARK: Clock
+
+    private static func addAdminClockRoutes(to router: inout Router<MockBackendApp>) {
         router.add(["GET"], "/_admin/v1/clock") { app, _, _ in
             app.clockResponse()
         }
@@ -17,55 +24,52 @@ extension MockBackendApp {
                 var offsetSeconds: Double?
                 enum CodingKeys: String, CodingKey { case offsetSeconds = "offset_seconds" }
             }
-            return app.adminEdit { () throws(CatalogEditError) in
-                guard let body = try? JSONDecoder().decode(Body.self, from: Data(request.body)), let offset = body.offsetSeconds else {
-                    throw CatalogEditError(400, "INVALID_BODY", MockBackendApp.clockOffsetHint)
-                }
-                try app.setClockOffset(offset)
-                return app.clockResponse()
+            guard let body = try? JSONDecoder().decode(Body.self, from: Data(request.body)), let offset = body.offsetSeconds else {
+                throw CatalogEditError(.invalid, "INVALID_BODY", MockBackendApp.clockOffsetHint)
             }
+            try app.setClockOffset(offset)
+            return app.clockResponse()
         }
+    }
+
+    // MARK: Playback-restriction keys
+
+    private static func addAdminPlaybackKeyRoutes(to router: inout Router<MockBackendApp>) {
         router.add(["GET"], "/_admin/v1/accounts/:account/playback-keys") { app, request, p in
-            guard app.catalog.accounts[p["account"]] != nil else { return app.notFound(request).response }
+            guard app.catalog.accounts[p["account"]] != nil else { throw HTTPError.notFound(request) }
             struct Keys: Encodable { var keys: [PlaybackRestrictions.RegisteredKey] }
             return APIResponse.json(Keys(keys: app.restrictions.list(accountID: p["account"])))
         }
         router.add(["POST"], "/_admin/v1/accounts/:account/playback-keys") { app, request, p in
-            guard app.catalog.accounts[p["account"]] != nil else { return app.notFound(request).response }
-            struct Body: Decodable {
-                var id: String
-                var publicKey: String
-                enum CodingKeys: String, CodingKey { case id; case publicKey = "public_key" }
-            }
-            guard let body = try? JSONDecoder().decode(Body.self, from: Data(request.body)),
-                  (1...128).contains(body.id.count), !body.id.contains("/")
-            else {
-                return APIResponse.error(400, PlaybackAPIErrorCode.badRequest, "INVALID_BODY",
-                                         #"Send {"id":"key id (kid)","public_key":"-----BEGIN PUBLIC KEY-----…"}"#)
-            }
-            do {
-                let key = try app.restrictions.register(accountID: p["account"], id: body.id, pem: body.publicKey, now: app.clock.now())
-                return APIResponse.json(["id": key.id, "account_id": key.accountID, "created_at": WireDate.string(from: key.createdAt)],
-                                        status: 201)
-            } catch PlaybackRestrictions.RegistrationError.exists {
-                return APIResponse.error(409, "CONFLICT", "KEY_EXISTS", "Account \(p["account"]) already has a key \(body.id); DELETE it first")
-            } catch PlaybackRestrictions.RegistrationError.invalidKey(let why) {
-                return APIResponse.error(400, PlaybackAPIErrorCode.badRequest, "INVALID_KEY",
-                                         "public_key must be an RSA public key (PEM, at least 2048 bits): \(why)")
-            } catch {
-                return APIResponse.error(500, PlaybackAPIErrorCode.serverError, nil, "cannot store the key: \(error)")
-            }
+            guard app.catalog.accounts[p["account"]] != nil else { throw HTTPError.notFound(request) }
+            return try app.registerPlaybackKey(request.body, accountID: p["account"])
         }
         router.add(["DELETE"], "/_admin/v1/accounts/:account/playback-keys/:id") { app, request, p in
-            guard app.catalog.accounts[p["account"]] != nil else { return app.notFound(request).response }
-            do {
-                guard try app.restrictions.remove(accountID: p["account"], id: p["id"]) else {
-                    return APIResponse.error(404, PlaybackAPIErrorCode.notFound, "KEY_NOT_FOUND", "No key \(p["id"]) in account \(p["account"])")
-                }
-                return HTTPResponse(status: 204)
-            } catch {
-                return APIResponse.error(500, PlaybackAPIErrorCode.serverError, nil, "cannot remove the key: \(error)")
+            guard app.catalog.accounts[p["account"]] != nil else { throw HTTPError.notFound(request) }
+            guard try app.restrictions.remove(accountID: p["account"], id: p["id"]) else {
+                throw HTTPError(404, PlaybackAPIErrorCode.notFound, "KEY_NOT_FOUND", "No key \(p["id"]) in account \(p["account"])")
             }
+            return HTTPResponse(status: 204)
+        }
+    }
+
+    /// Registers the RSA public key in `body` for the account's playback-restriction tokens.
+    private func registerPlaybackKey(_ body: [UInt8], accountID: String) throws -> HTTPResponse {
+        struct Body: Decodable {
+            var id: String
+            var publicKey: String
+            enum CodingKeys: String, CodingKey { case id; case publicKey = "public_key" }
+        }
+        guard let body = try? JSONDecoder().decode(Body.self, from: Data(body)), (1...128).contains(body.id.count), !body.id.contains("/") else {
+            throw HTTPError(400, PlaybackAPIErrorCode.badRequest, "INVALID_BODY", #"Send {"id":"key id (kid)","public_key":"-----BEGIN PUBLIC KEY-----…"}"#)
+        }
+        do {
+            let key = try restrictions.register(accountID: accountID, id: body.id, pem: body.publicKey, now: clock.now())
+            return APIResponse.json(["id": key.id, "account_id": key.accountID, "created_at": WireDate.string(from: key.createdAt)], status: 201)
+        } catch PlaybackRestrictions.RegistrationError.exists {
+            throw HTTPError(409, "CONFLICT", "KEY_EXISTS", "Account \(accountID) already has a key \(body.id); DELETE it first")
+        } catch PlaybackRestrictions.RegistrationError.invalidKey(let why) {
+            throw HTTPError(400, PlaybackAPIErrorCode.badRequest, "INVALID_KEY", "public_key must be an RSA public key (PEM, at least 2048 bits): \(why)")
         }
     }
 
@@ -76,7 +80,7 @@ extension MockBackendApp {
     /// dashboard both come here); under 100 years either way.
     func setClockOffset(_ offset: Double) throws(CatalogEditError) {
         guard offset.isFinite, abs(offset) < 100 * 365 * 86400 else {
-            throw CatalogEditError(400, "INVALID_BODY", "offset_seconds must be under 100 years (3153600000 s) either way")
+            throw CatalogEditError(.invalid, "INVALID_BODY", "offset_seconds must be under 100 years (3153600000 s) either way")
         }
         clock.offset = offset
     }

@@ -19,35 +19,32 @@ extension MockBackendApp {
             } else if let many = try? decoder.decode([FaultRule].self, from: Data(request.body)) {
                 rules = many
             } else {
-                return APIResponse.error(400, PlaybackAPIErrorCode.badRequest, "INVALID_BODY",
-                                         #"Send a rule (or an array of rules), e.g. {"route":"segment","probability":0.1,"status":503}; see docs/openapi.yaml"#)
+                throw HTTPError(400, PlaybackAPIErrorCode.badRequest, "INVALID_BODY",
+                                #"Send a rule (or an array of rules), e.g. {"route":"segment","probability":0.1,"status":503}; see docs/openapi.yaml"#)
             }
-            return app.adminEdit { () throws(CatalogEditError) in
-                struct Added: Encodable { var rules: [FaultInjector.Installed] }
-                return APIResponse.json(Added(rules: try app.addFaultRules(rules)), status: 201)
-            }
+            struct Added: Encodable { var rules: [FaultInjector.Installed] }
+            return APIResponse.json(Added(rules: try app.addFaultRules(rules)), status: 201)
         }
         router.add(["DELETE"], "/_admin/v1/faults") { app, _, _ in
             app.faults.removeAll()
             return HTTPResponse(status: 204)
         }
         router.add(["DELETE"], "/_admin/v1/faults/:id") { app, _, p in
-            app.adminEdit { () throws(CatalogEditError) in
-                try app.removeFaultRule(id: p["id"])
-                return HTTPResponse(status: 204)
-            }
+            try app.removeFaultRule(id: p["id"])
+            return HTTPResponse(status: 204)
         }
     }
 
     /// Adds fault rules, all or none (the admin API and the dashboard both come here): a rule
     /// that is not valid is a 400 `INVALID_RULE`, an id in use a 409 `RULE_EXISTS`.
     func addFaultRules(_ rules: [FaultRule]) throws(CatalogEditError) -> [FaultInjector.Installed] {
-        if let problem = rules.lazy.compactMap(\.problem).first { throw CatalogEditError(400, "INVALID_RULE", problem) }
+        if let problem = rules.lazy.compactMap(\.problem).first { throw CatalogEditError(.invalid, "INVALID_RULE", problem) }
         var added: [FaultInjector.Installed] = []
         for rule in rules {
             do throws(FaultRuleError) { added.append(try faults.add(rule)) } catch {
                 for rule in added { _ = faults.remove(id: rule.rule.id ?? "") }
-                throw CatalogEditError(409, "RULE_EXISTS", error.message)
+                throw error.code == .duplicateID ? CatalogEditError(.conflict, "RULE_EXISTS", error.message, underlying: error)
+                    : CatalogEditError(.invalid, "INVALID_RULE", error.message, underlying: error)
             }
         }
         return added
@@ -55,19 +52,15 @@ extension MockBackendApp {
 
     /// Removes one fault rule; a 404 `RULE_NOT_FOUND` when there is none with that id.
     func removeFaultRule(id: String) throws(CatalogEditError) {
-        guard faults.remove(id: id) else { throw CatalogEditError(404, "RULE_NOT_FOUND", "No fault rule \(id)") }
+        guard faults.remove(id: id) else { throw CatalogEditError(.notFound, "RULE_NOT_FOUND", "No fault rule \(id)") }
     }
 
     static func addAdminRequestLogRoutes(to router: inout Router<MockBackendApp>) {
         router.add(["GET"], "/_admin/v1/requests") { app, request, _ in
-            let filter: RequestLog.Filter
-            switch requestFilter(request) {
-            case .success(let parsed): filter = parsed
-            case .failure(let refusal): return refusal.response
-            }
+            let filter = try requestFilter(request)
             let limit = request.queryValue("limit").flatMap(Int.init) ?? app.requestLog.capacity
             guard limit >= 0 else {
-                return APIResponse.error(400, PlaybackAPIErrorCode.badRequest, "INVALID_LIMIT", "limit must be a whole number, at least 0")
+                throw HTTPError(400, PlaybackAPIErrorCode.badRequest, "INVALID_LIMIT", "limit must be a whole number, at least 0")
             }
             struct Listing: Encodable { var requests: [RequestLog.Entry]; var capacity: Int }
             return APIResponse.json(Listing(requests: app.requestLog.entries(filter, limit: limit), capacity: app.requestLog.capacity))
@@ -77,39 +70,36 @@ extension MockBackendApp {
             return HTTPResponse(status: 204)
         }
         router.add(["GET"], "/_admin/v1/requests/stream") { app, request, _ in
-            switch requestFilter(request) {
-            case .failure(let refusal): return refusal.response
-            case .success(let filter): return app.requestLogStream(filter)
-            }
+            try app.requestLogStream(requestFilter(request))
         }
     }
 
     /// The request log live as server-sent events: `/_admin/v1/requests/stream` and the
     /// dashboard's `/_dashboard/requests/stream` both answer with this.
-    func requestLogStream(_ filter: RequestLog.Filter) -> HTTPResponse {
+    func requestLogStream(_ filter: RequestLog.Filter) throws(HTTPError) -> HTTPResponse {
         var headers = HTTPHeaders([("Content-Type", "text/event-stream"), ("Cache-Control", "no-store")])
         headers.add("X-Accel-Buffering", "no")
         guard let stream = requestLog.follow(filter) else {
-            return APIResponse.error(503, "SERVICE_UNAVAILABLE", nil, "the backend is shutting down")
+            throw HTTPError(503, "SERVICE_UNAVAILABLE", nil, "the backend is shutting down")
         }
         return HTTPResponse(status: 200, headers: headers, body: .stream(stream))
     }
 
     /// `path_prefix`, `status` and `after` of a request-log query.
-    static func requestFilter(_ request: HTTPRequest) -> Result<RequestLog.Filter, ErrorResponse> {
+    static func requestFilter(_ request: HTTPRequest) throws(HTTPError) -> RequestLog.Filter {
         var filter = RequestLog.Filter(pathPrefix: request.queryValue("path_prefix"))
         if let status = request.queryValue("status") {
             guard let value = Int(status), (100...599).contains(value) else {
-                return .failure(ErrorResponse(400, PlaybackAPIErrorCode.badRequest, "INVALID_STATUS", "status must be an HTTP status, 100-599"))
+                throw HTTPError(400, PlaybackAPIErrorCode.badRequest, "INVALID_STATUS", "status must be an HTTP status, 100-599")
             }
             filter.status = value
         }
         if let after = request.queryValue("after") {
             guard let value = Int(after), value >= 0 else {
-                return .failure(ErrorResponse(400, PlaybackAPIErrorCode.badRequest, "INVALID_AFTER", "after must be a request id (a whole number)"))
+                throw HTTPError(400, PlaybackAPIErrorCode.badRequest, "INVALID_AFTER", "after must be a request id (a whole number)")
             }
             filter.after = value
         }
-        return .success(filter)
+        return filter
     }
 }

@@ -8,108 +8,146 @@ import WireModels
 extension MockBackendApp {
     static func addLicenseRoutes(to router: inout Router<MockBackendApp>) {
         router.add(["GET"], "/license/v1/aes128/:account/:video/:key") { app, request, p in
-            if let refused = app.links.verify(request, now: app.clock.now()) { return refused.response }
-            guard let video = app.catalog.video(uuid: p["video"]), video.accountID == p["account"],
-                  video.protection == .aes128, let key = app.contentKeys[video.id], key.keyID == p["key"]
-            else { return app.notFound(request).response }
-            var response = HTTPResponse.bytes(key.key, contentType: "application/octet-stream")
-            response.headers.add("Cache-Control", "no-store")
-            return response
+            try app.contentKeyResponse(request, p, protection: .aes128)
         }
         router.add(["GET"], "/license/v1/fairplay_app_cert/:account") { app, request, p in
-            guard let account = app.catalog.accounts[p["account"]] else { return app.notFound(request).response }
-            guard account.fairPlay, let identity = app.certificates.identity(accountID: account.id) else {
-                return APIResponse.error(422, "UNPROCESSABLE_ENTITY", "FAIRPLAY_NOT_CONFIGURED",
-                                         "Account \(account.id) has no FairPlay application certificate")
-            }
-            return .bytes(identity.certificate.derEncoded, contentType: "application/pkix-cert")
+            try app.fairPlayCertificate(request, accountID: p["account"])
         }
         router.add(["POST"], "/license/v1/fairplay/:account/:video/:key") { app, request, p in
-            if let refused = app.links.verify(request, now: app.clock.now()) { return refused.response }
-            do throws(ErrorResponse) {
-                return try app.fairPlayLicense(request, accountID: p["account"], videoUUID: p["video"], keyID: p["key"])
-            } catch {
-                return error.response
-            }
+            try app.links.verify(request, now: app.clock.now())
+            return try app.fairPlayLicense(request, accountID: p["account"], videoUUID: p["video"], keyID: p["key"])
         }
+    }
+
+    /// A video's raw content key, for a URL with a valid `fastly_token` that names the video,
+    /// its account, its `protection` and its key id: the AES-128 key endpoint's answer, and
+    /// the SAMPLE-AES test key endpoint's.
+    func contentKeyResponse(_ request: HTTPRequest, _ p: RouteParameters, protection: Protection) throws(HTTPError) -> HTTPResponse {
+        try links.verify(request, now: clock.now())
+        guard let video = catalog.video(uuid: p["video"]), video.accountID == p["account"],
+              video.protection == protection, let key = contentKeys[video.id], key.keyID == p["key"]
+        else { throw HTTPError.notFound(request) }
+        return Self.secretBytes(key.key)
+    }
+
+    /// Key material (a content key, a CKC): never cached.
+    private static func secretBytes(_ bytes: [UInt8]) -> HTTPResponse {
+        var response = HTTPResponse.bytes(bytes, contentType: "application/octet-stream")
+        response.headers.add("Cache-Control", "no-store")
+        return response
+    }
+
+    /// The account's FairPlay application certificate (DER).
+    private func fairPlayCertificate(_ request: HTTPRequest, accountID: String) throws(HTTPError) -> HTTPResponse {
+        guard let account = catalog.accounts[accountID] else { throw HTTPError.notFound(request) }
+        guard account.fairPlay, let identity = certificates.identity(accountID: account.id) else {
+            throw HTTPError(422, "UNPROCESSABLE_ENTITY", "FAIRPLAY_NOT_CONFIGURED", "Account \(account.id) has no FairPlay application certificate")
+        }
+        return .bytes(identity.certificate.derEncoded, contentType: "application/pkix-cert")
+    }
+
+    // MARK: FairPlay licenses
+
+    /// What a license URL names: the FairPlay video, its content key and its account's identity.
+    private struct FairPlayTarget {
+        var video: CatalogVideo
+        var contentKey: ContentKey
+        var identity: LicenseServerIdentity
     }
 
     /// One license request: checks in the order of docs/license-protocol.md, then the
     /// policy (inside the store's transaction), then the CKC.
     private func fairPlayLicense(_ request: HTTPRequest, accountID: String, videoUUID: String,
-                                 keyID: String) throws(ErrorResponse) -> HTTPResponse {
-        func bad(_ subcode: String, _ message: String) -> ErrorResponse {
-            ErrorResponse(400, PlaybackAPIErrorCode.badRequest, subcode, message)
-        }
-        guard let video = catalog.video(uuid: videoUUID), video.accountID == accountID, video.protection == .fairplay,
-              let identity = certificates.identity(accountID: accountID)
-        else { throw ErrorResponse(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.videoNotFound, "No FairPlay video \(videoUUID) in account \(accountID)") }
-        guard let contentKey = contentKeys[video.id], contentKey.keyID == keyID else {
-            throw ErrorResponse(404, PlaybackAPIErrorCode.notFound, "KEY_NOT_FOUND", "No content key \(keyID) for video \(video.id)")
-        }
-        let body: LicenseRequestBody
-        do { body = try LicenseRequestBody(parsing: request.body) } catch {
-            switch error {
-            case .invalidJSON:
-                throw bad("INVALID_BODY", #"Send {"publisher_id":"","application_id":"","key_id":"","server_playback_context":"<base64 SPC>"}"#)
-            case .invalidBase64: throw bad("INVALID_BASE64", "server_playback_context is not base64")
-            }
-        }
-        let context = try openSPC(body.serverPlaybackContext, identity: identity)
+                                 keyID: String) throws(HTTPError) -> HTTPResponse {
+        let target = try fairPlayTarget(accountID: accountID, videoUUID: videoUUID, keyID: keyID)
+        let body = try Self.licenseRequestBody(request.body)
+        let context = try openSPC(body.serverPlaybackContext, identity: target.identity)
         guard context.accountID == accountID, context.contentKeyID == keyID, body.keyID.isEmpty || body.keyID == keyID else {
-            throw bad("SPC_MISMATCH", "The SPC is for account \(context.accountID), key \(context.contentKeyID); the URL names \(accountID), \(keyID)")
+            throw .badRequest("SPC_MISMATCH", "The SPC is for account \(context.accountID), key \(context.contentKeyID); the URL names \(accountID), \(keyID)")
         }
         let now = clock.now()
-        var user: RestrictedUser?
-        if let raw = PlaybackAuth.bearerToken(in: request.headers) {
-            let token: PlaybackToken
-            switch restrictions.verify(raw, accountID: accountID, now: now) {
-            case .failure(let error): throw error
-            case .success(let verified): token = verified
-            }
-            if let refusal = PlaybackAuth.checkContent(token, video) { throw refusal }
-            user = token.userID.map { RestrictedUser(userID: $0, deviceLimit: token.deviceLimit) }
+        let user = try restrictedUser(request, accountID: accountID, video: target.video, now: now)
+        let licenseRequest = LicenseRequest(context: context, videoID: target.video.id, offline: Self.offlineHeader(request),
+                                            profile: Self.profileHeader(request), user: user)
+        switch try decide(licenseRequest, accountID: accountID, now: now) {
+        case .refuse(let refusal): throw refusal
+        case .release: return HTTPResponse(status: 204)
+        case .issue(let record, _): return try ckcResponse(record.terms, target, context)
         }
-        let offline = request.headers["X-BOLT-OFFLINE-LICENSE"]?.trimmingCharacters(in: .whitespaces).lowercased() == "true"
-        let profile: Result<LicenseProfile, LicenseProtocolError>? = request.headers["X-BC-CRT-CONFIG"].map { value in
-            Result { () throws(LicenseProtocolError) in try LicenseProfile(headerValue: value) }
+    }
+
+    /// The video, key and identity the URL names; a 404 when any is missing.
+    private func fairPlayTarget(accountID: String, videoUUID: String, keyID: String) throws(HTTPError) -> FairPlayTarget {
+        guard let video = catalog.video(uuid: videoUUID), video.accountID == accountID, video.protection == .fairplay,
+              let identity = certificates.identity(accountID: accountID)
+        else { throw HTTPError(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.videoNotFound, "No FairPlay video \(videoUUID) in account \(accountID)") }
+        guard let contentKey = contentKeys[video.id], contentKey.keyID == keyID else {
+            throw HTTPError(404, PlaybackAPIErrorCode.notFound, "KEY_NOT_FOUND", "No content key \(keyID) for video \(video.id)")
         }
-        let decision: LicenseDecision
-        do {
-            decision = try licenses.process(LicenseRequest(context: context, videoID: video.id, offline: offline, profile: profile,
-                                                           user: user),
-                                            accountID: accountID, now: now)
+        return FairPlayTarget(video: video, contentKey: contentKey, identity: identity)
+    }
+
+    /// The JSON body; `INVALID_BODY` or `INVALID_BASE64` when it cannot be read.
+    private static func licenseRequestBody(_ bytes: [UInt8]) throws(HTTPError) -> LicenseRequestBody {
+        do throws(LicenseRequestBody.ParseError) {
+            return try LicenseRequestBody(parsing: bytes)
+        } catch where error.code == .invalidBase64 {
+            throw .badRequest("INVALID_BASE64", "server_playback_context is not base64")
         } catch {
-            logger.error("license store failed: \(error)")
-            throw ErrorResponse(500, PlaybackAPIErrorCode.serverError, nil, "The license could not be stored")
-        }
-        switch decision {
-        case .refuse(let refusal):
-            throw refusal
-        case .release:
-            return HTTPResponse(status: 204)
-        case .issue(let record, _):
-            do {
-                let ckc = try identity.makeCKC(terms: record.terms, contentKey: contentKey.key, iv: contentKey.iv, for: context)
-                var response = HTTPResponse.bytes(ckc, contentType: "application/octet-stream")
-                response.headers.add("Cache-Control", "no-store")
-                return response
-            } catch {
-                throw ErrorResponse(500, PlaybackAPIErrorCode.serverError, nil, "The CKC could not be built: \(error.message)")
-            }
+            throw .badRequest("INVALID_BODY", #"Send {"publisher_id":"","application_id":"","key_id":"","server_playback_context":"<base64 SPC>"}"#)
         }
     }
 
     /// Opens the SPC with the account's key; an SPC for another certificate is told apart.
-    private func openSPC(_ spc: [UInt8], identity: LicenseServerIdentity) throws(ErrorResponse) -> ServerPlaybackContext {
+    private func openSPC(_ spc: [UInt8], identity: LicenseServerIdentity) throws(HTTPError) -> ServerPlaybackContext {
         do throws(LicenseProtocolError) {
             return try identity.open(spc: spc)
+        } catch where error.code == .certificateMismatch {
+            throw .denied("CERTIFICATE_MISMATCH", "The SPC is sealed to another application certificate; fetch this account's certificate_url")
         } catch {
-            if error.code == .certificateMismatch {
-                throw ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, "CERTIFICATE_MISMATCH",
-                                    "The SPC is sealed to another application certificate; fetch this account's certificate_url")
-            }
-            throw ErrorResponse(400, PlaybackAPIErrorCode.badRequest, "INVALID_SPC", "The SPC cannot be used: \(error.message)")
+            throw .badRequest("INVALID_SPC", "The SPC cannot be used: \(error.message)")
+        }
+    }
+
+    /// The playback-restriction token's user, when a token came along: it must verify and,
+    /// when it names content, name this video.
+    private func restrictedUser(_ request: HTTPRequest, accountID: String, video: CatalogVideo,
+                                now: Date) throws(HTTPError) -> RestrictedUser? {
+        guard let raw = PlaybackAuth.bearerToken(in: request.headers) else { return nil }
+        let token = try restrictions.verify(raw, accountID: accountID, now: now)
+        try PlaybackAuth.checkContent(token, video)
+        return token.userID.map { RestrictedUser(userID: $0, deviceLimit: token.deviceLimit) }
+    }
+
+    /// `X-BOLT-OFFLINE-LICENSE: true`.
+    private static func offlineHeader(_ request: HTTPRequest) -> Bool {
+        request.headers["X-BOLT-OFFLINE-LICENSE"]?.trimmingCharacters(in: .whitespaces).lowercased() == "true"
+    }
+
+    /// `X-BC-CRT-CONFIG`, parsed: the policy decides what a bad one means.
+    private static func profileHeader(_ request: HTTPRequest) -> Result<LicenseProfile, LicenseProtocolError>? {
+        request.headers["X-BC-CRT-CONFIG"].map { value in
+            Result { () throws(LicenseProtocolError) in try LicenseProfile(headerValue: value) }
+        }
+    }
+
+    /// The policy's decision, taken and stored in one transaction; a 500 when the store fails.
+    private func decide(_ request: LicenseRequest, accountID: String, now: Date) throws(HTTPError) -> LicenseDecision {
+        do {
+            return try licenses.process(request, accountID: accountID, now: now)
+        } catch {
+            logger.error("license store failed: \(error)")
+            throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "The license could not be stored")
+        }
+    }
+
+    /// The CKC carrying `terms` and the content key, for the SPC's client.
+    private func ckcResponse(_ terms: LicenseTerms, _ target: FairPlayTarget, _ context: ServerPlaybackContext) throws(HTTPError) -> HTTPResponse {
+        do throws(LicenseProtocolError) {
+            return Self.secretBytes(try target.identity.makeCKC(terms: terms, contentKey: target.contentKey.key,
+                                                                iv: target.contentKey.iv, for: context))
+        } catch {
+            throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "The CKC could not be built: \(error.message)")
         }
     }
 }

@@ -9,59 +9,51 @@ extension MockBackendApp {
 
     static func addManifestRoutes(to router: inout Router<MockBackendApp>) {
         router.add(["GET"], "/manifest/v1/hls/v5/:protection/:account/:video/:label/master.m3u8") { app, request, p in
-            app.mediaRequest(request, p) { video throws(ErrorResponse) in
-                guard p["label"] == Links.segmentLabel(video) else { throw app.notFound(request) }
-                let now = app.clock.now()
-                let ttl = app.catalog.accounts[video.accountID]?.manifestTokenTTL ?? 21600
-                let expiry = Links.expiry(now: now, ttl: ttl)
-                let links = app.links(for: request)
-                let body = app.cache.body(for: "master|\(links.base)|\(video.id)|\(video.generation)|\(expiry.timeIntervalSince1970)",
-                                          validUntil: Links.bucketEnd(now: now, ttl: ttl), now: now) {
-                    Array(app.packager.master(video, key: app.contentKeys[video.id], expiresAt: expiry, links: links).render().utf8)
-                }
-                return .bytes(body, contentType: playlistContentType)
+            let video = try app.mediaVideo(request, p)
+            guard p["label"] == Links.segmentLabel(video) else { throw HTTPError.notFound(request) }
+            let now = app.clock.now()
+            let ttl = app.catalog.accounts[video.accountID]?.manifestTokenTTL ?? 21600
+            let expiry = Links.expiry(now: now, ttl: ttl)
+            let links = app.links(for: request)
+            let body = app.cache.body(for: "master|\(links.base)|\(video.id)|\(video.generation)|\(expiry.timeIntervalSince1970)",
+                                      validUntil: Links.bucketEnd(now: now, ttl: ttl), now: now) {
+                Array(app.packager.master(video, key: app.contentKeys[video.id], expiresAt: expiry, links: links).render().utf8)
             }
+            return .bytes(body, contentType: playlistContentType)
         }
         router.add(["GET"], "/manifest/v1/hls/v5/:protection/:account/:video/:rendition/:label/rendition.m3u8") { app, request, p in
-            app.mediaRequest(request, p) { video throws(ErrorResponse) in
-                guard p["label"] == Links.segmentLabel(video), let rendition = app.catalog.rendition(uuid: p["rendition"], of: video) else {
-                    throw app.notFound(request)
-                }
-                let now = app.clock.now()
-                let expiry = Links.expiry(now: now, ttl: app.configuration.mediaTokenTTL)
-                let links = app.links(for: request)
-                let body = app.cache.body(for: "media|\(links.base)|\(rendition.uuid)|\(video.generation)|\(expiry.timeIntervalSince1970)",
-                                          validUntil: Links.bucketEnd(now: now, ttl: app.configuration.mediaTokenTTL), now: now) {
-                    Array(app.packager.media(video, rendition, key: app.contentKeys[video.id], keyExpiresAt: expiry,
-                                             expiresAt: expiry, links: links).render().utf8)
-                }
-                return .bytes(body, contentType: playlistContentType)
+            let video = try app.mediaVideo(request, p)
+            guard p["label"] == Links.segmentLabel(video), let rendition = app.catalog.rendition(uuid: p["rendition"], of: video) else {
+                throw HTTPError.notFound(request)
             }
+            let now = app.clock.now()
+            let expiry = Links.expiry(now: now, ttl: app.configuration.mediaTokenTTL)
+            let links = app.links(for: request)
+            let body = app.cache.body(for: "media|\(links.base)|\(rendition.uuid)|\(video.generation)|\(expiry.timeIntervalSince1970)",
+                                      validUntil: Links.bucketEnd(now: now, ttl: app.configuration.mediaTokenTTL), now: now) {
+                Array(app.packager.media(video, rendition, key: app.contentKeys[video.id], keyExpiresAt: expiry,
+                                         expiresAt: expiry, links: links).render().utf8)
+            }
+            return .bytes(body, contentType: playlistContentType)
         }
         router.add(["GET"], "/media/v1/hls/v5/:protection/:account/:video/:rendition/:segment") { app, request, p in
-            app.mediaRequest(request, p) { video throws(ErrorResponse) in
-                guard let rendition = app.catalog.rendition(uuid: p["rendition"], of: video),
-                      let sequence = MockBackendApp.segmentNumber(p["segment"], kind: rendition.kind),
-                      sequence < video.segmentCount
-                else { throw app.notFound(request) }
-                return try app.segmentResponse(video, rendition, sequence: sequence)
-            }
+            let video = try app.mediaVideo(request, p)
+            guard let rendition = app.catalog.rendition(uuid: p["rendition"], of: video),
+                  let sequence = MockBackendApp.segmentNumber(p["segment"], kind: rendition.kind),
+                  sequence < video.segmentCount
+            else { throw HTTPError.notFound(request) }
+            return try app.segmentResponse(video, rendition, sequence: sequence)
         }
     }
 
     /// Shared checks for manifest and media URLs: a valid token for this path, a video with
     /// this uuid in this account and protection.
-    func mediaRequest(_ request: HTTPRequest, _ p: RouteParameters,
-                      _ body: (CatalogVideo) throws(ErrorResponse) -> HTTPResponse) -> HTTPResponse {
-        if let refused = links.verify(request, now: clock.now()) { return refused.response }
+    func mediaVideo(_ request: HTTPRequest, _ p: RouteParameters) throws(HTTPError) -> CatalogVideo {
+        try links.verify(request, now: clock.now())
         guard let video = catalog.video(uuid: p["video"]), video.accountID == p["account"],
               video.protection.rawValue == p["protection"]
-        else { return notFound(request).response }
-        do { return try body(video) } catch { return error.response }
-    }
-
-    func notFound(_ request: HTTPRequest) -> ErrorResponse {
-        ErrorResponse(404, PlaybackAPIErrorCode.notFound, nil, "No such resource: \(request.path)")
+        else { throw HTTPError.notFound(request) }
+        return video
     }
 
     /// "12.ts" → 12 for audio/video, "12.vtt" for subtitles; anything else is nil.
@@ -73,7 +65,7 @@ extension MockBackendApp {
         return value
     }
 
-    private func segmentResponse(_ video: CatalogVideo, _ rendition: RenditionRef, sequence: Int) throws(ErrorResponse) -> HTTPResponse {
+    private func segmentResponse(_ video: CatalogVideo, _ rendition: RenditionRef, sequence: Int) throws(HTTPError) -> HTTPResponse {
         let files = HLSPackager.files(video, rendition)
         let fixtureIndex = sequence % files.count
         let file = files[fixtureIndex]
@@ -81,7 +73,7 @@ extension MockBackendApp {
         if video.protection != .clear, rendition.kind != .subtitles {
             // Protected media is never served clear, not even when its key went missing.
             guard let key = contentKeys[video.id] else {
-                throw ErrorResponse(500, PlaybackAPIErrorCode.serverError, nil, "no content key for this video")
+                throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "no content key for this video")
             }
             let cacheName = "\(rendition.kind.rawValue)-\(rendition.index)-\(fixtureIndex).ts"
             do {
@@ -94,7 +86,7 @@ extension MockBackendApp {
             } catch {
                 logger.error("cannot encrypt \(file.path): \(error)")
             }
-            throw ErrorResponse(500, PlaybackAPIErrorCode.serverError, nil, "cannot prepare the encrypted segment")
+            throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "cannot prepare the encrypted segment")
         }
         var headers = HTTPHeaders([("Content-Type", contentType)])
         headers.add("ETag", file.etag)

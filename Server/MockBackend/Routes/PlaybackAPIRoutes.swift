@@ -7,49 +7,39 @@ import WireModels
 extension MockBackendApp {
     static func addPlaybackAPIRoutes(to router: inout Router<MockBackendApp>) {
         router.add(["GET"], "/playback/v1/accounts/:account/videos/:video") { app, request, parameters in
-            app.playbackAPI(request, account: parameters["account"]) { caller throws(ErrorResponse) in
-                try app.videoResponse(caller, request, idOrReference: parameters["video"])
-            }
+            try app.videoResponse(app.playbackCaller(request, account: parameters["account"]), request, idOrReference: parameters["video"])
         }
         router.add(["GET"], "/playback/v1/accounts/:account/videos") { app, request, parameters in
-            app.playbackAPI(request, account: parameters["account"]) { caller throws(ErrorResponse) in
-                try app.searchResponse(caller, request)
-            }
+            try app.searchResponse(app.playbackCaller(request, account: parameters["account"]), request)
         }
         router.add(["GET"], "/playback/v1/accounts/:account/playlists/:playlist") { app, request, parameters in
-            app.playbackAPI(request, account: parameters["account"]) { caller throws(ErrorResponse) in
-                try app.playlistResponse(caller, request, idOrReference: parameters["playlist"])
-            }
+            try app.playlistResponse(app.playbackCaller(request, account: parameters["account"]), request,
+                                     idOrReference: parameters["playlist"])
         }
     }
 
     /// The checks every Playback API call shares: no repeated parameters, then credentials.
-    private func playbackAPI(_ request: HTTPRequest, account: String,
-                             _ body: (PlaybackCaller) throws(ErrorResponse) -> HTTPResponse) -> HTTPResponse {
+    private func playbackCaller(_ request: HTTPRequest, account: String) throws(HTTPError) -> PlaybackCaller {
         let duplicates = request.duplicateQueryNames
         guard duplicates.isEmpty else {
-            return APIResponse.error(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.duplicateParameters,
-                                     "Parameters may be given once: \(duplicates.joined(separator: ", "))")
+            throw HTTPError(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.duplicateParameters,
+                            "Parameters may be given once: \(duplicates.joined(separator: ", "))")
         }
-        switch PlaybackAuth.authenticate(request, accountID: account, catalog: catalog, restrictions: restrictions, now: clock.now()) {
-        case .failure(let error): return error.response
-        case .success(let caller):
-            do { return try body(caller) } catch { return error.response }
-        }
+        return try PlaybackAuth.authenticate(request, accountID: account, catalog: catalog, restrictions: restrictions, now: clock.now())
     }
 
-    private func videoResponse(_ caller: PlaybackCaller, _ request: HTTPRequest, idOrReference: String) throws(ErrorResponse) -> HTTPResponse {
+    private func videoResponse(_ caller: PlaybackCaller, _ request: HTTPRequest, idOrReference: String) throws(HTTPError) -> HTTPResponse {
         guard let video = catalog.video(account: caller.account.id, idOrReference: idOrReference) else {
-            throw ErrorResponse(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.videoNotFound,
+            throw HTTPError(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.videoNotFound,
                                 "No video \(idOrReference) in account \(caller.account.id)")
         }
-        try checkTokenContent(caller, video)
+        try PlaybackAuth.checkContent(caller.token, video)
         return .bytes(videoJSON(video, account: caller.account, links: links(for: request)), contentType: "application/json; charset=utf-8")
     }
 
-    private func searchResponse(_ caller: PlaybackCaller, _ request: HTTPRequest) throws(ErrorResponse) -> HTTPResponse {
+    private func searchResponse(_ caller: PlaybackCaller, _ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
         guard caller.searchEnabled else {
-            throw ErrorResponse(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.api,
+            throw HTTPError(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.api,
                                 "This policy key is not search-enabled")
         }
         let search = try CatalogSearch(query: request.queryValue("q") ?? "")
@@ -69,10 +59,10 @@ extension MockBackendApp {
         return .bytes(body, contentType: "application/json; charset=utf-8")
     }
 
-    private func playlistResponse(_ caller: PlaybackCaller, _ request: HTTPRequest, idOrReference: String) throws(ErrorResponse) -> HTTPResponse {
+    private func playlistResponse(_ caller: PlaybackCaller, _ request: HTTPRequest, idOrReference: String) throws(HTTPError) -> HTTPResponse {
         let catalog = self.catalog
         guard let playlist = catalog.playlist(account: caller.account.id, idOrReference: idOrReference) else {
-            throw ErrorResponse(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.playlistNotFound,
+            throw HTTPError(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.playlistNotFound,
                                 "No playlist \(idOrReference) in account \(caller.account.id)")
         }
         let (limit, offset) = try paging(request, defaultLimit: 20)
@@ -86,17 +76,12 @@ extension MockBackendApp {
             updatedAt: playlist.updatedAt, videos: videos))
     }
 
-    /// A token naming a content id (`conid`) only opens that video.
-    private func checkTokenContent(_ caller: PlaybackCaller, _ video: CatalogVideo) throws(ErrorResponse) {
-        if let refusal = PlaybackAuth.checkContent(caller.token, video) { throw refusal }
-    }
-
     /// `limit` (1…1000) and `offset` (≥ 0); anything else is `ILLEGAL_QUERY`.
-    private func paging(_ request: HTTPRequest, defaultLimit: Int) throws(ErrorResponse) -> (Int, Int) {
-        func number(_ name: String, _ fallback: Int, _ range: ClosedRange<Int>) throws(ErrorResponse) -> Int {
+    private func paging(_ request: HTTPRequest, defaultLimit: Int) throws(HTTPError) -> (Int, Int) {
+        func number(_ name: String, _ fallback: Int, _ range: ClosedRange<Int>) throws(HTTPError) -> Int {
             guard let text = request.queryValue(name) else { return fallback }
             guard let value = Int(text), range.contains(value) else {
-                throw ErrorResponse(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.illegalQuery,
+                throw HTTPError(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.illegalQuery,
                                     "\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
             }
             return value

@@ -80,13 +80,14 @@ struct LocalCertificateAuthority {
                 let certificate = try Certificate(pemEncoded: String(contentsOf: caFile, encoding: .utf8))
                 let key = try P256.Signing.PrivateKey(pemRepresentation: String(contentsOf: caKeyFile, encoding: .utf8))
                 guard certificate.publicKey == Certificate.PublicKey(key.publicKey) else {
-                    throw TLSSetupError("\(caKeyFile.path) is not the key of \(caFile.path)")
+                    throw TLSSetupError(.unreadableCredentials, "\(caKeyFile.path) is not the key of \(caFile.path)")
                 }
                 return (certificate, key)
             } catch let error as TLSSetupError {
                 throw error
             } catch {
-                throw TLSSetupError("cannot read the local CA in \(directory.path) (\(error)); remove the folder to make a new one")
+                throw TLSSetupError(.unreadableCredentials, "cannot read the local CA in \(directory.path) (\(error)); remove the folder to make a new one",
+                                    underlying: error)
             }
         }
         let key = P256.Signing.PrivateKey()
@@ -147,7 +148,7 @@ struct LocalCertificateAuthority {
             }
             guard !name.isEmpty, name.utf8.count <= 253,
                   name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "." || $0 == "*") })
-            else { throw TLSSetupError("'\(name)' is neither a host name nor an IP address") }
+            else { throw TLSSetupError(.badConfiguration, "'\(name)' is neither a host name nor an IP address") }
             return .dnsName(name.lowercased())
         }
     }
@@ -156,15 +157,50 @@ struct LocalCertificateAuthority {
         let temporary = file.appendingPathExtension("tmp")
         guard FileManager.default.createFile(atPath: temporary.path, contents: Data(text.utf8),
                                              attributes: [.posixPermissions: secret ? 0o600 : 0o644])
-        else { throw TLSSetupError("cannot write \(temporary.path)") }
+        else { throw TLSSetupError(.writeFailed, "cannot write \(temporary.path)") }
         guard rename(temporary.path, file.path) == 0 else {
-            throw TLSSetupError("cannot write \(file.path): \(String(cString: strerror(errno)))")
+            throw TLSSetupError(.writeFailed, "cannot write \(file.path): \(String(cString: strerror(errno)))")
         }
     }
 }
 
-/// Why HTTPS could not be set up, for a person.
+/// Why HTTPS could not be set up: a stable `code`, a message for a person, and the error
+/// underneath when reading or parsing a file failed.
 public struct TLSSetupError: Error, CustomStringConvertible, Sendable {
-    public let description: String
-    init(_ description: String) { self.description = description }
+    /// What went wrong, stable.
+    public let code: Code
+    /// What went wrong and what to do, for a person.
+    public let message: String
+    /// The file system's or the certificate parser's error, when one of them failed.
+    public let underlying: (any Error & Sendable)?
+
+    init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+    }
+
+    /// The message.
+    public var description: String { message }
+
+    /// The kinds of failure. A struct over a private enum, so kinds can be added later
+    /// without breaking anyone's exhaustive switch.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable { case tlsNotSupported, badConfiguration, unreadableCredentials, writeFailed }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// This libmicrohttpd was built without TLS.
+        public static let tlsNotSupported = Code(.tlsNotSupported)
+        /// The TLS options cannot work: a certificate without its key, a name that is neither
+        /// a host name nor an address.
+        public static let badConfiguration = Code(.badConfiguration)
+        /// The certificate, key or local CA cannot be read, or do not belong together.
+        public static let unreadableCredentials = Code(.unreadableCredentials)
+        /// A certificate or key file cannot be written.
+        public static let writeFailed = Code(.writeFailed)
+
+        /// The stable name of the kind, e.g. "unreadableCredentials".
+        public var description: String { base.rawValue }
+    }
 }

@@ -1,14 +1,43 @@
 import Crypto
 import Foundation
 
-/// Why a `fastly_token` was refused.
-public enum URLTokenError: Error, Sendable, Equatable {
-    /// Not base64 of `{8 hex}_{64 hex}`.
-    case malformed
-    /// Well-formed and authentic, but its expiry has passed; carries that expiry.
-    case expired(Date)
-    /// The HMAC does not match this path and secret.
-    case forged
+/// Why a `fastly_token` was refused: a stable `code`, a message, and for an expired token
+/// its expiry.
+public struct URLTokenError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What was wrong, stable.
+    public let code: Code
+    /// A sentence for logs.
+    public let message: String
+    /// When the token expired; set for `.expired` only.
+    public let expiry: Date?
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, expiry: Date? = nil) {
+        self.code = code
+        self.message = message
+        self.expiry = expiry
+    }
+
+    /// The code and the message on one line.
+    public var description: String { "\(code): \(message)" }
+
+    /// The kinds of refusal. A struct over a private enum, so kinds can be added later
+    /// without breaking anyone's exhaustive switch.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable { case malformed, expired, forged }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// Not base64 of `{8 hex}_{64 hex}`.
+        public static let malformed = Code(.malformed)
+        /// Well-formed and authentic, but its expiry (`URLTokenError.expiry`) has passed.
+        public static let expired = Code(.expired)
+        /// The HMAC does not match this path and secret.
+        public static let forged = Code(.forged)
+
+        /// The stable name of the kind, e.g. "expired".
+        public var description: String { base.rawValue }
+    }
 }
 
 /// Fastly-style signed URL tokens, the `fastly_token` query parameter of manifest, media and key URLs.
@@ -60,9 +89,15 @@ public enum URLToken {
         /// As `URLToken.verify(_:path:secret:now:)`.
         @discardableResult
         public func verify(_ token: String, path: String, now: Date) throws(URLTokenError) -> Date {
-            guard let parts = ParsedToken(token) else { throw .malformed }
-            guard mac(expiryHex: parts.expiryHex, path: path) == parts.mac else { throw .forged }  // constant-time comparison
-            guard now <= parts.expiry else { throw .expired(parts.expiry) }
+            guard let parts = ParsedToken(token) else {
+                throw URLTokenError(.malformed, "the token is not base64 of {8 hex digits}_{64 hex digits}")
+            }
+            guard mac(expiryHex: parts.expiryHex, path: path) == parts.mac else {  // constant-time comparison
+                throw URLTokenError(.forged, "the token's HMAC does not match this path")
+            }
+            guard now <= parts.expiry else {
+                throw URLTokenError(.expired, "the token expired at \(parts.expiry)", expiry: parts.expiry)
+            }
             return parts.expiry
         }
 
