@@ -103,7 +103,7 @@ final class LicenseStore: Sendable {
         let clause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         let ids = try database.pool.read { db in
             try String.fetchAll(db, sql: "SELECT id FROM license \(clause) ORDER BY issued_at DESC, id DESC",
-                                arguments: StatementArguments(arguments) ?? [])
+                                arguments: StatementArguments(arguments))
         }
         var result: [LicenseRecord] = []
         for id in ids where result.count < limit {
