@@ -3,6 +3,7 @@ import Logging
 @testable import MockBackend
 import MicroHTTP
 import Testing
+import TestKit
 import WireModels
 
 @Suite("Errors a handler throws, rendered in one place")
