@@ -115,7 +115,7 @@ public struct PlaybackService: Sendable {
 
     private func get(path: String, query: [(String, String?)] = []) async throws(PlaybackServiceError) -> [UInt8] {
         var url = "\(baseURL)/playback/v1/accounts/\(try PlaybackService.segment(accountID))/\(path)"
-        let items = query.compactMap { name, value in value.map { "\(name)=\(PlaybackService.encode($0))" } }
+        let items = query.compactMap { name, value in value.map { "\(name)=\(URLToken.percentEncode($0))" } }
         if !items.isEmpty { url += "?" + items.joined(separator: "&") }
         var headers: [(String, String)] = [("Accept", "application/json")]
         if let policyKey { headers.append(("BCOV-Policy", policyKey)) }
@@ -139,11 +139,7 @@ public struct PlaybackService: Sendable {
         guard !value.isEmpty, !value.contains("/") else {
             throw PlaybackServiceError(code: .invalidArgument, status: nil, errors: [], message: "'\(value)' is not a valid id", underlying: nil)
         }
-        return encode(value)
-    }
-
-    private static func encode(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: .urlUnreserved) ?? text
+        return URLToken.percentEncode(value)
     }
 }
 
@@ -180,9 +176,4 @@ extension PlaybackVideo {
 /// The `videos` array of a playlist or search answer, kept raw.
 private struct RawList: Decodable {
     var videos: [[String: JSONValue]]
-}
-
-extension CharacterSet {
-    /// RFC 3986 unreserved characters.
-    static let urlUnreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }
