@@ -22,9 +22,15 @@ public struct PlaybackService: Sendable {
     public var authToken: String?
     private let client: HTTPClient
 
-    /// Creates a service. Give a policy key, a JWT, or both.
-    public init(baseURL: String, accountID: String, policyKey: String? = nil, authToken: String? = nil,
-                client: HTTPClient = PlaybackService.sharedClient) {
+    /// Creates a service. Give a policy key, a JWT, or both. Services share one HTTP client
+    /// (and its connections).
+    public init(baseURL: String, accountID: String, policyKey: String? = nil, authToken: String? = nil) {
+        self.init(baseURL: baseURL, accountID: accountID, policyKey: policyKey, authToken: authToken, client: PlaybackService.sharedClient)
+    }
+
+    /// A service sending its requests through `client` (the SDK's modules and tests; an app
+    /// gives a CA file instead, see `init(baseURL:accountID:policyKey:authToken:trustedCAFile:)`).
+    package init(baseURL: String, accountID: String, policyKey: String? = nil, authToken: String? = nil, client: HTTPClient) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.accountID = accountID
         self.policyKey = policyKey
@@ -67,13 +73,18 @@ public struct PlaybackService: Sendable {
     public var origin: Origin { Origin(baseURL: baseURL, accountID: accountID, policyKey: policyKey, authToken: authToken) }
 
     /// A service for `origin` (its policy key and JWT).
-    public init(origin: Origin, client: HTTPClient = PlaybackService.sharedClient) {
+    public init(origin: Origin) {
+        self.init(origin: origin, client: PlaybackService.sharedClient)
+    }
+
+    /// A service for `origin` sending its requests through `client`.
+    package init(origin: Origin, client: HTTPClient) {
         self.init(baseURL: origin.baseURL, accountID: origin.accountID, policyKey: origin.policyKey, authToken: origin.authToken,
                   client: client)
     }
 
     /// The client shared by services that are not given one (its connections are reused).
-    public static let sharedClient = HTTPClient()
+    package static let sharedClient = HTTPClient()
 
     /// The video with this id.
     public func findVideo(id: String) async throws(PlaybackServiceError) -> PlaybackVideo {
