@@ -5,9 +5,9 @@ extension OfflineVideoManager {
     /// Resumes interrupted downloads, marks completed ones whose files vanished as stale,
     /// and offers package folders no record knows to the delegate (deleted by default).
     /// Announces `storageChanged` when anything was found changed.
-    func recover() async throws {
+    func recover() async throws(OfflineVideoError) {
         var changed = false
-        let records = try store.allDownloads()
+        let records = try storeCall(.open) { try store.allDownloads() }
         for record in records {
             switch record.downloadState {
             case .requested, .downloading:
