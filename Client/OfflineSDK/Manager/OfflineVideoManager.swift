@@ -126,7 +126,7 @@ public actor OfflineVideoManager {
     /// delegate and options. Downloads already running keep the policy they started with.
     @discardableResult
     public static func initializeOfflineVideoManager(delegate: (any OfflineVideoManagerDelegate)?,
-                                                     options: OfflineVideoManagerOptions) async throws -> OfflineVideoManager {
+                                                     options: OfflineVideoManagerOptions) async throws(OfflineVideoError) -> OfflineVideoManager {
         if let existing = shared {
             await existing.update(delegate: delegate, options: options)
             return existing
