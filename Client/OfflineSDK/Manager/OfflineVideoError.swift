@@ -20,7 +20,7 @@ import Foundation
 ///
 /// | what the SDK was doing | code |
 /// |---|---|
-/// | opening the manager (the store, its locks, recovering the last run) | `invalidParameter` (69300) |
+/// | opening the manager (the store, its locks, reading what the last run left) | `invalidParameter` (69300) |
 /// | requesting, running or changing a download (pause, resume, cancel, delete, preload) | `downloadFailure` (69302) |
 /// | a status query, a list, progress, playback, a license renewal, certificates | `storageFailure` (69305) |
 /// | reading the device id or key of a license request | `contentKeyGenerationFailed` (69403) |

@@ -5,7 +5,7 @@ import SQLiteSupport
 /// What the SDK was doing with the storage folder or the offline store when it failed; it
 /// picks the error's code (`OfflineVideoError` lists the mapping).
 enum StoreOperation: Sendable {
-    /// Opening the store and recovering what the last run left (the manager's init): 69300.
+    /// Opening the store and reading what the last run left (the manager's init): 69300.
     case open
     /// Requesting, running or changing a download (its plan, progress, state, end): 69302.
     case download
