@@ -57,6 +57,14 @@ let package = Package(
         // The project's lock (a pthread mutex ThreadSanitizer sees).
         .target(name: "Locking", path: "Shared/Locking", swiftSettings: swiftSettings),
 
+        // Opening the project's SQLite databases (the offline store, the backend's), one way.
+        .target(
+            name: "SQLiteSupport",
+            dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
+            path: "Shared/SQLiteSupport",
+            swiftSettings: swiftSettings
+        ),
+
         // HTTP serving for both sides: the mock backend and the SDK's loopback playback server.
         .systemLibrary(
             name: "CMicroHTTPD",
@@ -75,7 +83,7 @@ let package = Package(
         .target(
             name: "MockBackend",
             dependencies: [
-                "MicroHTTP", "WireModels", "SampleAES", "Locking",
+                "MicroHTTP", "WireModels", "SampleAES", "Locking", "SQLiteSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -121,7 +129,7 @@ let package = Package(
         .target(
             name: "OfflineSDK",
             dependencies: [
-                "WireModels", "CurlTransfer", "LicenseProtocol", "SampleAES", "MicroHTTP", "Locking",
+                "WireModels", "CurlTransfer", "LicenseProtocol", "SampleAES", "MicroHTTP", "Locking", "SQLiteSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -173,7 +181,7 @@ let package = Package(
         .testTarget(name: "MockBackendTestingTests", dependencies: ["MockBackendTesting", "OfflineSDK", "CurlTransfer"],
                     path: "Tests/MockBackendTestingTests", swiftSettings: swiftSettings),
         .testTarget(name: "OfflineSDKTests", dependencies: ["OfflineSDK", "MockBackend", "WireModels", "CurlTransfer", "TestKit", "Locking",
-                                                            "LicenseProtocol", "SampleAES",
+                                                            "LicenseProtocol", "SampleAES", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift"),
                                                             .product(name: "Logging", package: "swift-log")],
                     path: "Tests/OfflineSDKTests", swiftSettings: swiftSettings),
         .testTarget(name: "SampleAESTests", dependencies: ["SampleAES", "TestKit", .product(name: "Crypto", package: "swift-crypto"),

@@ -107,6 +107,9 @@ private func hint(for error: OfflineVideoError) -> String? {
     case .invalidState: "`offline status TOKEN` shows where it stands."
     case .network: "Check the network and that the backend is running; `offline resume` continues later."
     case .readOnly: "Another `offline` command owns the storage folder; wait for it or stop it."
+    case .storageBusy: "Another process held the offline store too long; try again."
+    case .storageReadOnly: "The storage folder cannot be written; give a writable one with --storage (OFFLINE_STORAGE)."
+    case .storageCorrupt: "The offline store is damaged; give another storage folder with --storage (OFFLINE_STORAGE)."
     default: nil
     }
 }

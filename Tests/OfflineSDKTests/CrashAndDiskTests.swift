@@ -74,44 +74,40 @@ struct CrashAndDiskTests {
 
     @Test("a disk that fills during a download fails it with diskFull, keeps finished segments, and resumes once there is room")
     func diskFull() async throws {
-        let mountPoint = try TemporaryDirectory()
-        defer { mountPoint.remove() }
-        let mount = try await Run.process("/bin/mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", mountPoint.url.path])
-        try #require(mount.exitCode == 0, "mounting a small tmpfs needs root (CI runs make test as root): \(mount.stderrText)")
-        defer { _ = try? RunningProcess("/bin/umount", ["-l", mountPoint.url.path]).waitBlocking() }
+        try await withTmpfs(size: "8m") { mountPoint in
+            let network = ManualNetworkMonitor(path: .none)
+            try await withBackend { server in
+                var configuration = OfflineVideoManagerConfiguration(storageDirectory: mountPoint.appendingPathComponent("offline"))
+                configuration.minimumFreeSpace = 0
+                configuration.retryInitialDelay = .milliseconds(20)
+                configuration.network = network
+                let manager = try await OfflineVideoManager(configuration: configuration)
+                let events = EventRecorder(manager)
+                let service = PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
+                let token = try await manager.requestVideoDownload(try await service.findVideo(id: Catalog.clearVideo), mediaSelections: nil,
+                                                                   parameters: DownloadParameters(requestedBitrate: 10_000_000))
+                // Leave room for about one 960x540 segment, then let the download run.
+                let filler = mountPoint.appendingPathComponent("filler")
+                let free = try #require(OfflineVideoManager.freeSpace(at: mountPoint))
+                try Data(count: Int(free) - 400_000).write(to: filler)
+                network.currentPath = .wifi
+                let error = try #require(try await events.finished(token))
+                #expect(error.code == .downloadFailure)
+                #expect(error.reason == .diskFull)
+                let status = try await manager.status(token)
+                #expect(status.downloadState == .error)
+                #expect(status.downloadPercent < 100)
+                let store = await manager.store
+                let done = try store.segments(token).filter(\.done)
+                let folder = await manager.packageFolder(token)
+                #expect(done.allSatisfy { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0.file).path) })
 
-        let network = ManualNetworkMonitor(path: .none)
-        try await withBackend { server in
-            var configuration = OfflineVideoManagerConfiguration(storageDirectory: mountPoint.url.appendingPathComponent("offline"))
-            configuration.minimumFreeSpace = 0
-            configuration.retryInitialDelay = .milliseconds(20)
-            configuration.network = network
-            let manager = try await OfflineVideoManager(configuration: configuration)
-            let events = EventRecorder(manager)
-            let service = PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
-            let token = try await manager.requestVideoDownload(try await service.findVideo(id: Catalog.clearVideo), mediaSelections: nil,
-                                                               parameters: DownloadParameters(requestedBitrate: 10_000_000))
-            // Leave room for about one 960x540 segment, then let the download run.
-            let filler = mountPoint.url.appendingPathComponent("filler")
-            let free = try #require(OfflineVideoManager.freeSpace(at: mountPoint.url))
-            try Data(count: Int(free) - 400_000).write(to: filler)
-            network.currentPath = .wifi
-            let error = try #require(try await events.finished(token))
-            #expect(error.code == .downloadFailure)
-            #expect(error.reason == .diskFull)
-            let status = try await manager.status(token)
-            #expect(status.downloadState == .error)
-            #expect(status.downloadPercent < 100)
-            let store = await manager.store
-            let done = try store.segments(token).filter(\.done)
-            let folder = await manager.packageFolder(token)
-            #expect(done.allSatisfy { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0.file).path) })
-
-            try FileManager.default.removeItem(at: filler)
-            try await manager.resumeVideoDownload(token)
-            #expect(try await eventually { try await manager.status(token).downloadState == .completed })
-            try await expectPlays(manager, token)
-            await manager.close()
+                try FileManager.default.removeItem(at: filler)
+                try await manager.resumeVideoDownload(token)
+                #expect(try await eventually { try await manager.status(token).downloadState == .completed })
+                try await expectPlays(manager, token)
+                await manager.close()
+            }
         }
     }
 }

@@ -19,7 +19,7 @@ struct ManagerTests {
         do {
             _ = try await OfflineVideoManager(configuration: configuration)
             Issue.record("a manager opened a store under a file")
-        } catch let error as OfflineVideoError {
+        } catch {
             #expect(error.code == .invalidParameter && error.reason == .storage)
             #expect(error.message == "Cannot open the offline store in \(file.path)/store: Not a directory")
         }

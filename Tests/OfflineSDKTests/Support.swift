@@ -46,6 +46,17 @@ func withBackend(_ configure: (inout BackendConfiguration) -> Void = { _ in },
 
 /// A manager configuration on a fresh storage folder (removed by the caller via `storage.remove()`),
 /// with no free-space reserve and quick retries.
+/// Runs `body` with a fresh tmpfs of `size` (e.g. "8m") mounted on a temporary folder, and
+/// unmounts it afterwards. Mounting needs root (CI runs make test as root).
+func withTmpfs<T>(size: String, _ body: (URL) async throws -> T) async throws -> T {
+    let mountPoint = try TemporaryDirectory()
+    defer { mountPoint.remove() }
+    let mount = try await Run.process("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", mountPoint.url.path])
+    try #require(mount.exitCode == 0, "mounting a small tmpfs needs root (CI runs make test as root): \(mount.stderrText)")
+    defer { _ = try? RunningProcess("/bin/umount", ["-l", mountPoint.url.path]).waitBlocking() }
+    return try await body(mountPoint.url)
+}
+
 func testConfiguration(_ storage: TemporaryDirectory) -> OfflineVideoManagerConfiguration {
     var configuration = OfflineVideoManagerConfiguration(storageDirectory: storage.url)
     configuration.minimumFreeSpace = 0

@@ -79,9 +79,9 @@ final class CommitQueues: Sendable {
 ///
 /// `TransferEngine.receive(_:progress:)` hands it over as soon as the last byte is in and its
 /// length checked, so the caller can start its next request while this one is committed.
-public struct ReceivedFile: Sendable {
+package struct ReceivedFile: Sendable {
     /// What the download did; `totalSize` is the size the committed file will have.
-    public let result: FileDownloadResult
+    package let result: FileDownloadResult
     let pending: PendingCommit
 
     /// Syncs the file, renames it over the destination and syncs the folder, on one of the
@@ -89,7 +89,7 @@ public struct ReceivedFile: Sendable {
     /// `.writeFailed`. If it is never called the complete `.part` file stays, and a later
     /// download of the same destination asks for the bytes after it, gets a 416 and fetches
     /// the file again from the start.
-    public func commit() async throws(TransferError) -> FileDownloadResult {
+    package func commit() async throws(TransferError) -> FileDownloadResult {
         let pending = self.pending
         let outcome: Result<Void, TransferError> = await withCheckedContinuation { continuation in
             DownloadState.commitQueues.next().async {

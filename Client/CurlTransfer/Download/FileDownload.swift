@@ -4,20 +4,20 @@ internal import Synchronization
 ///
 /// The bytes go to `destination + ".part"` first; the destination only appears, complete
 /// and synced, when the whole body has arrived and its length checked out.
-public struct FileDownload: Sendable {
+package struct FileDownload: Sendable {
     /// Identifies the job for `TransferEngine.cancel(_:)`. Unique per value made with `init`.
-    public var id: TransferID
+    package var id: TransferID
     /// The absolute http or https URL.
-    public var url: String
+    package var url: String
     /// Extra request header fields, sent in this order.
-    public var headers: [(String, String)]
+    package var headers: [(String, String)]
     /// The path of the finished file. Missing parent folders are created.
-    public var destination: String
+    package var destination: String
     /// The group whose limit this download counts against, if any.
-    public var group: TransferGroup?
+    package var group: TransferGroup?
 
     /// Creates a job with a fresh id.
-    public init(url: String, destination: String, headers: [(String, String)] = [], id: TransferID = TransferID(),
+    package init(url: String, destination: String, headers: [(String, String)] = [], id: TransferID = TransferID(),
                 group: TransferGroup? = nil) {
         self.id = id
         self.url = url
@@ -27,23 +27,23 @@ public struct FileDownload: Sendable {
     }
 
     /// Where the bytes are written until the download completes; kept for a later resume.
-    public var partialPath: String { destination + ".part" }
+    package var partialPath: String { destination + ".part" }
 }
 
 /// What a finished download did.
-public struct FileDownloadResult: Sendable, Equatable {
+package struct FileDownloadResult: Sendable, Equatable {
     /// Bytes this download wrote (not counting what a resumed `.part` file already held).
-    public var bytesWritten: Int64
+    package var bytesWritten: Int64
     /// Bytes that were already in the `.part` file and were kept (0 when it started afresh).
-    public var resumedFrom: Int64
+    package var resumedFrom: Int64
     /// The size of the finished file.
-    public var totalSize: Int64
+    package var totalSize: Int64
     /// The final HTTP status: 200 for a whole file, 206 for a resumed one, 416 for a `.part`
     /// file that was already whole (committed as it was).
-    public var status: Int
+    package var status: Int
 
     /// Creates a result.
-    public init(bytesWritten: Int64, resumedFrom: Int64, totalSize: Int64, status: Int) {
+    package init(bytesWritten: Int64, resumedFrom: Int64, totalSize: Int64, status: Int) {
         self.bytesWritten = bytesWritten
         self.resumedFrom = resumedFrom
         self.totalSize = totalSize
@@ -55,36 +55,36 @@ public struct FileDownloadResult: Sendable, Equatable {
 /// (a resumed prefix included) and the full size when the server announced it. Called at
 /// most every ~100 ms per job and once more on success with the final size; keep it quick.
 /// The count only goes down when a server ignores a resume range and the file restarts at 0.
-public typealias DownloadProgress = @Sendable (_ bytesNow: Int64, _ totalExpected: Int64?) -> Void
+package typealias DownloadProgress = @Sendable (_ bytesNow: Int64, _ totalExpected: Int64?) -> Void
 
 /// A job's identity, for cancelling it. Fresh values never repeat within a process.
-public struct TransferID: Hashable, Sendable, CustomStringConvertible {
+package struct TransferID: Hashable, Sendable, CustomStringConvertible {
     private static let counter = Atomic<UInt64>(0)
 
     /// The number behind the id.
-    public let rawValue: UInt64
+    package let rawValue: UInt64
 
     /// A new id, different from every other made in this process.
-    public init() {
+    package init() {
         rawValue = TransferID.counter.wrappingAdd(1, ordering: .relaxed).newValue
     }
 
     /// "transfer-N".
-    public var description: String { "transfer-\(rawValue)" }
+    package var description: String { "transfer-\(rawValue)" }
 }
 
 /// Downloads that share a limit of their own within the engine's: at most `limit` of a
 /// group's downloads run at once, the others wait in the engine's queue. A caller can so queue
 /// its next files ahead: when one of the group's transfers ends, the engine thread starts the
 /// next at once, without a round trip through the caller's tasks.
-public struct TransferGroup: Hashable, Sendable {
+package struct TransferGroup: Hashable, Sendable {
     /// The group's identity.
-    public let id: TransferID
+    package let id: TransferID
     /// Downloads of the group running at once (at least 1).
-    public let limit: Int
+    package let limit: Int
 
     /// A new group.
-    public init(limit: Int) {
+    package init(limit: Int) {
         id = TransferID()
         self.limit = max(1, limit)
     }

@@ -16,52 +16,52 @@ internal import Foundation
 /// Hundreds of jobs may be submitted at once: `maxConcurrentTransfers` run, the rest wait
 /// in FIFO order (and at most its `TransferGroup`'s limit of a group's downloads run). Cancelling the calling task, `cancel(_:)` or `cancelAll()` stops a job with
 /// `.cancelled` and keeps its `.part` file, so the next `download` of it resumes.
-public final class TransferEngine: Sendable {
+package final class TransferEngine: Sendable {
     /// Limits and timeouts of an engine, fixed when it is made.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// File downloads running at once; more wait in FIFO order. Requests don't count.
-        public var maxConcurrentTransfers = 8
+        package var maxConcurrentTransfers = 8
         /// Open connections in total (CURLMOPT_MAX_TOTAL_CONNECTIONS); more transfers wait in curl.
-        public var maxTotalConnections = 8
+        package var maxTotalConnections = 8
         /// Open connections to one host (CURLMOPT_MAX_HOST_CONNECTIONS).
-        public var maxHostConnections = 8
+        package var maxHostConnections = 8
         /// The longest a connection attempt may take.
-        public var connectTimeout: Duration = .seconds(10)
+        package var connectTimeout: Duration = .seconds(10)
         /// A download that receives nothing for this long fails with `.timedOut`.
-        public var stallTimeout: Duration = .seconds(30)
+        package var stallTimeout: Duration = .seconds(30)
         /// The longest a request (`HTTPClient.send`) may take when it sets no timeout of its own.
-        public var requestTimeout: Duration = .seconds(30)
+        package var requestTimeout: Duration = .seconds(30)
         /// Redirects followed before `.tooManyRedirects`.
-        public var maxRedirects = 10
+        package var maxRedirects = 10
         /// The User-Agent header.
-        public var userAgent = "CurlTransfer/1.0"
+        package var userAgent = "CurlTransfer/1.0"
         /// A PEM file of CA certificates to trust for HTTPS instead of the system's (e.g. the
         /// mock backend's local CA, `tls/ca.pem` in its data directory). Nil: the system's.
-        public var trustedCAFile: String?
+        package var trustedCAFile: String?
 
         /// The defaults above.
-        public init() {}
+        package init() {}
     }
 
     /// Counters for tests and diagnostics.
-    public struct Statistics: Sendable, Equatable {
+    package struct Statistics: Sendable, Equatable {
         /// Connections opened so far (reused ones are not counted again).
-        public var connectionsOpened: Int
+        package var connectionsOpened: Int
         /// Transfers that ended so far, whatever the outcome.
-        public var transfersFinished: Int
+        package var transfersFinished: Int
         /// Jobs waiting for a slot now.
-        public var queued: Int
+        package var queued: Int
         /// Jobs running now.
-        public var running: Int
+        package var running: Int
     }
 
     /// The configuration the engine runs with.
-    public var configuration: Configuration { core.configuration }
+    package var configuration: Configuration { core.configuration }
 
     private let core: EngineCore
 
     /// Starts an engine and its thread.
-    public init(configuration: Configuration = Configuration()) {
+    package init(configuration: Configuration = Configuration()) {
         core = EngineCore(configuration: configuration)
         let core = self.core
         let thread = Thread { EngineLoop.run(core: core) }
@@ -81,14 +81,14 @@ public final class TransferEngine: Sendable {
     /// `.writeFailed` when the file cannot be written, `.cancelled` when cancelled; in every
     /// failure the `.part` file keeps what arrived, for a later resume. Run at most one
     /// download per destination at a time: two would append to the same `.part` file.
-    public func download(_ job: FileDownload, progress: DownloadProgress? = nil) async throws(TransferError) -> FileDownloadResult {
+    package func download(_ job: FileDownload, progress: DownloadProgress? = nil) async throws(TransferError) -> FileDownloadResult {
         try await receive(job, progress: progress).commit()
     }
 
     /// As `download(_:progress:)`, but returns as soon as the whole body is in the `.part`
     /// file and its length checked: the caller commits it (`ReceivedFile.commit()`), so the
     /// sync and rename need not hold up its next request.
-    public func receive(_ job: FileDownload, progress: DownloadProgress? = nil) async throws(TransferError) -> ReceivedFile {
+    package func receive(_ job: FileDownload, progress: DownloadProgress? = nil) async throws(TransferError) -> ReceivedFile {
         let ticket = JobTicket(id: job.id, group: job.group)
         let core = self.core
         let createdPart = try PartFile.prepare(at: job.partialPath)
@@ -121,17 +121,17 @@ public final class TransferEngine: Sendable {
     }
 
     /// Cancels the downloads with this id, queued or running; unknown ids are ignored.
-    public func cancel(_ id: TransferID) {
+    package func cancel(_ id: TransferID) {
         core.cancelDownloads(matching: id)
     }
 
     /// Cancels every queued and running download (`HTTPClient` requests are left alone).
-    public func cancelAll() {
+    package func cancelAll() {
         core.cancelDownloads(matching: nil)
     }
 
     /// A snapshot of the counters.
-    public var statistics: Statistics {
+    package var statistics: Statistics {
         let counts = core.counts
         return Statistics(connectionsOpened: core.connectionsOpened.load(ordering: .relaxed),
                           transfersFinished: core.transfersFinished.load(ordering: .relaxed),

@@ -21,7 +21,7 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
     public let systemError: Int32?
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String, curlCode: Int? = nil, systemError: Int32? = nil) {
+    package init(_ code: Code, _ message: String, curlCode: Int? = nil, systemError: Int32? = nil) {
         self.code = code
         self.message = message
         self.curlCode = curlCode

@@ -13,12 +13,12 @@
 ///
 /// Any HTTP status is a response (the caller reads `status` and `body`); only transport
 /// failures throw. Cancelling the calling task cancels the request with `.cancelled`.
-public final class HTTPClient: Sendable {
+package final class HTTPClient: Sendable {
     /// The engine the requests run on.
-    public let engine: TransferEngine
+    package let engine: TransferEngine
 
     /// Creates a client on `engine` (a new one of its own by default).
-    public init(engine: TransferEngine = TransferEngine()) {
+    package init(engine: TransferEngine = TransferEngine()) {
         self.engine = engine
     }
 
@@ -26,7 +26,7 @@ public final class HTTPClient: Sendable {
     ///
     /// Throws `.invalidURL`, `.couldNotResolveHost`, `.couldNotConnect`, `.timedOut` (after
     /// `request.timeout` or the engine's `requestTimeout`), `.connectionLost`, `.cancelled` or `.other(curlCode)`.
-    public func send(_ request: HTTPClientRequest) async throws(TransferError) -> HTTPClientResponse {
+    package func send(_ request: HTTPClientRequest) async throws(TransferError) -> HTTPClientResponse {
         try await engine.send(request)
     }
 }

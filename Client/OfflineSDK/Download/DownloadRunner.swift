@@ -1,6 +1,5 @@
 import CurlTransfer
 import Foundation
-import GRDB
 import WireModels
 
 /// What one download reports while it runs.
@@ -154,7 +153,7 @@ struct DownloadRunner: Sendable {
                     if error.code == .cancelled { throw CancellationError() }
                     if error.code == .diskFull {
                         group.cancelAll()
-                        return .failure(DownloadRunner.diskFull(error.message))
+                        return .failure(DownloadRunner.diskFull(error.message, underlying: error))
                     }
                     let refused = error.code.httpStatus.map { $0 == 403 || $0 == 410 } ?? false
                     if refused, let current = try reload(segment), current.url != segment.url {
@@ -190,9 +189,10 @@ struct DownloadRunner: Sendable {
                 if reportNow || now - lastFlush >= .milliseconds(250) || unrecorded.count >= 64 {
                     do {
                         try store.markDone(token: token, unrecorded)
-                    } catch where DownloadRunner.isDiskFull(error) {
+                    } catch {
+                        guard let full = DownloadRunner.storeFull(error) else { throw error }
                         group.cancelAll()
-                        return .failure(DownloadRunner.diskFull("the offline store cannot be written"))
+                        return .failure(full)
                     }
                     unrecorded = []
                     lastFlush = now
@@ -212,21 +212,24 @@ struct DownloadRunner: Sendable {
         }
         do {
             try store.markDone(token: token, unrecorded)
-        } catch where DownloadRunner.isDiskFull(error) {
+        } catch {
             // Segments whose completion is not recorded are found on disk by the next run.
-            return .failure(DownloadRunner.diskFull("the offline store cannot be written"))
+            guard let full = DownloadRunner.storeFull(error) else { throw error }
+            return .failure(full)
         }
         if case .success = result { await report(progress(complete: true)) }
         return result
     }
 
-    static func diskFull(_ detail: String) -> OfflineVideoError {
-        OfflineVideoError(.downloadFailure, .diskFull, "The disk is full: \(detail)")
+    static func diskFull(_ detail: String, underlying: (any Error & Sendable)? = nil) -> OfflineVideoError {
+        OfflineVideoError(.downloadFailure, .diskFull, "The disk is full: \(detail)", underlying: underlying)
     }
 
-    /// Whether a store error is SQLite's "database or disk is full".
-    static func isDiskFull(_ error: any Error) -> Bool {
-        (error as? DatabaseError)?.resultCode == .SQLITE_FULL
+    /// The download's failure when a store error is a full disk (as the store's mapping
+    /// reads it), keeping the store's error underneath; nil for any other error.
+    static func storeFull(_ error: any Error) -> OfflineVideoError? {
+        guard OfflineVideoError.storageReason(of: error) == .diskFull else { return nil }
+        return diskFull("the offline store cannot be written", underlying: error)
     }
 
     private func fetch(_ segment: SegmentRecord, in transfers: TransferGroup, after delay: Duration?) async throws -> Outcome {
@@ -276,6 +279,6 @@ struct DownloadRunner: Sendable {
         let reason: OfflineVideoError.Reason = status != nil ? .http : (error.code == .writeFailed ? .storage : .network)
         return OfflineVideoError(.downloadFailure, reason,
                                  "Segment \(segment.sequence) of track \(segment.track) failed \(attempts) times in a row: \(error.message)",
-                                 httpStatus: status)
+                                 httpStatus: status, underlying: error)
     }
 }

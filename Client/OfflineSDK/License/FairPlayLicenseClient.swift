@@ -21,7 +21,7 @@ struct FairPlayLicenseClient: Sendable {
             let data = try store.setting("device_id") { Data(UUID().uuidString.lowercased().utf8) }
             return String(decoding: data, as: UTF8.self)
         } catch {
-            throw OfflineVideoError(.contentKeyGenerationFailed, .storage, "Cannot read the device id: \(error)")
+            throw OfflineVideoError.storeFailure(error, during: .licenseRequest, "Cannot read the device id")
         }
     }
 
@@ -30,7 +30,7 @@ struct FairPlayLicenseClient: Sendable {
         do {
             return SymmetricKey(data: try store.setting("device_key") { SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) } })
         } catch {
-            throw OfflineVideoError(.contentKeyGenerationFailed, .storage, "Cannot read the device key: \(error)")
+            throw OfflineVideoError.storeFailure(error, during: .licenseRequest, "Cannot read the device key")
         }
     }
 

@@ -35,7 +35,7 @@ extension OfflineVideoManager {
         let token = UUID().uuidString.lowercased()
         let now = configuration.clock().timeIntervalSince1970
         let allowsCellular = options.allowsCellularDownload
-        try storeCall {
+        try storeCall(.download) {
             var record = try DownloadRecord.new(token: token, video: video, state: .licensePreloaded, parameters: parameters,
                                                 requestedAt: now, allowsCellular: allowsCellular, sequence: try store.nextSequence())
             license.apply(to: &record)

@@ -50,7 +50,8 @@ extension OfflineVideoManager {
         }
         let video: PlaybackVideo
         do { video = try record.video() } catch {
-            throw OfflineVideoError(.downloadFailure, .storage, "The stored video object of \(token) is damaged: \(error)")
+            throw OfflineVideoError(.downloadFailure, .storage, "The stored video object of \(token) is damaged: \(error)",
+                                    underlying: error)
         }
 
         var key: (key: [UInt8], iv: [UInt8])?

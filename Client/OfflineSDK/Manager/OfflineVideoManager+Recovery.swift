@@ -4,7 +4,7 @@ import Foundation
 extension OfflineVideoManager {
     /// Queues interrupted downloads again and checks the storage folder (`checkStorage`).
     func recover() async throws(OfflineVideoError) {
-        for record in try storeCall({ try store.allDownloads() })
+        for record in try storeCall(.open, { try store.allDownloads() })
         where record.downloadState == .requested || record.downloadState == .downloading {
             try await apply(.interrupted, to: record.token)
         }

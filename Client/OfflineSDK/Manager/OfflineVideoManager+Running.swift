@@ -67,9 +67,7 @@ extension OfflineVideoManager {
         } catch is CancellationError {
             // Paused, cancelled or closed: whoever cancelled has set the state.
         } catch {
-            let failure = (error as? OfflineVideoError)
-                ?? OfflineVideoError(.downloadFailure, .storage, "The download stopped: \(error)")
-            await finish(token, error: failure)
+            await finish(token, error: OfflineVideoError.storeFailure(error, during: .download, "The download stopped"))
         }
     }
 
@@ -100,13 +98,14 @@ extension OfflineVideoManager {
     /// by a force-stop, or damaged): the runner then fetches the segments that are missing.
     func restorePlaylists(_ token: OfflineVideoToken) throws(OfflineVideoError) {
         let folder = packageFolder(token)
-        for (path, text) in try storeCall({ try store.playlists(token) }) where access(folder.path + "/" + path, F_OK) != 0 {
+        for (path, text) in try storeCall(.download, { try store.playlists(token) }) where access(folder.path + "/" + path, F_OK) != 0 {
             let url = folder.appendingPathComponent(path)
             do {
                 try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
                 try text.write(to: url, options: .atomic)
             } catch {
-                throw OfflineVideoError(.downloadFailure, .storage, "Cannot write \(path) again: \(OfflineVideoManager.reason(error))")
+                throw OfflineVideoError(.downloadFailure, OfflineVideoError.storageReason(of: error),
+                                        "Cannot write \(path) again: \(OfflineVideoManager.reason(error))", underlying: error)
             }
         }
     }
@@ -153,7 +152,7 @@ extension OfflineVideoManager {
         let record = try existing(token)
         let stored: PlaybackVideo
         do { stored = try record.video() } catch {
-            throw OfflineVideoError(.downloadFailure, .storage, "The stored video object is damaged: \(error)")
+            throw OfflineVideoError(.downloadFailure, .storage, "The stored video object is damaged: \(error)", underlying: error)
         }
         // A video found with a playback-restriction JWT alone has no stored credential (the
         // JWT is never written down): only the app can give a service with a fresh one.
@@ -167,12 +166,12 @@ extension OfflineVideoManager {
         let fresh: PlaybackVideo
         do { fresh = try await service.findVideo(id: record.videoID) } catch {
             throw OfflineVideoError(.downloadFailure, .tokenExpired, "The video's URLs expired and fetching it again failed: \(error)",
-                                    httpStatus: error.status)
+                                    httpStatus: error.status, underlying: error)
         }
-        let tracks = try storeCall { try store.tracks(token) }
+        let tracks = try storeCall(.download) { try store.tracks(token) }
         let urls = try await planner.freshURLs(video: fresh, tracks: tracks)
         let json = try? OfflineVideoManager.json(fresh)
-        try storeCall {
+        try storeCall(.download) {
             try store.updateURLs(token: token, urls)
             try store.update(token) { record in if let json { record.videoJSON = json } }
         }
@@ -218,7 +217,8 @@ extension OfflineVideoManager {
             }
             if let lastError {
                 return OfflineVideoError(.downloadFailure, lastError.code.httpStatus != nil ? .http : .network,
-                                         "The \(track.srclang) subtitle file failed: \(lastError.message)", httpStatus: lastError.code.httpStatus)
+                                         "The \(track.srclang) subtitle file failed: \(lastError.message)", httpStatus: lastError.code.httpStatus,
+                                         underlying: lastError)
             }
         }
         return nil

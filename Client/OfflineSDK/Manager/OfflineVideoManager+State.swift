@@ -12,7 +12,7 @@ extension OfflineVideoManager {
                announcesStorageChange: Bool = true) async throws(OfflineVideoError) -> DownloadStateMachine.Transition {
         try requireOwner()
         let now = configuration.clock().timeIntervalSince1970
-        let decided = try storeCall {
+        let decided = try storeCall(.download) {
             try store.transition(token, at: now) { state throws(OfflineVideoError) in
                 try DownloadStateMachine.transition(from: state, on: event, token: token)
             }

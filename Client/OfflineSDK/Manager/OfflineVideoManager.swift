@@ -78,9 +78,11 @@ public actor OfflineVideoManager {
 
     /// Opens (or creates) the offline store under `configuration.storageDirectory`, cleans up
     /// what a previous run left (stranded package folders, vanished files) and resumes the
-    /// downloads that were running.
+    /// downloads that were running. Throws `OfflineVideoError`: code `invalidParameter` with a
+    /// storage reason (`storageInUse`, `storageBusy`, `storageReadOnly`, `storageCorrupt`,
+    /// `diskFull`, `storage`) and the error underneath.
     public init(configuration: OfflineVideoManagerConfiguration = OfflineVideoManagerConfiguration(),
-                delegate: (any OfflineVideoManagerDelegate)? = nil) async throws {
+                delegate: (any OfflineVideoManagerDelegate)? = nil) async throws(OfflineVideoError) {
         self.configuration = configuration
         options = configuration.options
         packagesDirectory = configuration.storageDirectory.appendingPathComponent("packages", isDirectory: true)
@@ -91,11 +93,8 @@ public actor OfflineVideoManager {
                                                   folder: configuration.storageDirectory.path)
             }
             store = try OfflineStore(directory: configuration.storageDirectory)
-        } catch let error as OfflineVideoError {
-            throw error
         } catch {
-            throw OfflineVideoError(.invalidParameter, .storage,
-                                    "Cannot open the offline store in \(configuration.storageDirectory.path): \(OfflineVideoManager.reason(error))")
+            throw OfflineVideoError.storeFailure(error, during: .open, "Cannot open the offline store in \(configuration.storageDirectory.path)")
         }
         var transfer = TransferEngine.Configuration()
         let slots = max(1, configuration.maxConcurrentDownloads) * max(1, configuration.segmentsInParallel)
@@ -132,7 +131,7 @@ public actor OfflineVideoManager {
     @discardableResult
     public static func initializeOfflineVideoManager(delegate: (any OfflineVideoManagerDelegate)?,
                                                      options: OfflineVideoManagerOptions,
-                                                     configuration: OfflineVideoManagerConfiguration? = nil) async throws -> OfflineVideoManager {
+                                                     configuration: OfflineVideoManagerConfiguration? = nil) async throws(OfflineVideoError) -> OfflineVideoManager {
         if let existing = shared {
             if let configuration, configuration.storageDirectory.standardizedFileURL != existing.configuration.storageDirectory.standardizedFileURL {
                 throw OfflineVideoError(.invalidParameter, .invalidParameter,
@@ -247,7 +246,8 @@ public actor OfflineVideoManager {
             }
         } catch {
             try? FileManager.default.removeItem(at: folder)
-            throw OfflineVideoError(.downloadFailure, .storage, "Cannot write the package folder: \(error)")
+            throw OfflineVideoError(.downloadFailure, OfflineVideoError.storageReason(of: error), "Cannot write the package folder: \(error)",
+                                    underlying: error)
         }
         // The license comes after the local playlists (a failure there costs the server nothing)
         // and before any media byte.
@@ -266,7 +266,7 @@ public actor OfflineVideoManager {
         }
         let now = configuration.clock().timeIntervalSince1970
         let allowsCellular = options.allowsCellularDownload
-        let record = try storeCall { () throws -> DownloadRecord in
+        let record = try storeCall(.download) { () throws -> DownloadRecord in
             // A preloaded record keeps its token, sequence, state (moved by `.request` below) and
             // license; everything else is this request's.
             var record = try preloaded ?? DownloadRecord.new(token: token, video: video, state: .requested, parameters: parameters,
@@ -296,7 +296,7 @@ public actor OfflineVideoManager {
         } catch {
             try? FileManager.default.removeItem(at: folder)
             if license != nil { releaseOnServer(record) }  // nothing here holds that license now
-            throw OfflineVideoError(.downloadFailure, .storage, "Cannot store the download: \(error)")
+            throw OfflineVideoError.storeFailure(error, during: .download, "Cannot store the download")
         }
         if preloaded != nil {
             try await apply(.request, to: token)
@@ -315,7 +315,7 @@ public actor OfflineVideoManager {
         if reservedVideos.contains(video.id) {
             throw OfflineVideoError(.invalidParameter, .alreadyDownloaded, "Video \(video.id) \(what) (another request is under way)")
         }
-        let existing = try storeCall { try store.allDownloads().filter { $0.videoID == video.id } }
+        let existing = try storeCall(.download) { try store.allDownloads().filter { $0.videoID == video.id } }
         if let held = existing.first(where: { refused.contains($0.downloadState) }) {
             throw OfflineVideoError(.invalidParameter, .alreadyDownloaded, "Video \(video.id) \(what) (token \(held.token))")
         }
@@ -359,7 +359,7 @@ public actor OfflineVideoManager {
     /// completed ones are left alone.
     public func forceStopAllDownloadTasks() async throws(OfflineVideoError) {
         try requireOwner()
-        let active = try storeCall { try store.allDownloads().filter { DownloadStateMachine.stoppable.contains($0.downloadState) } }
+        let active = try storeCall(.download) { try store.allDownloads().filter { DownloadStateMachine.stoppable.contains($0.downloadState) } }
         for record in active {
             _ = try await applyUnlessMoved(.forceStop, to: record.token)  // false: it ended meanwhile
         }
@@ -421,7 +421,7 @@ public actor OfflineVideoManager {
     // MARK: Helpers
 
     func existing(_ token: OfflineVideoToken) throws(OfflineVideoError) -> DownloadRecord {
-        guard let record = try storeCall({ try store.download(token) }) else {
+        guard let record = try storeCall(.query, { try store.download(token) }) else {
             throw OfflineVideoError(.invalidParameter, .unknownToken, "No offline video has the token \(token)")
         }
         return record
@@ -453,11 +453,12 @@ public actor OfflineVideoManager {
         try? FileManager.default.removeItem(at: packageFolder(token))
     }
 
-    /// Runs a store call, turning a database failure into a storage error.
+    /// Runs a store call, turning a database failure into a storage error with the code of
+    /// `operation` (a status query is not a download failure).
     @discardableResult
-    func storeCall<T>(_ body: () throws -> T) throws(OfflineVideoError) -> T {
-        do { return try body() } catch let error as OfflineVideoError { throw error } catch {
-            throw OfflineVideoError(.downloadFailure, .storage, "The offline store failed: \(error)")
+    func storeCall<T>(_ operation: StoreOperation = .query, _ body: () throws -> T) throws(OfflineVideoError) -> T {
+        do { return try body() } catch {
+            throw OfflineVideoError.storeFailure(error, during: operation, "The offline store failed")
         }
     }
 
@@ -480,12 +481,7 @@ public actor OfflineVideoManager {
     /// A file system error in words: the system's reason (`No such file or directory`)
     /// rather than Foundation's wrapper around it; other errors as they describe themselves.
     static func reason(_ error: any Error) -> String {
-        let nsError = error as NSError
-        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? any Error {
-            let posix = underlying as NSError
-            if posix.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(posix.code))) }
-        }
-        if nsError.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(nsError.code))) }
+        if let code = OfflineVideoError.systemError(of: error) { return String(cString: strerror(code)) }
         return "\(error)"
     }
 

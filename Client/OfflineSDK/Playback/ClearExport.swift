@@ -110,6 +110,6 @@ enum ClearExport {
     }
 
     private static func failure(_ what: String, _ code: Int32) -> OfflineVideoError {
-        OfflineVideoError(.downloadFailure, code == ENOSPC ? .diskFull : .storage, "\(what): \(String(cString: strerror(code)))")
+        OfflineVideoError.storeFailure(systemError: code, during: .download, what)
     }
 }

@@ -22,9 +22,15 @@ public struct PlaybackService: Sendable {
     public var authToken: String?
     private let client: HTTPClient
 
-    /// Creates a service. Give a policy key, a JWT, or both.
-    public init(baseURL: String, accountID: String, policyKey: String? = nil, authToken: String? = nil,
-                client: HTTPClient = PlaybackService.sharedClient) {
+    /// Creates a service. Give a policy key, a JWT, or both. Services share one HTTP client
+    /// (and its connections).
+    public init(baseURL: String, accountID: String, policyKey: String? = nil, authToken: String? = nil) {
+        self.init(baseURL: baseURL, accountID: accountID, policyKey: policyKey, authToken: authToken, client: PlaybackService.sharedClient)
+    }
+
+    /// A service sending its requests through `client` (the SDK's modules and tests; an app
+    /// gives a CA file instead, see `init(baseURL:accountID:policyKey:authToken:trustedCAFile:)`).
+    package init(baseURL: String, accountID: String, policyKey: String? = nil, authToken: String? = nil, client: HTTPClient) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.accountID = accountID
         self.policyKey = policyKey
@@ -67,13 +73,18 @@ public struct PlaybackService: Sendable {
     public var origin: Origin { Origin(baseURL: baseURL, accountID: accountID, policyKey: policyKey, authToken: authToken) }
 
     /// A service for `origin` (its policy key and JWT).
-    public init(origin: Origin, client: HTTPClient = PlaybackService.sharedClient) {
+    public init(origin: Origin) {
+        self.init(origin: origin, client: PlaybackService.sharedClient)
+    }
+
+    /// A service for `origin` sending its requests through `client`.
+    package init(origin: Origin, client: HTTPClient) {
         self.init(baseURL: origin.baseURL, accountID: origin.accountID, policyKey: origin.policyKey, authToken: origin.authToken,
                   client: client)
     }
 
     /// The client shared by services that are not given one (its connections are reused).
-    public static let sharedClient = HTTPClient()
+    package static let sharedClient = HTTPClient()
 
     /// The video with this id.
     public func findVideo(id: String) async throws(PlaybackServiceError) -> PlaybackVideo {
@@ -115,7 +126,7 @@ public struct PlaybackService: Sendable {
 
     private func get(path: String, query: [(String, String?)] = []) async throws(PlaybackServiceError) -> [UInt8] {
         var url = "\(baseURL)/playback/v1/accounts/\(try PlaybackService.segment(accountID))/\(path)"
-        let items = query.compactMap { name, value in value.map { "\(name)=\(PlaybackService.encode($0))" } }
+        let items = query.compactMap { name, value in value.map { "\(name)=\(URLToken.percentEncode($0))" } }
         if !items.isEmpty { url += "?" + items.joined(separator: "&") }
         var headers: [(String, String)] = [("Accept", "application/json")]
         if let policyKey { headers.append(("BCOV-Policy", policyKey)) }
@@ -139,11 +150,7 @@ public struct PlaybackService: Sendable {
         guard !value.isEmpty, !value.contains("/") else {
             throw PlaybackServiceError(code: .invalidArgument, status: nil, errors: [], message: "'\(value)' is not a valid id", underlying: nil)
         }
-        return encode(value)
-    }
-
-    private static func encode(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: .urlUnreserved) ?? text
+        return URLToken.percentEncode(value)
     }
 }
 
@@ -180,9 +187,4 @@ extension PlaybackVideo {
 /// The `videos` array of a playlist or search answer, kept raw.
 private struct RawList: Decodable {
     var videos: [[String: JSONValue]]
-}
-
-extension CharacterSet {
-    /// RFC 3986 unreserved characters.
-    static let urlUnreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SQLiteSupport
 
 /// The SDK's SQLite database (GRDB, WAL): offline videos, their tracks and segments,
 /// application certificates and device settings. Every state change goes through here
@@ -7,29 +8,24 @@ import GRDB
 final class OfflineStore: Sendable {
     let pool: DatabasePool
 
-    /// How long a statement waits for another connection or process holding the database's
-    /// write lock before failing with SQLITE_BUSY.
-    static let busyTimeout: TimeInterval = 10
+    /// How the store is opened: WAL with `synchronous = NORMAL` (a committed transaction
+    /// survives a process crash, not always a power loss); a small page cache per connection
+    /// (256 KiB, not SQLite's 2 MiB: the store is read and written in a few sequential passes,
+    /// and a long video's plan would otherwise grow every connection's cache by megabytes an
+    /// app never gets back); statements wait up to 10 s for a database another process is
+    /// writing; opening and migrating are serialized across processes by `store.lock`.
+    static let setup = SQLiteSetup(fileName: "offline.sqlite",
+                                   pragmas: ["PRAGMA synchronous = NORMAL", "PRAGMA cache_size = -256"],
+                                   busyTimeout: 10, migrationLockFile: "store.lock")
 
-    /// Opens (creating) `offline.sqlite` in `directory` and migrates it. Opening and migrating
-    /// are serialized across processes by `store.lock`; afterwards every statement waits up to
-    /// `busyTimeout` for a database another process is writing.
-    init(directory: URL) throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let lock = try StorageLock.waiting(at: directory.appendingPathComponent("store.lock").path)
-        defer { withExtendedLifetime(lock) {} }
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(OfflineStore.busyTimeout)
-        configuration.prepareDatabase { db in
-            // WAL + NORMAL: a committed transaction survives a process crash (not always a power loss).
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            // A small page cache per connection (256 KiB, not SQLite's 2 MiB): the store is read
-            // and written in a few sequential passes, and a long video's plan would otherwise
-            // grow every connection's cache by megabytes of memory an app never gets back.
-            try db.execute(sql: "PRAGMA cache_size = -256")
+    /// Opens (creating) `offline.sqlite` in `directory` and migrates it (`setup`: tests give a
+    /// shorter busy timeout). Throws the mapped `OfflineVideoError` (`StoreOperation.open`).
+    init(directory: URL, setup: SQLiteSetup = OfflineStore.setup) throws(OfflineVideoError) {
+        do {
+            pool = try SQLiteDatabase.open(in: directory, setup, migrator: OfflineStore.migrator)
+        } catch {
+            throw OfflineVideoError.storeFailure(error, during: .open, "Cannot open the offline store in \(directory.path)")
         }
-        pool = try DatabasePool(path: directory.appendingPathComponent("offline.sqlite").path, configuration: configuration)
-        try OfflineStore.migrator.migrate(pool)
     }
 
     static var migrator: DatabaseMigrator {
@@ -405,11 +401,6 @@ final class OfflineStore: Sendable {
 
     /// The setting `name`, made by `make` and stored on first use.
     func setting(_ name: String, orCreate make: @Sendable () -> Data) throws -> Data {
-        try pool.write { db in
-            if let value = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = ?", arguments: [name]) { return value }
-            let value = make()
-            try db.execute(sql: "INSERT INTO setting (name, value) VALUES (?, ?)", arguments: [name, value])
-            return value
-        }
+        try pool.setting(name, orCreate: make)
     }
 }

@@ -3,14 +3,11 @@ import Foundation
 import Glibc
 #endif
 
-/// An advisory lock on a file of the storage folder (`flock`): the kernel releases it when
-/// the descriptor is closed or the process dies, so a killed process never leaves a stale
-/// lock behind. Two locks are used:
-/// - `owner.lock`, held for the life of the manager that runs downloads: one such manager per
-///   storage folder, whatever the process; readers (`StorageRole.reader`) take none.
-/// - `store.lock`, held only while the store is opened and migrated: GRDB's migrator reads
-///   which migrations are applied before it takes SQLite's write lock, so two processes
-///   opening a fresh folder at once would otherwise both create the tables.
+/// The advisory lock (`flock`) on `owner.lock` of the storage folder, held for the life of
+/// the manager that runs downloads: one such manager per storage folder, whatever the
+/// process; readers (`StorageRole.reader`) take none. The kernel releases it when the
+/// descriptor is closed or the process dies, so a killed process never leaves a stale lock
+/// behind. (`store.lock`, held while the store is opened and migrated, is `SQLiteSetup`'s.)
 ///
 /// `flock` locks belong to an open file description: a second lock on the same file conflicts
 /// even inside one process, which is what keeps two managers of one process apart too.
@@ -24,19 +21,6 @@ final class StorageLock: Sendable {
     }
 
     deinit { close(descriptor) }
-
-    /// Takes the exclusive lock on `path` (made if missing), waiting for another holder to
-    /// let go. Used for short critical sections only (opening the store).
-    static func waiting(at path: String) throws(OfflineVideoError) -> StorageLock {
-        let descriptor = try open(path)
-        while flock(descriptor, LOCK_EX) != 0 {
-            if errno == EINTR { continue }
-            let reason = String(cString: strerror(errno))
-            close(descriptor)
-            throw OfflineVideoError(.invalidParameter, .storage, "Cannot lock \(path): \(reason)")
-        }
-        return StorageLock(descriptor: descriptor, path: path)
-    }
 
     /// Takes the exclusive lock on `path` if nobody holds it, and writes this process's id
     /// into the file; otherwise refuses, naming the holder's process id when it wrote one.
@@ -52,11 +36,13 @@ final class StorageLock: Sendable {
             locked = flock(descriptor, LOCK_EX | LOCK_NB) == 0
         }
         if !locked {
-            let busy = errno == EWOULDBLOCK
-            let reason = String(cString: strerror(errno))
+            let code = errno
+            let busy = code == EWOULDBLOCK
             let holder = busy ? processID(in: descriptor) : nil
             close(descriptor)
-            guard busy else { throw OfflineVideoError(.invalidParameter, .storage, "Cannot lock \(path): \(reason)") }
+            guard busy else {
+                throw OfflineVideoError.storeFailure(systemError: code, during: .open, "Cannot lock \(path)")
+            }
             let who = holder.map { "process \($0)" } ?? "another process"
             throw OfflineVideoError(.invalidParameter, .storageInUse,
                                     "The storage folder \(folder) is in use by \(who), which runs its downloads. "
@@ -71,7 +57,7 @@ final class StorageLock: Sendable {
     private static func open(_ path: String) throws(OfflineVideoError) -> Int32 {
         let descriptor = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
-            throw OfflineVideoError(.invalidParameter, .storage, "Cannot open \(path): \(String(cString: strerror(errno)))")
+            throw OfflineVideoError.storeFailure(systemError: errno, during: .open, "Cannot open \(path)")
         }
         return descriptor
     }

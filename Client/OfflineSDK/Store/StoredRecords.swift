@@ -158,7 +158,7 @@ struct StoredError: Codable, Sendable {
     }
 
     var error: OfflineVideoError {
-        OfflineVideoError(OfflineVideoError.Code(rawValue: code), OfflineVideoError.Reason(rawValue: reason) ?? .other,
+        OfflineVideoError(OfflineVideoError.Code(rawValue: code), OfflineVideoError.Reason(rawValue: reason),
                           message, httpStatus: httpStatus)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SQLiteSupport
 
 /// The backend's SQLite database (WAL, via GRDB): the URL-signing secret and the content
 /// keys of protected videos ("v1"); application certificates, licenses, devices, nonces and
@@ -9,20 +10,18 @@ import GRDB
 final class BackendDatabase: Sendable {
     let pool: DatabasePool
 
+    /// How the database is opened: WAL with `synchronous = NORMAL` (durable across process
+    /// crashes); small pages, because a license commit dirties a few pages of small rows and
+    /// each dirty page is written whole to the WAL (effective for new databases only);
+    /// checkpoints (and their fsyncs) every 8 MB of WAL rather than every 1,000 pages. No busy
+    /// timeout and no migration lock: one backend process owns its data directory.
+    static let setup = SQLiteSetup(fileName: "backend.sqlite",
+                                   pragmas: ["PRAGMA page_size = 1024", "PRAGMA synchronous = NORMAL",
+                                             "PRAGMA wal_autocheckpoint = 8000"])
+
     /// Opens (creating if needed) `backend.sqlite` in `directory` and migrates it.
     init(directory: URL) throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var configuration = Configuration()
-        configuration.prepareDatabase { db in
-            // Small pages: a license commit dirties a few pages of small rows, and each dirty
-            // page is written whole to the WAL (effective for new databases only).
-            try db.execute(sql: "PRAGMA page_size = 1024")
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")  // durable across process crashes in WAL mode
-            // Checkpoints (and their fsyncs) every 8 MB of WAL rather than every 1,000 pages.
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = 8000")
-        }
-        pool = try DatabasePool(path: directory.appendingPathComponent("backend.sqlite").path, configuration: configuration)
-        try BackendDatabase.migrator.migrate(pool)
+        pool = try SQLiteDatabase.open(in: directory, BackendDatabase.setup, migrator: BackendDatabase.migrator)
     }
 
     static var migrator: DatabaseMigrator {
@@ -52,14 +51,7 @@ final class BackendDatabase: Sendable {
 
     /// The value of setting `name`, created with `make()` and stored on first use.
     func setting(_ name: String, orCreate make: () -> [UInt8]) throws -> [UInt8] {
-        try pool.write { db in
-            if let existing = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = ?", arguments: [name]) {
-                return Array(existing)
-            }
-            let value = make()
-            try db.execute(sql: "INSERT INTO setting (name, value) VALUES (?, ?)", arguments: [name, Data(value)])
-            return value
-        }
+        Array(try pool.setting(name) { Data(make()) })
     }
 
     /// The content key of `videoID`, created (random key, key id and IV) on first use.
