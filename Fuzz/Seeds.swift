@@ -1,6 +1,7 @@
 import Foundation
 import LicenseProtocol
 import SampleAES
+import Crypto
 
 /// Valid inputs for the license targets, made with LicenseProtocol's own client and server
 /// code and the fixed identity (`FuzzTargets --make-seeds spc Fuzz/corpus/spc`), and SAMPLE-AES

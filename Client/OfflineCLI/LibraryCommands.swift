@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import OfflineSDK
 import WireModels
+import LicenseProtocol
 
 /// One offline video as the library commands show it.
 struct LibraryEntry {

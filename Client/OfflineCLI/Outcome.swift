@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import CurlTransfer
 import OfflineSDK
+import WireModels
 
 /// The exit codes of `offline` (also in `offline --help` and the README).
 enum ExitStatus {

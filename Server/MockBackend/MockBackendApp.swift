@@ -1,8 +1,9 @@
 import Crypto
 import Foundation
-import Logging
-import MicroHTTP
+public import Logging
+public import MicroHTTP
 import WireModels
+import GRDB
 
 /// The backend's request handling, independent of any socket: catalog, database, URL
 /// signing and the router. `MockBackendServer` puts it behind libmicrohttpd; route tests

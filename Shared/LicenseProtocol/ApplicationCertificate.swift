@@ -1,6 +1,7 @@
 import Crypto
-import Foundation
+public import Foundation
 import X509
+import SwiftASN1
 
 /// An account's application certificate: an X.509 certificate (DER) whose P-256 public key
 /// seals SPCs, wraps content keys and verifies CKC signatures.

@@ -1,5 +1,5 @@
-import Crypto
-import Foundation
+public import Crypto
+public import Foundation
 
 /// The client side of the exchange: builds SPCs and opens the CKCs that answer them.
 ///

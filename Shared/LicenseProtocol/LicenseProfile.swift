@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import WireModels
 
 /// The `X-BC-CRT-CONFIG` header of an offline license request: base64 of

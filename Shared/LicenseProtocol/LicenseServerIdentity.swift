@@ -1,6 +1,7 @@
 import Crypto
-import Foundation
+public import Foundation
 import X509
+import SwiftASN1
 
 /// The server side: an account's certificate and private key. Opens SPCs, makes CKCs.
 public struct LicenseServerIdentity: Sendable {

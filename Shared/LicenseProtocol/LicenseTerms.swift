@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The kind of a license, as the terms carry it. Raw values are persisted: never change them.
 public enum LicenseKind: String, Sendable, Codable, CaseIterable {

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+public import Foundation
 
 /// What a client asks for with an SPC.
 public enum LicenseRequestKind: String, Sendable, Codable, CaseIterable {

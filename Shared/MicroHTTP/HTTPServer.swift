@@ -1,5 +1,5 @@
 import CMicroHTTPD
-import Logging
+public import Logging
 import Synchronization
 import Locking
 import Dispatch

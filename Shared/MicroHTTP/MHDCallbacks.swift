@@ -5,6 +5,7 @@ import Locking
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// One request's state, owned by MHD's `con_cls` slot from the first access-handler call
 /// until the completion callback releases it. Only the thread serving that connection

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CMicroHTTPD
 
 /// An IPv4 or IPv6 socket address parsed from a literal host and a port.
 struct SocketAddress {

@@ -1,5 +1,5 @@
-import Foundation
-import GRDB
+package import Foundation
+package import GRDB
 
 /// How one of the project's SQLite databases is opened: the offline store's and the mock
 /// backend's differ only in these.

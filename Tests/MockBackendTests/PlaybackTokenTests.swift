@@ -5,6 +5,7 @@ import MockBackend
 import Testing
 import WireModels
 import JWTKit
+import CryptoExtras
 
 /// Playback-restriction JWTs on Playback API requests.
 @Suite("Playback API: playback-restriction tokens")

@@ -3,6 +3,7 @@ import Foundation
 @testable import OfflineSDK
 import TestKit
 import Testing
+import LicenseProtocol
 
 /// The `offline` command driven as a person would: under a pseudo-terminal (tmux) for the
 /// progress bars and Ctrl-C, without a terminal and with --json for the rest.

@@ -1,6 +1,6 @@
 import Crypto
-import Foundation
-import _CryptoExtras
+public import Foundation
+public import _CryptoExtras
 
 /// RSA keys for playback-restriction tokens, made once per test process (2048-bit
 /// generation is slow), and JWTs signed with them.

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import Locking
-import Logging
+public import Logging
 #if canImport(Glibc)
 import Glibc
 #endif

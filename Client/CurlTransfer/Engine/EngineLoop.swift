@@ -1,4 +1,5 @@
 internal import CCurl
+import Synchronization
 
 /// The engine thread's body: drives every transfer through one multi handle with
 /// `curl_multi_perform` and sleeps in `curl_multi_poll`, which `EngineCore` interrupts

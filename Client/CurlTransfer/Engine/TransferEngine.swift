@@ -1,4 +1,5 @@
 internal import Foundation
+import Synchronization
 
 /// Downloads files over HTTP(S) in parallel on one libcurl multi handle, driven by a
 /// thread of its own: connections are reused, `.part` files resume with a Range request,

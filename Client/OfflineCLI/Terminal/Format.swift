@@ -1,5 +1,6 @@
 import Foundation
 import OfflineSDK
+import LicenseProtocol
 
 /// Numbers and times as a person reads them.
 enum Format {

@@ -1,6 +1,7 @@
 import CurlTransfer
 import Foundation
 import WireModels
+import CoreFoundation
 
 /// What one download reports while it runs.
 struct RunnerProgress: Sendable {

@@ -1,5 +1,5 @@
-import Foundation
-import LicenseProtocol
+public import Foundation
+public import LicenseProtocol
 
 /// The whole picture of an offline video's license at one moment: what the app shows ("rental,
 /// 47 h left, 6 h play window not started") and what playback enforces.

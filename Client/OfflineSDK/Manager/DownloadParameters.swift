@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The license an offline FairPlay video is downloaded with (the reference's purchase and
 /// rental-duration keys, plus the play duration of "dual expiry"). Durations in seconds.

@@ -5,6 +5,7 @@ import WireModels
 #if canImport(Glibc)
 import Glibc
 #endif
+import CoreFoundation
 
 /// Offline playback: opening a session checks the package and enforces the license on the
 /// device, then hands out clear media (`OfflinePlayback`).

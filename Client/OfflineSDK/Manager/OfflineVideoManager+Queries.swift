@@ -1,5 +1,5 @@
 import Foundation
-import WireModels
+public import WireModels
 
 /// Questions about an online video's HLS source, answered from its playlists.
 extension OfflineVideoManager {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The reference's initialisation options.
 public struct OfflineVideoManagerOptions: Sendable, Equatable {

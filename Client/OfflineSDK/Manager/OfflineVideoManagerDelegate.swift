@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// One track of a download, as progress and completion are reported for it (the SDK's
 /// counterpart of a media selection).

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Identifies one offline video (a download, a preloaded license, or both) for the life of
 /// the store: the same string after the process restarts.

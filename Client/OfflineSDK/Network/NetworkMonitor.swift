@@ -32,15 +32,32 @@ extension NetworkMonitor {
 /// network.currentPath = .wifi       // and go on
 /// ```
 public final class ManualNetworkMonitor: NetworkMonitor {
-    private let state = Locked<(path: NetworkPath, watchers: [UInt64: AsyncStream<NetworkPath>.Continuation], next: UInt64)>((.wired, [:], 0))
+    private let broadcast: NetworkPathBroadcast
 
     /// Creates a monitor on `path`.
     public init(path: NetworkPath = .wired) {
-        state.withLock { $0.path = path }
+        broadcast = NetworkPathBroadcast(path)
     }
 
     /// The path now; setting it tells every watcher.
     public var currentPath: NetworkPath {
+        get { broadcast.path }
+        set { broadcast.path = newValue }
+    }
+
+    public func paths() -> AsyncStream<NetworkPath> { broadcast.paths() }
+}
+
+/// A path and its watchers: each `paths()` stream gets the path now, then every change.
+final class NetworkPathBroadcast: Sendable {
+    private let state: Locked<(path: NetworkPath, watchers: [UInt64: AsyncStream<NetworkPath>.Continuation], next: UInt64)>
+
+    init(_ path: NetworkPath) {
+        state = Locked((path, [:], 0))
+    }
+
+    /// The path now; setting a different one tells every watcher.
+    var path: NetworkPath {
         get { state.withLock { $0.path } }
         set {
             let watchers = state.withLock { state -> [AsyncStream<NetworkPath>.Continuation] in
@@ -52,7 +69,7 @@ public final class ManualNetworkMonitor: NetworkMonitor {
         }
     }
 
-    public func paths() -> AsyncStream<NetworkPath> {
+    func paths() -> AsyncStream<NetworkPath> {
         let (stream, continuation) = AsyncStream.makeStream(of: NetworkPath.self, bufferingPolicy: .bufferingNewest(1))
         let id = state.withLock { state -> UInt64 in
             state.next += 1

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Locking
 #if canImport(Glibc)
 import Glibc
@@ -39,13 +39,11 @@ public final class SystemNetworkMonitor: NetworkMonitor {
 
     private let root: URL
     private let state: Locked<State>
+    private let broadcast: NetworkPathBroadcast
     private let wake: (read: Int32, write: Int32)
 
     private struct State {
         var interfaces: [Interface]
-        var path: NetworkPath
-        var watchers: [UInt64: AsyncStream<NetworkPath>.Continuation] = [:]
-        var next: UInt64 = 0
         var readings = 0
         var listensToNetlink = false
     }
@@ -61,7 +59,8 @@ public final class SystemNetworkMonitor: NetworkMonitor {
     init(root: URL, rereadEvery: Duration?) {
         self.root = root
         let interfaces = Self.interfaces(root: root)
-        state = Locked(State(interfaces: interfaces, path: Self.path(of: interfaces)))
+        state = Locked(State(interfaces: interfaces))
+        broadcast = NetworkPathBroadcast(Self.path(of: interfaces))
         var fds: [Int32] = [-1, -1]
         if pipe(&fds) == 0 {
             _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
@@ -71,10 +70,10 @@ public final class SystemNetworkMonitor: NetworkMonitor {
         }
         let netlink = Self.openNetlink()
         state.withLock { $0.listensToNetlink = netlink >= 0 }
-        let (root, state, wakeRead) = (self.root, self.state, wake.read)
+        let (root, state, broadcast, wakeRead) = (self.root, self.state, self.broadcast, wake.read)
         let period = rereadEvery ?? .seconds(netlink >= 0 ? 30 : 3)
         let milliseconds = Int32(clamping: period.components.seconds * 1000 + period.components.attoseconds / 1_000_000_000_000_000)
-        let thread = Thread { Self.watch(root: root, state: state, netlink: netlink, wake: wakeRead, every: milliseconds) }
+        let thread = Thread { Self.watch(root: root, state: state, broadcast: broadcast, netlink: netlink, wake: wakeRead, every: milliseconds) }
         thread.name = "SystemNetworkMonitor"
         thread.start()
     }
@@ -85,7 +84,7 @@ public final class SystemNetworkMonitor: NetworkMonitor {
     }
 
     /// The path now.
-    public var currentPath: NetworkPath { state.withLock { $0.path } }
+    public var currentPath: NetworkPath { broadcast.path }
 
     /// `wired` for a loopback host (a mock backend on this machine needs no network),
     /// `currentPath` for any other.
@@ -111,24 +110,12 @@ public final class SystemNetworkMonitor: NetworkMonitor {
     /// How many times the interfaces were read since the start (tests watch it).
     var readings: Int { state.withLock { $0.readings } }
 
-    public func paths() -> AsyncStream<NetworkPath> {
-        let (stream, continuation) = AsyncStream.makeStream(of: NetworkPath.self, bufferingPolicy: .bufferingNewest(1))
-        let id = state.withLock { state -> UInt64 in
-            state.next += 1
-            state.watchers[state.next] = continuation
-            continuation.yield(state.path)
-            return state.next
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.watchers.removeValue(forKey: id) }
-        }
-        return stream
-    }
+    public func paths() -> AsyncStream<NetworkPath> { broadcast.paths() }
 
     /// Reads the interfaces again now and tells watchers if the path changed (an app that
     /// learns of a change some other way can call it; changes are otherwise picked up alone).
     public func refresh() {
-        Self.read(root: root, state: state)
+        Self.read(root: root, state: state, broadcast: broadcast)
     }
 
     // MARK: Reading
@@ -207,17 +194,13 @@ public final class SystemNetworkMonitor: NetworkMonitor {
             .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    private static func read(root: URL, state: Locked<State>) {
+    private static func read(root: URL, state: Locked<State>, broadcast: NetworkPathBroadcast) {
         let interfaces = Self.interfaces(root: root)
-        let path = Self.path(of: interfaces)
-        let watchers = state.withLock { state -> [AsyncStream<NetworkPath>.Continuation] in
+        state.withLock { state in
             state.readings += 1
             state.interfaces = interfaces
-            guard state.path != path else { return [] }
-            state.path = path
-            return Array(state.watchers.values)
         }
-        for watcher in watchers { watcher.yield(path) }
+        broadcast.path = Self.path(of: interfaces)
     }
 
     // MARK: Watching
@@ -240,7 +223,7 @@ public final class SystemNetworkMonitor: NetworkMonitor {
 
     /// Until the wake pipe closes: waits for a netlink message or the backstop period, drains
     /// what came, and reads the interfaces again.
-    private static func watch(root: URL, state: Locked<State>, netlink: Int32, wake: Int32, every milliseconds: Int32) {
+    private static func watch(root: URL, state: Locked<State>, broadcast: NetworkPathBroadcast, netlink: Int32, wake: Int32, every milliseconds: Int32) {
         defer {
             if netlink >= 0 { close(netlink) }
             if wake >= 0 { close(wake) }
@@ -255,7 +238,7 @@ public final class SystemNetworkMonitor: NetworkMonitor {
                 // Several changes come at once (a link, its address, its routes): read once for all.
                 while recv(netlink, &buffer, buffer.count, 0) > 0 {}
             }
-            read(root: root, state: state)
+            read(root: root, state: state, broadcast: broadcast)
         }
     }
 }

@@ -1,6 +1,6 @@
-import CurlTransfer
-import Foundation
-import WireModels
+package import CurlTransfer
+public import Foundation
+public import WireModels
 
 /// Finds videos and playlists through the Playback API, with a policy key or a
 /// playback-restriction JWT.

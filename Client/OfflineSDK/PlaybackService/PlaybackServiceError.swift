@@ -1,5 +1,5 @@
 import CurlTransfer
-import WireModels
+public import WireModels
 
 /// Why a Playback API call failed: the HTTP status and the parsed error array when the
 /// server answered, the transport error when it did not.

@@ -1,5 +1,5 @@
 import Foundation
-import WireModels
+public import WireModels
 
 /// A video from the Playback API: its whole JSON (`properties`, unknown fields included)
 /// and the typed view the SDK works with.

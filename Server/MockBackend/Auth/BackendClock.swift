@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Synchronization
 
 /// The backend's notion of "now": the system clock (or a fixed instant) plus an offset the

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import WireModels
 
 /// An account: its policy keys, whether FairPlay is set up, its manifest-token lifetime.

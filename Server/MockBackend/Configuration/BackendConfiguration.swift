@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Everything the backend needs to know at start-up. Flags and environment variables of
 /// `mock-backend` fill it in; tests build one directly.

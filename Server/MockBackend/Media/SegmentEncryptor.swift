@@ -4,6 +4,7 @@ import Foundation
 import MicroHTTP
 import SampleAES
 import Locking
+import CoreFoundation  // `struct stat` (Foundation re-exports it from here on Linux)
 
 /// Encrypted segments, made once per key and fixture segment, then kept in the data
 /// directory's cache and served like any file. Cache paths include the key id, so a new key

@@ -1,6 +1,7 @@
 import Foundation
 import MicroHTTP
 import WireModels
+import LicenseProtocol
 
 /// The admin API's view of the license server: licenses (listed, shown with their history,
 /// revoked) and the devices that hold users' slots (listed, removed).

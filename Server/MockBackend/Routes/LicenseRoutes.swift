@@ -2,6 +2,7 @@ import Foundation
 import LicenseProtocol
 import MicroHTTP
 import WireModels
+import Logging
 
 /// Key delivery: the HLSe (AES-128) key endpoint, and the FairPlay certificate and license
 /// endpoints (docs/license-protocol.md). The license rules are `LicensePolicy`.

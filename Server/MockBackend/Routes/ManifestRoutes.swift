@@ -1,6 +1,7 @@
 import Foundation
 import MicroHTTP
 import WireModels
+import Logging
 
 /// HLS: master and media playlists generated from the catalog, and the segments behind
 /// them. Every URL carries a `fastly_token` for its own path.

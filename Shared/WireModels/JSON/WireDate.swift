@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// ISO-8601 timestamps as the Playback API writes them: UTC, milliseconds, `Z` (`2024-03-01T12:00:00.000Z`).
 ///

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// JSON coders configured for the wire: ISO-8601 dates with milliseconds, unescaped slashes.
 ///

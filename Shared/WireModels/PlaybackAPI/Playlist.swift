@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A playlist object as the Playback API returns it (`GET …/playlists/{id}`).
 ///

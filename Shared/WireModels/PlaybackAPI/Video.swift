@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A video object as the Playback API returns it (`GET /playback/v1/accounts/{acct}/videos/{id}`).
 ///

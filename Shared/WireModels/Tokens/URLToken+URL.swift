@@ -1,5 +1,5 @@
-import Crypto
-import Foundation
+public import Crypto
+public import Foundation
 
 extension URLToken {
     /// Signs a URL: computes the token for the URL's path and appends it as `fastly_token`.

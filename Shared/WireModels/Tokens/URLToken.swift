@@ -1,5 +1,5 @@
-import Crypto
-import Foundation
+public import Crypto
+public import Foundation
 
 /// Why a `fastly_token` was refused: a stable `code`, a message, and for an expired token
 /// its expiry.

@@ -1,5 +1,6 @@
 import Testing
 import WireModels
+import Foundation
 
 /// Playlists written by ffmpeg 5.1.9, copied verbatim into Resources. Inputs were lavfi `testsrc` and
 /// `sine` (6-7 s, libx264 yuv420p + aac), `-f hls -hls_time 2 -hls_playlist_type vod`, plus:

@@ -1,5 +1,6 @@
 import Testing
 import WireModels
+import Foundation
 
 @Suite("Media playlists")
 struct MediaPlaylistTests {
