@@ -46,6 +46,24 @@ struct PlaybackTokenTests {
         }
     }
 
+    @Test("a JWT alone, without a policy key, opens the account it verifies for, never search", arguments: ["Authorization", "BCOV-Auth"])
+    func withoutPolicyKey(header: String) async throws {
+        try await Self.withRegisteredKey { app in
+            let token = Self.jwt(#"{"accid":"\#(Fixture.northwind)","exp":\#(Self.now + 3600)}"#)
+            let value = header == "Authorization" ? "Bearer \(token)" : token
+            let video = try app.playback(Self.videoPath, key: nil, headers: [(header, value)])
+            #expect(video.status == 200, "\(video.debugText)")
+            let forged = TestKeys.jwt(#"{"accid":"\#(Fixture.northwind)","exp":\#(Self.now + 3600)}"#, key: TestKeys.other)
+            try expectError(try app.playback(Self.videoPath, key: nil, headers: [(header, header == "Authorization" ? "Bearer \(forged)" : forged)]),
+                            401, "ACCESS_DENIED", "TOKEN_VALIDATION")
+            let otherAccount = try app.playback("/accounts/\(Fixture.contoso)/videos/\(Fixture.clearVideo)", key: nil, headers: [(header, value)])
+            #expect(otherAccount.status == 403, "\(otherAccount.debugText)")
+            try expectError(try app.playback("/accounts/\(Fixture.northwind)/videos?q=name:Big", key: nil, headers: [(header, value)]),
+                            403, "ACCESS_DENIED", "API")
+            try expectError(try app.playback(Self.videoPath, key: nil), 401, "INVALID_POLICY_KEY", nil)
+        }
+    }
+
     @Test("a well-formed token for this account, unexpired, is accepted", arguments: ["Authorization", "BCOV-Auth"])
     func accepted(header: String) async throws {
         try await Self.withRegisteredKey { app in
@@ -101,11 +119,12 @@ struct PlaybackTokenTests {
         }
     }
 
-    @Test("the policy key is checked before the token")
+    @Test("a policy key is checked before the token; without one, the token alone must verify")
     func keyFirst() async throws {
         try await withApp { app, _ in
-            let response = try app.playback(Self.videoPath, key: nil, headers: [("BCOV-Auth", "garbage")])
+            let response = try app.playback(Self.videoPath, key: "BCpkADawqM1nosuchKEY0000000000001", headers: [("BCOV-Auth", "garbage")])
             try expectError(response, 401, "INVALID_POLICY_KEY", nil)
+            try expectError(try app.playback(Self.videoPath, key: nil, headers: [("BCOV-Auth", "garbage")]), 401, "ACCESS_DENIED", "TOKEN_VALIDATION")
         }
     }
 

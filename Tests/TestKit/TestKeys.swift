@@ -8,6 +8,8 @@ public enum TestKeys {
     public static let rsa = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
     public static let other = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
     public static let kid = "test-key-1"
+    /// `rsa`'s public half in PEM, as the admin API registers it.
+    public static var publicKeyPEM: String { rsa.publicKey.pemRepresentation }
 
     public static func base64URL(_ bytes: some DataProtocol) -> String {
         Data(bytes).base64EncodedString()

@@ -58,12 +58,19 @@ enum PlaybackAuth {
     }
 
     /// Authenticates a Playback API request for `accountID`; the error is a ready refusal.
-    /// A JWT, when present, must verify (`PlaybackRestrictions.verify`).
+    /// A JWT, when present, must verify (`PlaybackRestrictions.verify`). Without a policy key, a
+    /// JWT alone opens the account it verifies for (the key-less Playback API of accounts with
+    /// playback restrictions); it never opens search.
     static func authenticate(_ request: HTTPRequest, accountID: String, catalog: Catalog, restrictions: PlaybackRestrictions,
                              now: Date) throws(HTTPError) -> PlaybackCaller {
         guard let key = policyKey(in: request.headers) else {
+            if let raw = bearerToken(in: request.headers), let account = catalog.accounts[accountID] {
+                return PlaybackCaller(account: account, searchEnabled: false,
+                                      token: try restrictions.verify(raw, accountID: accountID, now: now))
+            }
             throw HTTPError(401, PlaybackAPIErrorCode.invalidPolicyKey, nil,
-                            "Request policy key is missing: send it as BCOV-Policy, Authorization: BCOV-Policy or Accept: application/json;pk=…")
+                            "Request policy key is missing: send it as BCOV-Policy, Authorization: BCOV-Policy or Accept: application/json;pk=…, "
+                                + "or send a playback-restriction JWT alone (Authorization: Bearer or BCOV-Auth)")
         }
         guard let (account, searchEnabled) = catalog.account(forPolicyKey: key) else {
             throw HTTPError(401, PlaybackAPIErrorCode.invalidPolicyKey, nil, "Request policy key is invalid")
