@@ -14,6 +14,17 @@ struct FairPlayLicenseClient: Sendable {
     var store: OfflineStore
     var client: HTTPClient
     var clock: @Sendable () -> Date
+    /// The app's hook on the two network steps (`OfflineVideoManagerConfiguration.keyExchange`).
+    var keyExchange: (any FairPlayKeyExchange)?
+
+    /// Sends a key-exchange request with the SDK's HTTP client.
+    var send: KeyExchangeSender {
+        { [client] request in
+            let response = try await client.send(HTTPClientRequest(url: request.url, method: .init(request.method), headers: request.headers,
+                                                                   body: request.body.isEmpty ? nil : request.body))
+            return KeyExchangeResponse(status: response.status, headers: response.headers.fields.map { ($0.name, $0.value) }, body: response.body)
+        }
+    }
 
     /// This installation's device id, made on first use and kept.
     func deviceID() throws(OfflineVideoError) -> String {
@@ -34,19 +45,29 @@ struct FairPlayLicenseClient: Sendable {
         }
     }
 
-    /// The certificate at `url`: from the store when it was fetched (or added) before, else
-    /// fetched now and kept.
-    func certificate(at url: String) async throws(OfflineVideoError) -> ApplicationCertificate {
-        if let stored = try? store.certificate(url) {
+    /// The certificate for a video of `accountID` whose certificate URL is `url`: one fetched or
+    /// added before under the URL, else one added for the account id, else one added under the
+    /// default identifier (`addFairPlayApplicationCertificate`); else fetched now (through the
+    /// key-exchange hook) and kept under the URL.
+    func certificate(at url: String, accountID: String) async throws(OfflineVideoError) -> ApplicationCertificate {
+        for identifier in [url, accountID, OfflineVideoManager.defaultFairPlayApplicationCertificateIdentifier] {
+            guard let stored = try? store.certificate(identifier) else { continue }
             do { return try ApplicationCertificate(derEncoded: Array(stored)) } catch {
-                try? store.setCertificate(nil, identifier: url)  // damaged: fetch it again
+                try? store.setCertificate(nil, identifier: identifier)  // damaged: look further, or fetch it again
             }
         }
-        let response: HTTPClientResponse
+        let request = KeyExchangeRequest(purpose: .certificate, url: url, method: "GET", headers: [("Accept", "application/octet-stream")],
+                                         accountID: accountID)
+        let response: KeyExchangeResponse
         do {
-            response = try await client.send(HTTPClientRequest(url: url, headers: [("Accept", "application/octet-stream")]))
+            if let keyExchange {
+                response = try await keyExchange.applicationCertificate(request, send: send)
+            } else {
+                response = try await send(request)
+            }
         } catch {
-            throw OfflineVideoError(.applicationCertificateRequestFailed, .network, "Cannot fetch the application certificate: \(error.message)")
+            throw OfflineVideoError(.applicationCertificateRequestFailed, .network, "Cannot fetch the application certificate: \(Self.describe(error))",
+                                    underlying: error)
         }
         guard response.status == 200 else {
             throw OfflineVideoError(.applicationCertificateRequestFailed, .http,
@@ -113,7 +134,7 @@ struct FairPlayLicenseClient: Sendable {
         guard let certificateURL = fairPlay.certificateURL, !certificateURL.isEmpty else {
             throw OfflineVideoError(.applicationCertificateRequestFailed, .license, "The FairPlay source has no certificate_url")
         }
-        let certificate = try await certificate(at: certificateURL)
+        let certificate = try await certificate(at: certificateURL, accountID: accountID)
         let request: PendingLicenseRequest
         do {
             request = try LicenseClient.makeRequest(kind, certificate: certificate, accountID: accountID, contentKeyID: contentKeyID,
@@ -125,11 +146,18 @@ struct FairPlayLicenseClient: Sendable {
         }
         var headers: [(String, String)] = [("Content-Type", "application/json"), ("Accept", "application/octet-stream")] + extra
         if let authToken { headers.append(("BCOV-Auth", authToken)) }
-        let response: HTTPClientResponse
+        let keyRequest = KeyExchangeRequest(purpose: Self.purpose(kind), url: keyURL, method: "POST", headers: headers, body: request.body(),
+                                            accountID: accountID, contentKeyID: contentKeyID)
+        let response: KeyExchangeResponse
         do {
-            response = try await client.send(HTTPClientRequest(url: keyURL, method: .post, headers: headers, body: request.body()))
+            if let keyExchange {
+                response = try await keyExchange.contentKey(keyRequest, send: send)
+            } else {
+                response = try await send(keyRequest)
+            }
         } catch {
-            throw OfflineVideoError(.contentKeyRequestFailed, .network, "Cannot reach the license server: \(error.message)")
+            throw OfflineVideoError(.contentKeyRequestFailed, .network, "Cannot reach the license server: \(Self.describe(error))",
+                                    underlying: error)
         }
         guard (200...299).contains(response.status) else {
             let detail = (try? WireJSON.decoder().decode([APIError].self, from: Data(response.body)))?.first
@@ -143,10 +171,24 @@ struct FairPlayLicenseClient: Sendable {
                                         + (detail.map { " \($0.errorCode)/\($0.errorSubcode ?? "-"): \($0.message ?? "")" } ?? ""),
                                     httpStatus: response.status, responseBody: response.body)
         }
-        if let date = response.headers["Date"].flatMap(HTTPDate.parse) {
+        if let date = response.header("Date").flatMap(HTTPDate.parse) {
             try? store.raiseTrustedTime(to: date.timeIntervalSince1970)
         }
         return (request, response.body)
+    }
+
+    private static func purpose(_ kind: LicenseRequestKind) -> KeyExchangeRequest.Purpose {
+        switch kind {
+        case .acquire: .acquire
+        case .renew: .renew
+        case .firstPlay: .firstPlay
+        case .release: .release
+        }
+    }
+
+    /// A transport error's message, or any other error's description.
+    private static func describe(_ error: any Error) -> String {
+        (error as? TransferError)?.message ?? "\(error)"
     }
 }
 

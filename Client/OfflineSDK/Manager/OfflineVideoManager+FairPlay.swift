@@ -178,8 +178,13 @@ extension OfflineVideoManager {
         }
     }
 
-    /// Adds (or, with nil, removes) an application certificate for `identifier` (the
-    /// certificate URL for Dynamic Delivery accounts). Kept in the offline store.
+    /// The identifier of a certificate for every account (legacy accounts), the last one looked for.
+    public static let defaultFairPlayApplicationCertificateIdentifier = "BCOVDefaultFairPlayApplicationCertificateIdentifier"
+
+    /// Adds (or, with nil, removes) an application certificate for `identifier`: the
+    /// certificate URL (Dynamic Delivery), an account id (one of several legacy accounts), or
+    /// `defaultFairPlayApplicationCertificateIdentifier` (all accounts). A license request looks
+    /// them up in that order before fetching the certificate URL. Kept in the offline store.
     public func addFairPlayApplicationCertificate(_ certificate: [UInt8]?, identifier: String) throws(OfflineVideoError) {
         if let certificate {
             do { _ = try ApplicationCertificate(derEncoded: certificate) } catch {

@@ -108,7 +108,7 @@ public actor OfflineVideoManager {
         engine = TransferEngine(configuration: transfer)
         client = HTTPClient(engine: engine)
         planner = DownloadPlanner(client: client, retry: configuration.retryPolicy)
-        licenseClient = FairPlayLicenseClient(store: store, client: client, clock: configuration.clock)
+        licenseClient = FairPlayLicenseClient(store: store, client: client, clock: configuration.clock, keyExchange: configuration.keyExchange)
         hub.delegate = delegate
         if configuration.role == .owner {
             try await recover()

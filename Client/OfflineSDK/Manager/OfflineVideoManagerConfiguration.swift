@@ -77,6 +77,9 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     public var clockTolerance: TimeInterval = 600
     /// Runs before each segment's commit (sync and rename): tests stand in for a slow disk with it.
     var beforeCommit: (@Sendable () async -> Void)?
+    /// The app's hook on the FairPlay key exchange (certificate and license requests), in the
+    /// role of Brightcove's `authProxy`; nil sends them straight to the video's URLs.
+    public var keyExchange: (any FairPlayKeyExchange)?
     /// Which network the device is on (default: the kernel's, `SystemNetworkMonitor.shared`).
     public var network: any NetworkMonitor = SystemNetworkMonitor.shared
     /// The clock license and URL expiry decisions read.
