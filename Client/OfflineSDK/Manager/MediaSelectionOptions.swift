@@ -74,9 +74,9 @@ public struct MediaSelectionGroup: Sendable, Hashable {
 /// The audio and subtitle options of a video, worked out at planning time and kept in the
 /// package (`PackageLayout.mediaOptionsFile`, stored with the playlists).
 enum MediaOptionCatalog {
-    /// The variant's `AUDIO` renditions, its `SUBTITLES` renditions in languages no sideband
-    /// track serves, then the video's sideband text tracks: the options the SDK could download
-    /// with that variant (a language served both ways is downloaded as the sideband file).
+    /// The variant's `AUDIO` and `SUBTITLES` renditions, then the video's sideband text tracks
+    /// (one per language: the one a download would take). A subtitle language served both ways
+    /// is listed twice, once per source; a download takes its sideband file.
     static func options(master: MasterPlaylist, variant: VariantStream, video: PlaybackVideo) -> [MediaSelectionOption] {
         var options: [MediaSelectionOption] = []
         let groups: [(String?, MediaType, String, MediaCharacteristic)] = [(variant.audio, .audio, "audio", .audible),
@@ -84,7 +84,6 @@ enum MediaOptionCatalog {
         for (group, type, name, characteristic) in groups {
             guard let group else { continue }
             for rendition in master.renditions(inGroup: group, type: type) where rendition.uri != nil {
-                if type == .subtitles, let language = rendition.language, sidebandTrack(language, of: video) != nil { continue }
                 let listed = (rendition.otherAttributes["CHARACTERISTICS"] ?? "").split(separator: ",")
                     .map { MediaCharacteristic(rawValue: $0.trimmingCharacters(in: .whitespaces)) }
                 options.append(MediaSelectionOption(mediaType: name, characteristics: [characteristic] + listed.filter { $0 != characteristic },
