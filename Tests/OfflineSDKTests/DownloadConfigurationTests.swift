@@ -17,13 +17,16 @@ final class ConfigurationDelegate: OfflineVideoManagerDelegate {
     }
 
     let server: MockBackendServer?
+    /// Where the packages are: each whole-download progress is recorded with the segment files then on disk.
+    let packages: URL?
     let change: @Sendable (inout TransferConfiguration) -> Void
     let offered = Locked<TransferConfiguration?>(nil)
     let announcements = Locked<[Announcement]>([])
-    let wholeProgress = Locked<[Double]>([])
+    let wholeProgress = Locked<[(percent: Double, segmentsOnDisk: Int)]>([])
 
-    init(server: MockBackendServer? = nil, change: @escaping @Sendable (inout TransferConfiguration) -> Void = { _ in }) {
+    init(server: MockBackendServer? = nil, packages: URL? = nil, change: @escaping @Sendable (inout TransferConfiguration) -> Void = { _ in }) {
         self.server = server
+        self.packages = packages
         self.change = change
     }
 
@@ -38,7 +41,9 @@ final class ConfigurationDelegate: OfflineVideoManagerDelegate {
     }
 
     func offlineVideoToken(_ token: OfflineVideoToken, didProgressTo percent: Double) {
-        wholeProgress.withLock { $0.append(percent) }
+        let files = packages.flatMap { FileManager.default.enumerator(atPath: $0.path)?.allObjects as? [String] } ?? []
+        let segments = files.filter { $0.hasSuffix(".ts") || ($0.hasSuffix(".vtt") && !$0.contains("sideband/")) }.count
+        wholeProgress.withLock { $0.append((percent, segments)) }
     }
 }
 
@@ -54,7 +59,7 @@ struct DownloadConfigurationTests {
     @Test("a configuration picks the variant by predicate and adds auxiliary audio and subtitles; variants announced before any segment; one progress reaching 100 only at the end")
     func predicateAndAuxiliary() async throws {
         try await withBackend { server in try await withHarness(server) { h in
-            let delegate = ConfigurationDelegate(server: server)
+            let delegate = ConfigurationDelegate(server: server, packages: h.storage.url.appendingPathComponent("packages"))
             await h.manager.update(delegate: delegate, options: OfflineVideoManagerOptions())
             let video = try await h.service.findVideo(id: Catalog.clearVideo)
             let variants = try await h.manager.variants(for: video)
@@ -96,7 +101,10 @@ struct DownloadConfigurationTests {
             #expect(percents == percents.sorted(), "progress went backwards: \(percents)")
             #expect(percents.last == 100)
             #expect(percents.dropLast().allSatisfy { $0 < 100 }, "\(percents)")
-            #expect(delegate.wholeProgress.withLock { $0 } == percents)
+            // 100 is reported only once all 18 segments (video, audio en and fr) are on disk.
+            let heardProgress = delegate.wholeProgress.withLock { $0 }
+            #expect(heardProgress.map(\.percent) == percents)
+            #expect(heardProgress.allSatisfy { ($0.percent == 100) == ($0.segmentsOnDisk == 18) }, "\(heardProgress)")
             #expect(!h.events.all.contains { if case .progress(token, _, _) = $0 { true } else { false } })
             let variantsIndex = try #require(h.events.all.firstIndex { if case .willDownloadVariants(token, _) = $0 { true } else { false } })
             let progressIndex = try #require(h.events.all.firstIndex { if case .downloadProgress(token, _) = $0 { true } else { false } })
