@@ -10,8 +10,8 @@ extension Transfer {
         try easy.set(CURLOPT_URL, state.job.url)
         try easy.set(CURLOPT_FAILONERROR, 1)  // error bodies never reach the file
         try easy.set(CURLOPT_BUFFERSIZE, 128 * 1024)
-        // A download that receives nothing for `stallTimeout` fails as timed out.
-        try easy.set(CURLOPT_LOW_SPEED_LIMIT, 1)
+        // A download slower than `lowSpeedLimit` bytes a second for `stallTimeout` fails as timed out.
+        try easy.set(CURLOPT_LOW_SPEED_LIMIT, max(1, configuration.lowSpeedLimit))
         try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, configuration.stallTimeout.milliseconds / 1000))
         try easy.setHeaders(Transfer.headerLines(state.job.headers))
         state.resumeOffset = PartFile.existingSize(at: state.job.partialPath)

@@ -28,8 +28,11 @@ package final class TransferEngine: Sendable {
         package var maxHostConnections = 8
         /// The longest a connection attempt may take.
         package var connectTimeout: Duration = .seconds(10)
-        /// A download that receives nothing for this long fails with `.timedOut`.
+        /// A download that receives less than `lowSpeedLimit` bytes a second for this long fails
+        /// with `.timedOut`.
         package var stallTimeout: Duration = .seconds(30)
+        /// Bytes a second below which a download counts as stalled (1: one receiving nothing).
+        package var lowSpeedLimit = 1
         /// The longest a request (`HTTPClient.send`) may take when it sets no timeout of its own.
         package var requestTimeout: Duration = .seconds(30)
         /// Redirects followed before `.tooManyRedirects`.

@@ -45,7 +45,7 @@ final class DownloadFollower {
         await refresh(force: true)
         for await event in events {
             switch event {
-            case .progress(let token, _, _):
+            case .progress(let token, _, _), .downloadProgress(let token, _):
                 guard open.contains(token) else { continue }
                 await refresh(force: false)
             case .mediaSelectionFinished(let token, let selection):
@@ -60,7 +60,7 @@ final class DownloadFollower {
                 outcomes[token] = .some(error)
                 await refresh(force: true)
                 finished(token, error)
-            case .staticImagesDownloaded, .storageChanged, .licenseExpirationChanged, .downloadPurged:
+            case .willDownloadVariants, .staticImagesDownloaded, .storageChanged, .licenseExpirationChanged, .downloadPurged:
                 break
             }
             if open.isEmpty { break }

@@ -12,6 +12,8 @@ struct DownloadPlan: Sendable {
     var playlists: [String: String]
     /// The FairPlay content key id (`skd://{id}`), for protected videos.
     var contentKeyID: String?
+    /// The audio and subtitle options of the video with this variant (`MediaOptionCatalog`).
+    var mediaOptions: [MediaSelectionOption] = []
 
     /// Bytes expected in all (estimates: sizes are known only once fetched).
     var estimatedBytes: Int64 {
@@ -158,10 +160,22 @@ struct DownloadPlanner: Sendable {
     }
 
     /// Plans the download of `video` for `token`.
-    func plan(token: String, video: PlaybackVideo, requestedBitrate: Int?, audioLanguages: [String],
+    func plan(token: String, video: PlaybackVideo, variant rule: VariantRule, audioLanguages: [String],
               subtitleLanguages: [String]) async throws(OfflineVideoError) -> DownloadPlan {
         let (masterURL, master) = try await master(of: video)
-        guard let variant = RenditionChooser.variant(in: master, requestedBitrate: requestedBitrate) else {
+        let chosen: VariantStream?
+        switch rule {
+        case .bitrate(let requestedBitrate):
+            chosen = RenditionChooser.variant(in: master, requestedBitrate: requestedBitrate)
+        case .qualifiers(let qualifiers):
+            chosen = RenditionChooser.variant(in: master, qualifiers: qualifiers)
+            if chosen == nil, !master.variants.isEmpty {
+                throw OfflineVideoError(.invalidParameter, .noMatchingRendition,
+                                        "No variant of video \(video.id) meets the variant qualifiers; it has "
+                                            + master.variants.map { OfflineVariant($0).description }.joined(separator: "; "))
+            }
+        }
+        guard let variant = chosen else {
             throw OfflineVideoError(.downloadFailure, .noMatchingRendition, "The master playlist of video \(video.id) has no variant")
         }
         let choices = try RenditionChooser.tracks(master: master, variant: variant, audioLanguages: audioLanguages,
@@ -180,7 +194,8 @@ struct DownloadPlanner: Sendable {
         }
         playlists[PackageLayout.masterPlaylist] = PackageLayout.localMaster(master, variant: variant, tracks: folders).render()
         let keyID = DownloadPlanner.fairPlayKeyID(keys)
-        return DownloadPlan(masterURL: masterURL, variant: variant, tracks: tracks, playlists: playlists, contentKeyID: keyID)
+        return DownloadPlan(masterURL: masterURL, variant: variant, tracks: tracks, playlists: playlists, contentKeyID: keyID,
+                            mediaOptions: MediaOptionCatalog.options(master: master, variant: variant, video: video))
     }
 
     /// Plans one track from its remote media playlist's bytes, in one pass: each segment

@@ -7,6 +7,10 @@ enum PackageLayout {
     static let masterPlaylist = "master.m3u8"
     static let posterFile = "images/poster.jpg"
     static let thumbnailFile = "images/thumbnail.jpg"
+    /// The download configuration's artwork, as given (any image format).
+    static let artworkFile = "images/artwork"
+    /// The video's audio and subtitle options (`MediaOptionCatalog`), as JSON.
+    static let mediaOptionsFile = "media-options.json"
 
     /// `0-video`, `1-audio-en`, `3-subtitles-fr`: unique per track, safe as a folder name.
     static func trackFolder(position: Int, _ track: TrackChoice) -> String {

@@ -27,6 +27,20 @@ enum RenditionChooser {
         return withVideo.last { $0.bandwidth <= requestedBitrate } ?? lowest
     }
 
+    /// The variant the first qualifier that admits any variant with video (any variant when none
+    /// has video) picks: among those it admits, the one with the highest `BANDWIDTH`. Nil when
+    /// no qualifier admits any.
+    static func variant(in master: MasterPlaylist, qualifiers: [VariantQualifier]) -> VariantStream? {
+        let withVideo = master.variants.filter(\.hasVideo)
+        let candidates = withVideo.isEmpty ? master.variants : withVideo
+        for qualifier in qualifiers {
+            if let best = candidates.filter({ qualifier.admits(OfflineVariant($0)) }).max(by: { $0.bandwidth < $1.bandwidth }) {
+                return best
+            }
+        }
+        return nil
+    }
+
     /// Whether a playlist language matches a wanted one: case-insensitive, and "en" matches "en-US".
     static func language(_ candidate: String?, matches wanted: String) -> Bool {
         guard let candidate = candidate?.lowercased() else { return false }

@@ -5,7 +5,7 @@ import Locking
 /// dispatcher task reads an internal stream, so delivery never blocks the manager and
 /// events never overtake each other.
 final class EventHub: Sendable {
-    private let input: AsyncStream<OfflineVideoEvent>.Continuation
+    private let input: AsyncStream<Item>.Continuation
     private let targets: Targets
 
     /// The delegate (held weakly, as Brightcove's manager does) and the subscribers.
@@ -30,13 +30,24 @@ final class EventHub: Sendable {
         }
     }
 
+    /// An event, or a mark whose continuation resumes once every event before it was delivered.
+    private enum Item: Sendable {
+        case event(OfflineVideoEvent)
+        case delivered(CheckedContinuation<Void, Never>)
+    }
+
     init() {
-        let (stream, input) = AsyncStream.makeStream(of: OfflineVideoEvent.self, bufferingPolicy: .unbounded)
+        let (stream, input) = AsyncStream.makeStream(of: Item.self, bufferingPolicy: .unbounded)
         self.input = input
         let targets = Targets()
         self.targets = targets
         Task.detached {
-            for await event in stream { targets.deliver(event) }
+            for await item in stream {
+                switch item {
+                case .event(let event): targets.deliver(event)
+                case .delivered(let continuation): continuation.resume()
+                }
+            }
             targets.finish()
         }
     }
@@ -49,7 +60,15 @@ final class EventHub: Sendable {
     }
 
     /// Queues `event` for delivery, after every event emitted before it.
-    func emit(_ event: OfflineVideoEvent) { input.yield(event) }
+    func emit(_ event: OfflineVideoEvent) { input.yield(.event(event)) }
+
+    /// Queues `event` and returns once the delegate has handled it and every subscriber has it.
+    func emitAndWait(_ event: OfflineVideoEvent) async {
+        input.yield(.event(event))
+        await withCheckedContinuation { continuation in
+            if case .terminated = input.yield(.delivered(continuation)) { continuation.resume() }
+        }
+    }
 
     /// A new subscriber's stream: every event emitted from now on.
     func subscribe() -> AsyncStream<OfflineVideoEvent> {

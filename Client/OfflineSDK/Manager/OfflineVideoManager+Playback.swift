@@ -30,7 +30,12 @@ extension OfflineVideoManager {
     /// let playback = try await manager.openPlayback(token)
     /// let url = try playback.serve()   // hand it to any HLS player
     /// ```
-    public func openPlayback(_ token: OfflineVideoToken) async throws(OfflineVideoError) -> OfflinePlayback {
+    ///
+    /// `options.subtitleLanguage` names the downloaded subtitles to show (a sideband file or a
+    /// subtitle track): the loopback master marks them `DEFAULT=YES,AUTOSELECT=YES` and every other
+    /// subtitle rendition `DEFAULT=NO`. A language not downloaded is refused (`invalidParameter`,
+    /// `noMatchingRendition`).
+    public func openPlayback(_ token: OfflineVideoToken, options: PlaybackOptions = PlaybackOptions()) async throws(OfflineVideoError) -> OfflinePlayback {
         try requireOwner()
         let record = try existing(token)
         let now = configuration.clock()
@@ -78,19 +83,30 @@ extension OfflineVideoManager {
         let reader = try ClearMediaReader.open(folder: folder, tracks: try storeCall { try store.tracks(token) }, key: key,
                                                licenseKeyID: licenseKeyID, source: segmentSource(token: token, folder: folder))
         let sideband = OfflineVideoManager.sidebandTracks(record: record, video: video).map { (language: $0.srclang, file: PackageLayout.sidebandFile($0)) }
+        var subtitleLanguage: String?
+        if let wanted = options.subtitleLanguage {
+            let downloaded = sideband.map(\.language) + reader.tracks.filter { $0.selection.kind == .subtitles }.compactMap(\.selection.language)
+            guard let match = downloaded.first(where: { RenditionChooser.language($0, matches: wanted) }) else {
+                throw OfflineVideoError(.invalidParameter, .noMatchingRendition,
+                                        "No \(wanted) subtitles were downloaded with offline video \(token); it has "
+                                            + (downloaded.isEmpty ? "none" : downloaded.joined(separator: ", ")))
+            }
+            subtitleLanguage = match
+        }
         let images = [record.posterFile, record.thumbnailFile].compactMap { $0 }
         openSessions[token, default: 0] += 1
-        return OfflinePlayback(token: token, reader: reader, license: info, sideband: sideband, images: images) { [weak self] in
+        return OfflinePlayback(token: token, reader: reader, license: info, sideband: sideband, subtitleLanguage: subtitleLanguage,
+                               images: images) { [weak self] in
             await self?.playbackClosed(token)
         }
     }
 
     /// Opens a playback session of the offline video object `videoObject(fromOfflineVideoToken:)` returned.
-    public func openPlayback(_ video: PlaybackVideo) async throws(OfflineVideoError) -> OfflinePlayback {
+    public func openPlayback(_ video: PlaybackVideo, options: PlaybackOptions = PlaybackOptions()) async throws(OfflineVideoError) -> OfflinePlayback {
         guard let token = video.offlineVideoToken else {
             throw OfflineVideoError(.invalidParameter, .unknownToken, "Video \(video.id) is not an offline video object")
         }
-        return try await openPlayback(token)
+        return try await openPlayback(token, options: options)
     }
 
     /// The whole picture of an offline video's license (kind, issue time, rental end, play

@@ -14,6 +14,12 @@ extension OfflineVideoManager {
         Array(Set(try await planner.master(of: video).playlist.variants.map(\.bandwidth))).sorted()
     }
 
+    /// Every variant of the video's master playlist, in playlist order: what `VariantQualifier`s
+    /// pick from (`.variant(_:)` takes one of these).
+    public func variants(for video: PlaybackVideo) async throws(OfflineVideoError) -> [OfflineVariant] {
+        try await planner.master(of: video).playlist.variants.map(OfflineVariant.init)
+    }
+
     /// Every EXT-X-STREAM-INF's attributes, one dictionary per variant, in playlist order.
     public func variantAttributesDictionaries(for video: PlaybackVideo) async throws(OfflineVideoError) -> [[String: String]] {
         try await planner.master(of: video).playlist.variants.map { OfflineVideoManager.dictionary($0.attributes, uri: $0.uri) }
@@ -33,7 +39,7 @@ extension OfflineVideoManager {
         try ParameterRules.validateBitrate(requestedBitrate)
         let selections = mediaSelections ?? MediaSelections(audioLanguages: configuration.preferredAudioLanguages,
                                                             subtitleLanguages: configuration.preferredSubtitleLanguages)
-        let plan = try await planner.plan(token: "estimate", video: video, requestedBitrate: requestedBitrate ?? Int.max,
+        let plan = try await planner.plan(token: "estimate", video: video, variant: .bitrate(requestedBitrate ?? Int.max),
                                           audioLanguages: selections.audioLanguages,
                                           subtitleLanguages: OfflineVideoManager.manifestSubtitleLanguages(selections.subtitleLanguages, video: video))
         return Double(plan.estimatedBytes) / 1_048_576

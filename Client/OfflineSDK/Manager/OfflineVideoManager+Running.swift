@@ -39,11 +39,17 @@ extension OfflineVideoManager {
                     kind: OfflineMediaSelection.Kind(rawValue: track.kind) ?? .video, language: track.language, name: track.name)
             }
             progress.percent = (try? store.percent(token)) ?? 0
+            progress.wholeDownload = StoredRequest.of(record).configuration != nil
             live[token] = progress
+            if progress.wholeDownload {
+                // Heard by the delegate before the first segment is asked for.
+                await hub.emitAndWait(.willDownloadVariants(token, variants: try plannedVariants(token)))
+                try Task.checkCancellation()
+            }
 
             let runner = DownloadRunner(
                 token: token, packageDirectory: packageFolder(token), store: store, engine: engine,
-                retry: configuration.retryPolicy, parallelism: max(1, configuration.segmentsInParallel),
+                retry: configuration.retryPolicy, parallelism: transferConfiguration.segmentsInParallel,
                 allowsCellular: record.allowsCellular, network: configuration.network,
                 refreshURLs: { [weak self] () throws(OfflineVideoError) in
                     guard let self else { return }
@@ -124,13 +130,32 @@ extension OfflineVideoManager {
         return nil
     }
 
-    /// Turns runner progress into per-track events: a track's percent when it moved, and
-    /// its completion once.
+    /// The variants a planned download fetches, from its local master playlist.
+    func plannedVariants(_ token: OfflineVideoToken) throws(OfflineVideoError) -> [OfflineVariant] {
+        let data = try storeCall(.download) { try store.packageFile(token, path: PackageLayout.masterPlaylist) }
+        guard let data, let master = try? MasterPlaylist(parsing: String(decoding: data, as: UTF8.self)) else {
+            throw OfflineVideoError(.downloadFailure, .malformedPlaylist, "The local master playlist of \(token) is missing or damaged")
+        }
+        return master.variants.map(OfflineVariant.init)
+    }
+
+    /// Turns runner progress into events: for a download-configuration download, its whole
+    /// percent when it rose; else each track's percent when it moved, and its completion once.
     func report(_ token: OfflineVideoToken, _ progress: RunnerProgress) {
         guard var state = live[token], running[token] != nil else { return }
-        state.percent = ProgressMeter.percent(done: progress.done, remainingEstimate: progress.remaining, complete: progress.complete)
+        let percent = ProgressMeter.percent(done: progress.done, remainingEstimate: progress.remaining, complete: progress.complete)
         state.done = progress.trackDone
         state.remaining = progress.trackRemaining
+        if state.wholeDownload {
+            if state.reportedWhole.map({ percent > $0 }) ?? true {
+                state.reportedWhole = percent
+                hub.emit(.downloadProgress(token, percent: percent))
+            }
+            state.percent = percent
+            live[token] = state
+            return
+        }
+        state.percent = percent
         for (position, selection) in state.selections.sorted(by: { $0.key < $1.key }) {
             let done = progress.trackDone[position, default: 0], remaining = progress.trackRemaining[position, default: 0]
             let finished = progress.complete || progress.finishedTracks.contains(position)
@@ -226,11 +251,9 @@ extension OfflineVideoManager {
 
     /// The video's sideband text tracks in the download's subtitle languages.
     static func sidebandTracks(record: DownloadRecord, video: PlaybackVideo) -> [TextTrack] {
-        let selections = record.selections.flatMap { try? JSONDecoder().decode(MediaSelections.self, from: $0) } ?? MediaSelections()
         var chosen: [TextTrack] = []
-        for language in selections.subtitleLanguages {
-            if let track = video.textTracks.first(where: { RenditionChooser.language($0.srclang, matches: language) && !$0.src.isEmpty }),
-               !chosen.contains(where: { $0.id == track.id }) {
+        for language in StoredRequest.of(record).subtitleLanguages {
+            if let track = MediaOptionCatalog.sidebandTrack(language, of: video), !chosen.contains(where: { $0.id == track.id }) {
                 chosen.append(track)
             }
         }

@@ -18,6 +18,9 @@ extension OfflineVideoManager {
         public static let thumbnailPath = "offline_thumbnail"
         public static let posterName = "offline_poster_name"
         public static let posterPath = "offline_poster"
+        /// The download configuration's artwork (`DownloadConfiguration.artworkData`), when given.
+        public static let artworkName = "offline_artwork_name"
+        public static let artworkPath = "offline_artwork"
         /// The master playlist's path relative to the storage directory.
         public static let relativeVideoPath = "offline_relative_video_path"
         /// The master playlist's absolute path.
@@ -59,6 +62,10 @@ extension OfflineVideoManager {
         if let thumbnail = record.thumbnailFile {
             properties[OfflineProperty.thumbnailName] = .string((thumbnail as NSString).lastPathComponent)
             properties[OfflineProperty.thumbnailPath] = .string(folder.appendingPathComponent(thumbnail).path)
+        }
+        if let artwork = StoredRequest.of(record).configuration?.artworkFile {
+            properties[OfflineProperty.artworkName] = .string((artwork as NSString).lastPathComponent)
+            properties[OfflineProperty.artworkPath] = .string(folder.appendingPathComponent(artwork).path)
         }
         properties[OfflineProperty.relativeVideoPath] = .string("packages/\(token)/\(PackageLayout.masterPlaylist)")
         properties[OfflineProperty.videoPath] = .string(folder.appendingPathComponent(PackageLayout.masterPlaylist).path)

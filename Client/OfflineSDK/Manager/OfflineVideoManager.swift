@@ -24,6 +24,9 @@ import WireModels
 public actor OfflineVideoManager {
     /// The configuration the manager was made with (options change with `update`).
     public nonisolated let configuration: OfflineVideoManagerConfiguration
+    /// The transfer configuration the engine runs with: the configuration's, as the delegate
+    /// given to `init` changed it in `didCreateTransferConfiguration(_:)`.
+    public nonisolated let transferConfiguration: TransferConfiguration
     /// The options in force for downloads started from now on.
     public private(set) var options: OfflineVideoManagerOptions
 
@@ -74,6 +77,9 @@ public actor OfflineVideoManager {
         /// Bytes on disk and bytes still expected, per track position, as last reported.
         var done: [Int: Int64] = [:]
         var remaining: [Int: Int64] = [:]
+        /// A download-configuration download: one progress for the whole download, last reported.
+        var wholeDownload = false
+        var reportedWhole: Double?
     }
 
     /// Opens (or creates) the offline store under `configuration.storageDirectory`, cleans up
@@ -96,16 +102,11 @@ public actor OfflineVideoManager {
         } catch {
             throw OfflineVideoError.storeFailure(error, during: .open, "Cannot open the offline store in \(configuration.storageDirectory.path)")
         }
-        var transfer = TransferEngine.Configuration()
-        let slots = max(1, configuration.maxConcurrentDownloads) * max(1, configuration.segmentsInParallel)
-        transfer.maxConcurrentTransfers = slots + 4
-        transfer.maxTotalConnections = slots + 4
-        transfer.maxHostConnections = slots + 4
-        transfer.userAgent = "OfflineSDK/1.0"
-        transfer.requestTimeout = configuration.requestTimeout
-        transfer.stallTimeout = configuration.stallTimeout
-        transfer.trustedCAFile = configuration.trustedCAFile?.path
-        engine = TransferEngine(configuration: transfer)
+        // The delegate may change the transfer configuration before the engine is made with it.
+        var transfer = TransferConfiguration(configuration)
+        delegate?.didCreateTransferConfiguration(&transfer)
+        transferConfiguration = transfer.clamped
+        engine = TransferEngine(configuration: transferConfiguration.engineConfiguration(trustedCAFile: configuration.trustedCAFile))
         client = HTTPClient(engine: engine)
         planner = DownloadPlanner(client: client, retry: configuration.retryPolicy)
         licenseClient = FairPlayLicenseClient(store: store, client: client, clock: configuration.clock, keyExchange: configuration.keyExchange)
@@ -199,8 +200,30 @@ public actor OfflineVideoManager {
     /// `minimumFreeSpace`. `mediaSelections` nil takes the preferred languages of the configuration.
     public func requestVideoDownload(_ video: PlaybackVideo, mediaSelections: MediaSelections?,
                                      parameters: DownloadParameters?) async throws(OfflineVideoError) -> OfflineVideoToken {
+        try await requestDownload(video, DownloadRequest(mediaSelections: mediaSelections, parameters: parameters ?? DownloadParameters()))
+    }
+
+    /// Requests a download of `video` described by a download configuration, Brightcove's
+    /// second download path (`AVAssetDownloadConfiguration`): the variant chosen by the primary
+    /// configuration's variant qualifiers (else by `parameters.requestedBitrate`), the audio and
+    /// subtitle languages of every content configuration, the title as the display name and the
+    /// artwork kept in the package. Returns the token once the download is planned and stored.
+    ///
+    /// The same checks, errors and preloaded-license handling as
+    /// `requestVideoDownload(_:mediaSelections:parameters:)`, plus `invalidParameter` for an empty
+    /// title, qualifiers together with a requested bitrate, qualifiers on an auxiliary
+    /// configuration, or qualifiers no variant meets (`noMatchingRendition`). Such a download
+    /// reports `willDownloadVariants` before its first media byte and one progress for the
+    /// whole download (`didProgressTo`), not one per media selection.
+    public func requestVideoDownload(_ video: PlaybackVideo, downloadConfiguration: DownloadConfiguration,
+                                     parameters: DownloadParameters?) async throws(OfflineVideoError) -> OfflineVideoToken {
+        try await requestDownload(video, try DownloadRequest(downloadConfiguration, parameters: parameters ?? DownloadParameters()))
+    }
+
+    /// The one request path under both public ones.
+    func requestDownload(_ video: PlaybackVideo, _ request: DownloadRequest) async throws(OfflineVideoError) -> OfflineVideoToken {
         try requireOwner()
-        let parameters = parameters ?? DownloadParameters()
+        let parameters = request.parameters
         try ParameterRules.validateBitrate(parameters.requestedBitrate)
         guard video.canBeDownloaded else {
             throw OfflineVideoError(.unsupported, .notEligible, "Video \(video.id) is not eligible for offline playback")
@@ -225,24 +248,33 @@ public actor OfflineVideoManager {
                 requestedLicense = try ParameterRules.validateNewLicense(parameters.license)
             }
         }
-        let selections = mediaSelections ?? MediaSelections(audioLanguages: configuration.preferredAudioLanguages,
-                                                            subtitleLanguages: configuration.preferredSubtitleLanguages)
+        let selections = request.selections ?? MediaSelections(audioLanguages: configuration.preferredAudioLanguages,
+                                                               subtitleLanguages: configuration.preferredSubtitleLanguages)
         let token = preloaded?.token ?? UUID().uuidString.lowercased()
         preparingPackages.insert(token)
         defer { preparingPackages.remove(token) }
         let manifestSubtitles = OfflineVideoManager.manifestSubtitleLanguages(selections.subtitleLanguages, video: video)
-        let plan = try await planner.plan(token: token, video: video, requestedBitrate: parameters.requestedBitrate,
+        let plan = try await planner.plan(token: token, video: video, variant: request.variant,
                                           audioLanguages: selections.audioLanguages, subtitleLanguages: manifestSubtitles)
-        try checkFreeSpace(needed: plan.estimatedBytes)
+        try checkFreeSpace(needed: plan.estimatedBytes + Int64(request.configuration?.artwork?.count ?? 0))
+        // The package's files known now: its playlists, its media options, the artwork. Kept in
+        // the store too, so a package folder that loses them gets them back when it resumes.
+        var files = plan.playlists.mapValues { Data($0.utf8) }
+        var stored = StoredRequest(selections, configuration: nil)
+        if let configured = request.configuration {
+            stored.configuration = StoredRequest.Configured(artworkFile: configured.artwork.map { _ in PackageLayout.artworkFile })
+            files[PackageLayout.artworkFile] = configured.artwork
+        }
         let folder = packagesDirectory.appendingPathComponent(token, isDirectory: true)
         do {
-            for (path, text) in plan.playlists {
+            files[PackageLayout.mediaOptionsFile] = try MediaOptionCatalog.encode(plan.mediaOptions)
+            for (path, bytes) in files {
                 let url = folder.appendingPathComponent(path)
                 try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
                 // Not atomic: no plan points at the folder yet. One left half-written by a crash
                 // is a stranded package the next start deletes (or, for a preloaded license,
                 // is written again by the next request).
-                try Data(text.utf8).write(to: url)
+                try bytes.write(to: url)
             }
         } catch {
             try? FileManager.default.removeItem(at: folder)
@@ -281,7 +313,7 @@ public actor OfflineVideoManager {
                 record.serviceBaseURL = video.origin?.baseURL ?? record.serviceBaseURL
                 record.allowsCellular = allowsCellular
             }
-            record.selections = try JSONEncoder().encode(selections)
+            record.selections = try JSONEncoder().encode(stored)
             record.bitrate = plan.variant.bandwidth
             record.masterURL = plan.masterURL
             if let license { license.apply(to: &record) }
@@ -289,9 +321,9 @@ public actor OfflineVideoManager {
         }
         do {
             if preloaded != nil {
-                try store.attachPlan(record, tracks: plan.trackRecords, segments: plan.segmentRecords, playlists: plan.playlists)
+                try store.attachPlan(record, tracks: plan.trackRecords, segments: plan.segmentRecords, playlists: files)
             } else {
-                try store.insert(record, tracks: plan.trackRecords, segments: plan.segmentRecords, playlists: plan.playlists)
+                try store.insert(record, tracks: plan.trackRecords, segments: plan.segmentRecords, playlists: files)
             }
         } catch {
             try? FileManager.default.removeItem(at: folder)
@@ -491,8 +523,6 @@ public actor OfflineVideoManager {
 
     /// Subtitle languages to take from the manifest: those not served only as sideband tracks.
     static func manifestSubtitleLanguages(_ wanted: [String], video: PlaybackVideo) -> [String] {
-        wanted.filter { language in
-            !video.textTracks.contains { RenditionChooser.language($0.srclang, matches: language) && !$0.src.isEmpty }
-        }
+        wanted.filter { MediaOptionCatalog.sidebandTrack($0, of: video) == nil }
     }
 }

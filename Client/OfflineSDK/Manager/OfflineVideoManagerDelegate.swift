@@ -28,6 +28,12 @@ public enum OfflineVideoEvent: Sendable, Equatable {
     case progress(OfflineVideoToken, percent: Double, mediaSelection: OfflineMediaSelection)
     /// Every segment of a track is on disk.
     case mediaSelectionFinished(OfflineVideoToken, OfflineMediaSelection)
+    /// The variants a download requested with a download configuration will fetch, before its
+    /// first media byte (again each time it starts or resumes).
+    case willDownloadVariants(OfflineVideoToken, variants: [OfflineVariant])
+    /// A download requested with a download configuration progressed as a whole (0–100, 100
+    /// only when every byte is on disk); such downloads report no `progress` per selection.
+    case downloadProgress(OfflineVideoToken, percent: Double)
     /// Poster and thumbnail were tried (they may have failed; check the files).
     case staticImagesDownloaded(OfflineVideoToken)
     /// A download ended: nil when it completed, else why it failed.
@@ -49,6 +55,16 @@ public protocol OfflineVideoManagerDelegate: AnyObject, Sendable {
     func offlineVideoToken(_ token: OfflineVideoToken, didProgressTo percent: Double, forMediaSelection mediaSelection: OfflineMediaSelection)
     /// A track of a download finished.
     func offlineVideoToken(_ token: OfflineVideoToken, didFinishMediaSelectionDownload mediaSelection: OfflineMediaSelection)
+    /// The variants a download-configuration download will fetch. Called before its first media
+    /// byte is requested: the download waits until this returns.
+    func offlineVideoToken(_ token: OfflineVideoToken, willDownloadVariants variants: [OfflineVariant])
+    /// A download-configuration download progressed as a whole.
+    func offlineVideoToken(_ token: OfflineVideoToken, didProgressTo percent: Double)
+    /// The transfer configuration the manager is about to make its engine with; change it here.
+    /// Asked once, in `init` (and so in the first `initializeOfflineVideoManager`), of the delegate
+    /// given there, before any request: a delegate set later is never asked, and the engine keeps
+    /// what was decided for the manager's life (`OfflineVideoManager.transferConfiguration`).
+    func didCreateTransferConfiguration(_ configuration: inout TransferConfiguration)
     /// A download ended; `error` is nil when it completed.
     func offlineVideoToken(_ token: OfflineVideoToken, didFinishDownloadWithError error: OfflineVideoError?)
     /// Poster and thumbnail were fetched (or tried).
@@ -71,6 +87,9 @@ public protocol OfflineVideoManagerDelegate: AnyObject, Sendable {
 extension OfflineVideoManagerDelegate {
     public func offlineVideoToken(_ token: OfflineVideoToken, didProgressTo percent: Double, forMediaSelection mediaSelection: OfflineMediaSelection) {}
     public func offlineVideoToken(_ token: OfflineVideoToken, didFinishMediaSelectionDownload mediaSelection: OfflineMediaSelection) {}
+    public func offlineVideoToken(_ token: OfflineVideoToken, willDownloadVariants variants: [OfflineVariant]) {}
+    public func offlineVideoToken(_ token: OfflineVideoToken, didProgressTo percent: Double) {}
+    public func didCreateTransferConfiguration(_ configuration: inout TransferConfiguration) {}
     public func offlineVideoToken(_ token: OfflineVideoToken, didFinishDownloadWithError error: OfflineVideoError?) {}
     public func didDownloadStaticImages(offlineVideoToken token: OfflineVideoToken) {}
     public func shouldDeleteVideoPackage(_ videoPackagePath: String) -> Bool { true }
@@ -88,6 +107,10 @@ extension OfflineVideoEvent {
             delegate.offlineVideoToken(token, didProgressTo: percent, forMediaSelection: selection)
         case .mediaSelectionFinished(let token, let selection):
             delegate.offlineVideoToken(token, didFinishMediaSelectionDownload: selection)
+        case .willDownloadVariants(let token, let variants):
+            delegate.offlineVideoToken(token, willDownloadVariants: variants)
+        case .downloadProgress(let token, let percent):
+            delegate.offlineVideoToken(token, didProgressTo: percent)
         case .staticImagesDownloaded(let token):
             delegate.didDownloadStaticImages(offlineVideoToken: token)
         case .downloadFinished(let token, let error):

@@ -110,8 +110,9 @@ struct ClearMediaReader: Sendable {
     /// A local playlist as served clear: without `EXT-X-KEY` and `EXT-X-SESSION-KEY`; nil for
     /// a path that is none of the package's playlists.
     /// `sideband` lists subtitle playlists to add to the master as renditions (sideband text
-    /// tracks the manifest does not carry), by language.
-    func clearPlaylist(_ path: String, sideband: [(language: String, uri: String)] = []) -> String? {
+    /// tracks the manifest does not carry), by language; `defaultSubtitle` is the subtitle
+    /// language marked `DEFAULT=YES,AUTOSELECT=YES` (every other one `DEFAULT=NO`).
+    func clearPlaylist(_ path: String, sideband: [(language: String, uri: String)] = [], defaultSubtitle: String? = nil) -> String? {
         guard let body = FileManager.default.contents(atPath: folder + "/" + path) else { return nil }
         let text = String(decoding: body, as: UTF8.self)
         if path == PackageLayout.masterPlaylist {
@@ -124,6 +125,13 @@ struct ClearMediaReader: Sendable {
             }
             if !sideband.isEmpty {
                 for index in master.variants.indices where master.variants[index].subtitles == nil { master.variants[index].subtitles = group }
+            }
+            if let defaultSubtitle {
+                for index in master.renditions.indices where master.renditions[index].type == .subtitles {
+                    let chosen = master.renditions[index].language == defaultSubtitle
+                    master.renditions[index].isDefault = chosen
+                    if chosen { master.renditions[index].autoselect = true }
+                }
             }
             return master.render()
         }

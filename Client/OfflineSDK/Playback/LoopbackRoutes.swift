@@ -3,13 +3,14 @@ import MicroHTTP
 
 /// What the loopback server of a playback session answers: under `/{secret}/`, the package's
 /// playlists as served clear, its clear segments, sideband subtitles (with a playlist each, so a
-/// player finds them through the master) and images. Nothing else is reachable: every other
+/// player finds them through the master; the session's subtitle language marked default) and images. Nothing else is reachable: every other
 /// path, or a wrong secret, is 404.
 enum LoopbackRoutes {
     static let playlistType = "application/vnd.apple.mpegurl"
 
     static func answer(_ request: HTTPRequest, secret: String, reader: ClearMediaReader,
-                       sideband: [(language: String, file: String)], images: [String]) async -> HTTPResponse {
+                       sideband: [(language: String, file: String)], defaultSubtitle: String? = nil,
+                       images: [String]) async -> HTTPResponse {
         guard request.method == "GET" || request.method == "HEAD" else {
             return HTTPResponse(status: 405, headers: HTTPHeaders([("Allow", "GET, HEAD")]))
         }
@@ -22,7 +23,7 @@ enum LoopbackRoutes {
                 return .text(sidebandPlaylist(file: track.file, duration: videoDuration(reader)), contentType: playlistType)
             }
             let listed = sideband.map { (language: $0.language, uri: playlistPath($0.file)) }
-            guard let text = reader.clearPlaylist(path, sideband: listed) else { return notFound }
+            guard let text = reader.clearPlaylist(path, sideband: listed, defaultSubtitle: defaultSubtitle) else { return notFound }
             return .text(text, contentType: playlistType)
         }
         if let (track, sequence) = reader.segment(at: path) {

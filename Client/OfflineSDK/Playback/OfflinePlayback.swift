@@ -13,6 +13,18 @@ public struct ClearSegment: Sendable, Equatable {
     public var bytes: [UInt8]
 }
 
+/// How a playback session is opened (the reference's playback-controller options).
+public struct PlaybackOptions: Sendable, Equatable {
+    /// The downloaded subtitle language to show (the reference's
+    /// `kBCOVOfflineVideoManagerPlaybackSubtitleLanguageKey`); nil leaves the playlist's defaults.
+    public var subtitleLanguage: String?
+
+    /// Creates options.
+    public init(subtitleLanguage: String? = nil) {
+        self.subtitleLanguage = subtitleLanguage
+    }
+}
+
 /// A playback session of an offline video, opened with `OfflineVideoManager.openPlayback`
 /// once its license checks passed: the video's media in the clear, three ways, all through
 /// one decrypting reader.
@@ -35,6 +47,8 @@ public final class OfflinePlayback: Sendable {
     public let tracks: [OfflineMediaSelection]
     /// Its license as it stood at open (first play included); nil for clear content.
     public let license: OfflineLicenseInfo?
+    /// The subtitle language the loopback master makes the default (`PlaybackOptions.subtitleLanguage`).
+    public let subtitleLanguage: String?
 
     let reader: ClearMediaReader
     /// Sideband subtitle files by language (inside the package).
@@ -44,11 +58,12 @@ public final class OfflinePlayback: Sendable {
     private let onClose: @Sendable () async -> Void
 
     init(token: OfflineVideoToken, reader: ClearMediaReader, license: OfflineLicenseInfo?, sideband: [(language: String, file: String)],
-         images: [String], onClose: @escaping @Sendable () async -> Void) {
+         subtitleLanguage: String? = nil, images: [String], onClose: @escaping @Sendable () async -> Void) {
         self.token = token
         self.reader = reader
         self.tracks = reader.tracks.map(\.selection)
         self.license = license
+        self.subtitleLanguage = subtitleLanguage
         self.sideband = sideband
         self.images = images
         self.onClose = onClose
@@ -76,8 +91,9 @@ public final class OfflinePlayback: Sendable {
                 configuration.threadCount = 2
                 let logger = Logger(label: "OfflineSDK.playback") { _ in SwiftLogNoOpLogHandler() }
                 let secret = state.secret
-                let server = HTTPServer(configuration: configuration, logger: logger) { [reader, sideband, images] request in
-                    await LoopbackRoutes.answer(request, secret: secret, reader: reader, sideband: sideband, images: images)
+                let server = HTTPServer(configuration: configuration, logger: logger) { [reader, sideband, subtitleLanguage, images] request in
+                    await LoopbackRoutes.answer(request, secret: secret, reader: reader, sideband: sideband,
+                                                defaultSubtitle: subtitleLanguage, images: images)
                 }
                 do { try server.start() } catch {
                     throw OfflineVideoError(.downloadFailure, .other, "Cannot start the loopback server: \(error)")

@@ -120,7 +120,8 @@ final class OfflineStore: Sendable {
         return migrator
     }
 
-    /// The local playlists of a download, by path inside its package folder.
+    /// The files a download's package was given at planning time (local playlists, media
+    /// options, artwork), by path inside its package folder.
     func playlists(_ token: String) throws -> [String: Data] {
         try pool.read { db in
             var result: [String: Data] = [:]
@@ -128,6 +129,11 @@ final class OfflineStore: Sendable {
             while let row = try rows.next() { result[row[0]] = row[1] }
             return result
         }
+    }
+
+    /// One of those files, or nil.
+    func packageFile(_ token: String, path: String) throws -> Data? {
+        try pool.read { db in try Data.fetchOne(db, sql: "SELECT text FROM playlist WHERE token = ? AND path = ?", arguments: [token, path]) }
     }
 
     // MARK: License reports and trusted time
@@ -188,7 +194,7 @@ final class OfflineStore: Sendable {
 
     /// Stores a new download with its plan, in one transaction.
     func insert(_ record: DownloadRecord, tracks: [TrackRecord], segments: some Sequence<SegmentRecord>,
-                playlists: [String: String] = [:]) throws {
+                playlists: [String: Data] = [:]) throws {
         try pool.write { db in
             try record.insert(db)
             try OfflineStore.insertPlan(db, token: record.token, tracks: tracks, segments: segments, playlists: playlists)
@@ -197,7 +203,7 @@ final class OfflineStore: Sendable {
 
     /// Gives an existing record (a preloaded license) its plan, in one transaction.
     func attachPlan(_ record: DownloadRecord, tracks: [TrackRecord], segments: some Sequence<SegmentRecord>,
-                    playlists: [String: String]) throws {
+                    playlists: [String: Data]) throws {
         try pool.write { db in
             try record.update(db)
             for table in ["segment", "track", "playlist"] {
@@ -208,11 +214,11 @@ final class OfflineStore: Sendable {
     }
 
     private static func insertPlan(_ db: Database, token: String, tracks: [TrackRecord], segments: some Sequence<SegmentRecord>,
-                                   playlists: [String: String]) throws {
+                                   playlists: [String: Data]) throws {
         for track in tracks { try track.insert(db) }
         for segment in segments { try segment.insert(db) }
         for (path, text) in playlists {
-            try db.execute(sql: "INSERT INTO playlist (token, path, text) VALUES (?, ?, ?)", arguments: [token, path, Data(text.utf8)])
+            try db.execute(sql: "INSERT INTO playlist (token, path, text) VALUES (?, ?, ?)", arguments: [token, path, text])
         }
     }
 

@@ -15,7 +15,8 @@ struct DownloadRecord: Codable, Sendable, Equatable, FetchableRecord, Persistabl
     var state: Int
     /// `DownloadParameters` as JSON.
     var parameters: Data
-    /// `MediaSelections` as JSON, or nil for "the preferred ones".
+    /// What was asked for (`StoredRequest`: `MediaSelections`' fields, and the download
+    /// configuration's marks) as JSON, or nil for "the preferred ones".
     var selections: Data?
     var displayName: String
     /// Seconds since 1970.
