@@ -185,8 +185,8 @@ struct FaultLiveTests {
             #expect(try await eventually { server.activeRequests >= 1 })
             _ = try await server.fetchVideo(Fixture.clearVideo, key: Fixture.northwindPlayKey)
             _ = try await Curl.fetch(server.baseURL + "/playback/v1/accounts/\(Fixture.northwind)/videos/nope")
-            #expect(try await follower.waitForOutput { $0.components(separatedBy: "event: request").count == 3 })
-            let events = follower.stdoutSoFar
+            #expect(try await follower.waitForOutput { completeServerSentEvents($0, type: "request").count == 2 })
+            let events = completeServerSentEvents(follower.stdoutSoFar, type: "request").joined(separator: "\n\n")
             #expect(events.contains(#""status":200"#) && events.contains(#""status":401"#) && !events.contains("/media/"))
             follower.kill(SIGTERM)
             _ = await follower.wait()

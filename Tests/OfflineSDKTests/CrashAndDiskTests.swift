@@ -5,13 +5,14 @@ import TestKit
 import Testing
 import WireModels
 
-/// The `offline` executable built beside the tests.
+/// The `offline` executable built beside the tests: in the test bundle's own build folder
+/// (whatever the scratch path, e.g. `.build-tsan`), else the package's `.build`.
 func offlineExecutable() throws -> String {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    for candidate in [".build/debug/offline", ".build/release/offline"] {
-        let path = root.appendingPathComponent(candidate).path
-        if FileManager.default.isExecutableFile(atPath: path) { return path }
-    }
+    let beside = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+    let candidates = [beside.appendingPathComponent("offline").path]
+        + [".build/debug/offline", ".build/release/offline"].map { root.appendingPathComponent($0).path }
+    if let path = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) { return path }
     Issue.record("the offline executable is not built (swift build --build-tests builds it)")
     throw CancellationError()
 }

@@ -318,5 +318,11 @@ public func eventually(timeout: Duration = .seconds(120), _ condition: () async 
     return try await condition()
 }
 
+/// The complete server-sent events of type `type` in `text` (a stream read so far): each ends
+/// with a blank line, so one still arriving is left out.
+public func completeServerSentEvents(_ text: String, type: String) -> [String] {
+    text.components(separatedBy: "\n\n").dropLast().filter { $0.split(separator: "\n").contains("event: \(type)") }
+}
+
 /// A logger that drops everything, so servers under test do not flood the output.
 public let quietLogger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
