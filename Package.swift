@@ -58,6 +58,8 @@ let package = Package(
 
         // The project's lock (a pthread mutex ThreadSanitizer sees).
         .target(name: "Locking", path: "Shared/Locking", swiftSettings: swiftSettings),
+        // A file's size, time and type from stat(2), read in one place.
+        .target(name: "SystemFiles", path: "Shared/SystemFiles", swiftSettings: swiftSettings),
 
         // Opening the project's SQLite databases (the offline store, the backend's), one way.
         .target(
@@ -76,7 +78,7 @@ let package = Package(
         ),
         .target(
             name: "MicroHTTP",
-            dependencies: ["CMicroHTTPD", "Locking", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CMicroHTTPD", "Locking", "SystemFiles", .product(name: "Logging", package: "swift-log")],
             path: "Shared/MicroHTTP",
             swiftSettings: swiftSettings
         ),
@@ -85,7 +87,7 @@ let package = Package(
         .target(
             name: "MockBackend",
             dependencies: [
-                "MicroHTTP", "WireModels", "SampleAES", "Locking", "SQLiteSupport",
+                "MicroHTTP", "WireModels", "SampleAES", "Locking", "SQLiteSupport", "SystemFiles",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -124,14 +126,14 @@ let package = Package(
         ),
         .target(
             name: "CurlTransfer",
-            dependencies: ["CCurl", "Locking"],
+            dependencies: ["CCurl", "Locking", "SystemFiles"],
             path: "Client/CurlTransfer",
             swiftSettings: swiftSettings
         ),
         .target(
             name: "OfflineSDK",
             dependencies: [
-                "WireModels", "CurlTransfer", "LicenseProtocol", "SampleAES", "MicroHTTP", "Locking", "SQLiteSupport",
+                "WireModels", "CurlTransfer", "LicenseProtocol", "SampleAES", "MicroHTTP", "Locking", "SQLiteSupport", "SystemFiles",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -142,7 +144,7 @@ let package = Package(
         .executableTarget(
             name: "OfflineCLI",
             dependencies: [
-                "OfflineSDK", "WireModels", "CurlTransfer", "Locking",
+                "OfflineSDK", "WireModels", "CurlTransfer", "Locking", "SystemFiles",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Client/OfflineCLI",

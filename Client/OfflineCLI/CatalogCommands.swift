@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import OfflineSDK
 import WireModels
+import SystemFiles
 
 struct VideoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "video", abstract: "Show one video of the Playback API.")
@@ -157,9 +158,7 @@ enum Storage {
     static func freeSpace(_ folder: URL) -> Int64? {
         var path = folder
         while !FileManager.default.fileExists(atPath: path.path), path.pathComponents.count > 1 { path.deleteLastPathComponent() }
-        var info = statvfs()
-        guard statvfs(path.path, &info) == 0 else { return nil }
-        return Int64(info.f_bavail) * Int64(info.f_frsize)
+        return FileSystemSpace.available(at: path.path)
     }
 
     /// Bytes of every file under `folder`.

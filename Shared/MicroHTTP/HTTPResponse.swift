@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SystemFiles
 
 /// What a handler answers. Files are sent zero-copy by the server; byte ranges and
 /// conditional requests are applied by the server to any 200 answer (see `HTTPResponse+Conditional`).
@@ -63,10 +64,9 @@ public struct HTTPResponse: Sendable {
     /// A 200 response for a whole file, with an ETag from its size and modification time
     /// (as nginx makes them); nil when the path is not a readable regular file.
     public static func file(at path: String, contentType: String) -> HTTPResponse? {
-        var info = stat()
-        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, access(path, R_OK) == 0 else { return nil }
-        let size = UInt64(info.st_size)
-        let mtime = Int(info.st_mtim.tv_sec)
+        guard let status = FileStatus(path: path), status.isRegularFile, access(path, R_OK) == 0 else { return nil }
+        let size = UInt64(status.size)
+        let mtime = status.modifiedSeconds
         var headers = HTTPHeaders([("Content-Type", contentType)])
         headers.add("ETag", etag(mtime: mtime, size: size))
         return HTTPResponse(status: 200, headers: headers, body: .file(path: path, offset: 0, length: size))

@@ -1,5 +1,6 @@
 import Glibc
 import Locking
+import SystemFiles
 
 /// Files mapped into memory once and kept for the server's life, so file responses go out
 /// from memory (see `HTTPServerConfiguration.mappedFileBytesLimit`). Thread-safe.
@@ -29,9 +30,8 @@ final class MappedFiles: Sendable {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0 else { return nil }
-        let size = UInt64(info.st_size)
+        guard let status = FileStatus(descriptor: fd), status.isRegularFile, status.size > 0 else { return nil }
+        let size = UInt64(status.size)
         let reserved = state.withLock { state -> Bool in
             guard state.total + size <= limit else {
                 state.refused.insert(path)

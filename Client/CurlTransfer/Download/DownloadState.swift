@@ -52,6 +52,7 @@ final class DownloadState {
     func deliver() {
         guard let outcome, let continuation else { return }
         self.continuation = nil
+        Handoff.publish()
         continuation.resume(returning: outcome)
     }
 

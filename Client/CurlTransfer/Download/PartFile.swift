@@ -3,6 +3,7 @@ internal import Glibc
 #elseif canImport(Darwin)
 internal import Darwin
 #endif
+import SystemFiles
 
 /// `write(2)`, reachable under a name that `PartFile.write` does not shadow.
 private func writeToDescriptor(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
@@ -22,9 +23,7 @@ final class PartFile {
 
     /// The size of an existing `.part` file at `path`, 0 when there is none.
     static func existingSize(at path: String) -> Int64 {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return 0 }
-        return Int64(info.st_size)
+        FileStatus(path: path)?.size ?? 0
     }
 
     /// Creates the folders and an empty `.part` file at `path` unless one is there, on the
@@ -48,15 +47,14 @@ final class PartFile {
         if truncate { flags |= O_TRUNC }
         let fd = open(path, flags, 0o644)
         guard fd >= 0 else { throw PartFile.error("cannot open \(path)") }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
+        guard let status = FileStatus(descriptor: fd) else {
             let error = PartFile.error("cannot stat \(path)")
             close(fd)
             throw error
         }
         self.path = path
         descriptor = fd
-        size = Int64(info.st_size)
+        size = status.size
     }
 
     deinit {
@@ -97,9 +95,8 @@ final class PartFile {
 
     /// The byte count the file really has on disk (`fstat`), or `size` if that fails.
     var sizeOnDisk: Int64 {
-        var info = stat()
-        guard descriptor >= 0, fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return size }
-        return Int64(info.st_size)
+        guard descriptor >= 0, let status = FileStatus(descriptor: descriptor), status.isRegularFile else { return size }
+        return status.size
     }
 
     // MARK: Helpers
@@ -108,8 +105,7 @@ final class PartFile {
     static func createParentDirectories(of path: String) throws(TransferError) {
         guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
         let folder = String(path[..<slash])
-        var info = stat()
-        if stat(folder, &info) == 0 { return }
+        if FileStatus(path: folder) != nil { return }
         try createParentDirectories(of: folder)
         if mkdir(folder, 0o755) != 0 && errno != EEXIST {
             throw error("cannot create folder \(folder)")

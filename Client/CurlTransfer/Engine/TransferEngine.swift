@@ -1,5 +1,6 @@
 internal import Foundation
 import Synchronization
+import Locking
 
 /// Downloads files over HTTP(S) in parallel on one libcurl multi handle, driven by a
 /// thread of its own: connections are reused, `.part` files resume with a Range request,
@@ -103,6 +104,7 @@ package final class TransferEngine: Sendable {
         } onCancel: {
             core.cancel(ticket)
         }
+        Handoff.receive()
         // A failure leaves no empty `.part` file that this call made (one that was there stays).
         if case .failure = result, createdPart, PartFile.existingSize(at: job.partialPath) == 0 {
             PartFile.remove(at: job.partialPath)
@@ -121,6 +123,7 @@ package final class TransferEngine: Sendable {
         } onCancel: {
             core.cancel(ticket)
         }
+        Handoff.receive()
         return try result.get()
     }
 

@@ -1,4 +1,5 @@
 internal import CCurl
+import Locking
 
 /// An `HTTPClient` request's state while it runs. Engine thread only.
 final class RequestState {
@@ -22,6 +23,7 @@ final class RequestState {
     func deliver() {
         guard let outcome, let continuation else { return }
         self.continuation = nil
+        Handoff.publish()
         continuation.resume(returning: outcome)
     }
 }

@@ -1,7 +1,7 @@
 import CurlTransfer
 import Foundation
 import WireModels
-import CoreFoundation
+import SystemFiles
 
 /// What one download reports while it runs.
 struct RunnerProgress: Sendable {
@@ -270,9 +270,8 @@ struct DownloadRunner: Sendable {
     }
 
     private func fileSize(_ path: String) -> Int64? {
-        var info = stat()
-        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        return Int64(info.st_size)
+        guard let status = FileStatus(path: path), status.isRegularFile else { return nil }
+        return status.size
     }
 
     static func failure(_ error: TransferError, segment: SegmentRecord, attempts: Int) -> OfflineVideoError {

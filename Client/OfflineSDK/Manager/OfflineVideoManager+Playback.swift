@@ -5,7 +5,7 @@ import WireModels
 #if canImport(Glibc)
 import Glibc
 #endif
-import CoreFoundation
+import SystemFiles
 
 /// Offline playback: opening a session checks the package and enforces the license on the
 /// device, then hands out clear media (`OfflinePlayback`).
@@ -197,9 +197,8 @@ extension OfflineVideoManager {
         let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { Glibc.close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { return nil }
-        let size = Int(info.st_size)
+        guard let status = FileStatus(descriptor: descriptor) else { return nil }
+        let size = Int(status.size)
         var complete = true
         let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
             while count < size {

@@ -2,6 +2,7 @@ import CurlTransfer
 import Foundation
 import Locking
 import WireModels
+import SystemFiles
 
 /// Downloads videos for offline playback and keeps track of them, in the manner of
 /// Brightcove's `BCOVOfflineVideoManager`: request a download and get a token, follow it
@@ -505,9 +506,7 @@ public actor OfflineVideoManager {
     }
 
     static func freeSpace(at url: URL) -> Int64? {
-        var info = statvfs()
-        guard statvfs(url.path, &info) == 0 else { return nil }
-        return Int64(info.f_bavail) * Int64(info.f_frsize)
+        FileSystemSpace.available(at: url.path)
     }
 
     /// A file system error in words: the system's reason (`No such file or directory`)

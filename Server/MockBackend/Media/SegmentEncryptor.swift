@@ -4,7 +4,7 @@ import Foundation
 import MicroHTTP
 import SampleAES
 import Locking
-import CoreFoundation  // `struct stat` (Foundation re-exports it from here on Linux)
+import SystemFiles
 
 /// Encrypted segments, made once per key and fixture segment, then kept in the data
 /// directory's cache and served like any file. Cache paths include the key id, so a new key
@@ -56,10 +56,9 @@ final class SegmentEncryptor: Sendable {
                 throw CocoaError(.fileWriteUnknown)
             }
         }
-        var info = stat()
-        guard stat(destination.path, &info) == 0 else { throw CocoaError(.fileReadNoSuchFile) }
-        let size = UInt64(info.st_size)
-        let segment = CachedSegment(path: destination.path, size: size, etag: HTTPResponse.etag(mtime: Int(info.st_mtim.tv_sec), size: size))
+        guard let status = FileStatus(path: destination.path) else { throw CocoaError(.fileReadNoSuchFile) }
+        let size = UInt64(status.size)
+        let segment = CachedSegment(path: destination.path, size: size, etag: HTTPResponse.etag(mtime: status.modifiedSeconds, size: size))
         known.withLock { $0[id] = segment }
         return segment
     }

@@ -1,0 +1,20 @@
+/// A happens-before edge ThreadSanitizer can see, for values handed from one thread to another
+/// through a path it cannot: a continuation resumed on a thread the Swift runtime does not own
+/// (curl's engine thread) may be picked up by the awaiting task without any synchronization
+/// the sanitizer knows of, so everything the giving thread wrote looked racy to it.
+///
+/// The giving thread calls `publish()` after its last write and before it hands the value
+/// over; the receiving side calls `receive()` before its first read. Both take one process-wide
+/// pthread mutex for an instant: the edge is real (the unlock comes before the lock), and cheap
+/// next to the network request each hand-over ends.
+public enum Handoff {
+    private static let fence = Locked(())
+
+    /// On the giving thread, after the last write to what is handed over.
+    @inline(__always)
+    public static func publish() { fence.withLock { _ in } }
+
+    /// On the receiving side, before the first read of what was handed over.
+    @inline(__always)
+    public static func receive() { fence.withLock { _ in } }
+}
