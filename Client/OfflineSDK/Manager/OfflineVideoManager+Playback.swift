@@ -132,7 +132,7 @@ extension OfflineVideoManager {
         guard recorded else { return }
         videoCache[record.token] = nil
         hub.emit(.licenseExpirationChanged(record.token, expiration: LicenseRules.expiration(terms, localFirstPlay: now) ?? .distantFuture))
-        Task { await self.sendLicenseReports() }
+        reportOutbox.passSoon()
     }
 
     /// A playback session ended: an expired download waiting for it may be purged now.

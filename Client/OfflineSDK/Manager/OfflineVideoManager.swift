@@ -58,11 +58,8 @@ public actor OfflineVideoManager {
     var ownership: StorageLock?
     /// Open playback sessions per offline video.
     var openSessions: [OfflineVideoToken: Int] = [:]
-    /// License reports: a pass is running; another was asked for meanwhile; callers of
-    /// `sendPendingLicenseReports` waiting for the running pass to end.
-    var sendingReports = false
-    var reportsAgain = false
-    var reportPassWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The sending of queued license reports: one pass at a time, back-off.
+    let reportOutbox: Outbox
     /// Background watchers of an owner: the network (license reports) and license expiry (auto-purge).
     var reportWatcher: Task<Void, Never>?
     var expiryWatcher: Task<Void, Never>?
@@ -109,10 +106,12 @@ public actor OfflineVideoManager {
         client = HTTPClient(engine: engine)
         planner = DownloadPlanner(client: client, retry: configuration.retryPolicy)
         licenseClient = FairPlayLicenseClient(store: store, client: client, clock: configuration.clock)
+        reportOutbox = Outbox(initialDelay: configuration.retryInitialDelay)
         hub.delegate = delegate
+        reportOutbox.startPass = { [weak self] in await self?.sendLicenseReports() }
         if configuration.role == .owner {
             try await recover()
-            watchNetworkForReports()
+            watchNetworkForOutboxes()
             if configuration.autoPurgesExpiredDownloads { watchLicenseExpiry() }
         }
     }
@@ -167,6 +166,7 @@ public actor OfflineVideoManager {
         for task in tasks { task.cancel() }
         reportWatcher?.cancel()
         expiryWatcher?.cancel()
+        reportOutbox.cancel()
         reportWatcher = nil
         expiryWatcher = nil
         running = [:]
