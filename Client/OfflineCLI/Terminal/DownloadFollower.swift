@@ -60,7 +60,7 @@ final class DownloadFollower {
                 outcomes[token] = .some(error)
                 await refresh(force: true)
                 finished(token, error)
-            case .staticImagesDownloaded, .storageChanged, .licenseExpirationChanged, .downloadPurged:
+            case .staticImagesDownloaded, .storageChanged, .licenseExpirationChanged, .downloadPurged, .analyticsEventsDropped:
                 break
             }
             if open.isEmpty { break }

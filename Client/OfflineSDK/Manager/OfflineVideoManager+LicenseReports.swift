@@ -6,7 +6,7 @@ import WireModels
 /// First plays and releases on their way to the license server. Each is queued durably in the
 /// store first and sent when the playback network policy allows: at once, at the next start,
 /// when the network comes back, or after a back-off when the server could not be reached
-/// (`Outbox`). A report the server refuses for good (an
+/// (`Outbox`, shared with the analytics events). A report the server refuses for good (an
 /// expired or released license) is dropped; one that cannot reach it waits.
 extension OfflineVideoManager {
     /// A report of `kind` for the license in `terms`, or nil when the video has no FairPlay source.
@@ -121,14 +121,16 @@ extension OfflineVideoManager {
         return try? DownloadPlanner.offlineSource(of: video).fairPlay
     }
 
-    /// Sends queued license reports now and whenever the network changes (the pass checks the
-    /// playback policy), and after a back-off when the server could not be reached.
+    /// Sends queued license reports and analytics events now and whenever the network
+    /// changes (each pass checks its own policy), and after a back-off when a server could not
+    /// be reached.
     func watchNetworkForOutboxes() {
         let paths = configuration.network.paths()
         reportWatcher = Task { [weak self] in
             for await _ in paths {
                 guard let self else { return }
                 await self.sendLicenseReports()
+                await self.sendAnalytics()
             }
         }
     }

@@ -80,9 +80,13 @@ extension OfflineVideoManager {
         let sideband = OfflineVideoManager.sidebandTracks(record: record, video: video).map { (language: $0.srclang, file: PackageLayout.sidebandFile($0)) }
         let images = [record.posterFile, record.thumbnailFile].compactMap { $0 }
         openSessions[token, default: 0] += 1
-        return OfflinePlayback(token: token, reader: reader, license: info, sideband: sideband, images: images) { [weak self] in
-            await self?.playbackClosed(token)
-        }
+        let subject = AnalyticsSubject(record)
+        let session = UUID().uuidString.lowercased()
+        return OfflinePlayback(token: token, sessionID: session, reader: reader, license: info, sideband: sideband, images: images,
+                               onReport: { [weak self] name, position throws(OfflineVideoError) in
+                                   try await self?.recordAnalytics(name, subject, position: position, session: session)
+                               },
+                               onClose: { [weak self] in await self?.playbackClosed(token) })
     }
 
     /// Opens a playback session of the offline video object `videoObject(fromOfflineVideoToken:)` returned.

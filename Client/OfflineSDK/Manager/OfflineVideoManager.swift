@@ -58,9 +58,11 @@ public actor OfflineVideoManager {
     var ownership: StorageLock?
     /// Open playback sessions per offline video.
     var openSessions: [OfflineVideoToken: Int] = [:]
-    /// The sending of queued license reports: one pass at a time, back-off.
+    /// The sending of queued license reports and of analytics events: one pass at a time, back-off.
     let reportOutbox: Outbox
-    /// Background watchers of an owner: the network (license reports) and license expiry (auto-purge).
+    let analyticsOutbox: Outbox
+    /// Background watchers of an owner: the network (license reports, analytics) and license
+    /// expiry (auto-purge).
     var reportWatcher: Task<Void, Never>?
     var expiryWatcher: Task<Void, Never>?
 
@@ -107,8 +109,10 @@ public actor OfflineVideoManager {
         planner = DownloadPlanner(client: client, retry: configuration.retryPolicy)
         licenseClient = FairPlayLicenseClient(store: store, client: client, clock: configuration.clock)
         reportOutbox = Outbox(initialDelay: configuration.retryInitialDelay)
+        analyticsOutbox = Outbox(initialDelay: configuration.retryInitialDelay)
         hub.delegate = delegate
         reportOutbox.startPass = { [weak self] in await self?.sendLicenseReports() }
+        analyticsOutbox.startPass = { [weak self] in await self?.sendAnalytics() }
         if configuration.role == .owner {
             try await recover()
             watchNetworkForOutboxes()
@@ -167,6 +171,7 @@ public actor OfflineVideoManager {
         reportWatcher?.cancel()
         expiryWatcher?.cancel()
         reportOutbox.cancel()
+        analyticsOutbox.cancel()
         reportWatcher = nil
         expiryWatcher = nil
         running = [:]
@@ -298,6 +303,7 @@ public actor OfflineVideoManager {
             if license != nil { releaseOnServer(record) }  // nothing here holds that license now
             throw OfflineVideoError.storeFailure(error, during: .download, "Cannot store the download")
         }
+        try? recordAnalytics(.downloadRequested, AnalyticsSubject(record))  // analytics never fail a request
         if preloaded != nil {
             try await apply(.request, to: token)
         } else {

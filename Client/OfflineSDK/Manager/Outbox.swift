@@ -1,6 +1,6 @@
 import Foundation
 
-/// How one pass over a durable queue (license reports) ended.
+/// How one pass over a durable queue (license reports, analytics events) ended.
 enum OutboxPassResult: Sendable, Equatable {
     /// Everything the network allowed went out (or was refused for good).
     case finished
