@@ -30,12 +30,19 @@ struct TrackerTests {
         return try JSONDecoder().decode(TrackerReceipt.self, from: Data(try response.bytes()))
     }
 
-    /// The admin listing: the events' JSON objects and the total.
-    static func listing(_ app: MockBackendApp, _ query: String = "") throws -> (events: [[String: Any]], total: Int) {
+    /// The admin listing: the events with when each arrived, and the total.
+    static func listing(_ app: MockBackendApp, _ query: String = "") throws -> (events: [(event: TrackerEvent, receivedAt: Date)], total: Int) {
         let response = try app.request("GET", "/_admin/v1/tracker/events" + query)
         try #require(response.status == 200, "\(response.status) \(response.debugText)")
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(try response.bytes())) as? [String: Any])
-        return (try #require(object["events"] as? [[String: Any]]), try #require(object["total"] as? Int))
+        struct Arrival: Decodable {
+            var receivedAt: Date
+            enum CodingKeys: String, CodingKey { case receivedAt = "received_at" }
+        }
+        struct Listing<Event: Decodable>: Decodable { var events: [Event]; var total: Int }
+        let body = Data(try response.bytes())
+        let events = try WireJSON.decoder().decode(Listing<TrackerEvent>.self, from: body)
+        let arrivals = try WireJSON.decoder().decode(Listing<Arrival>.self, from: body).events
+        return (zip(events.events, arrivals).map { ($0, $1.receivedAt) }, events.total)
     }
 
     @Test("a repeated id is accepted and stored once; the answer counts the new ones")
@@ -49,10 +56,11 @@ struct TrackerTests {
 
             let all = try Self.listing(app)
             #expect(all.total == 4)
-            #expect(all.events.compactMap { $0["id"] as? String } == ["d", "c", "b", "a"], "each id once, newest first")
+            #expect(all.events.map(\.event.id) == ["d", "c", "b", "a"], "each id once, newest first")
             let first = try #require(all.events.last)
-            #expect(first["event"] as? String == "play_started" && first["position"] as? Double == 1.5 && first["session"] as? String == "s1")
-            #expect(first["time"] as? String == "2026-11-25T17:00:00.000Z" && first["received_at"] is String)
+            #expect(first.event == TrackerEvent(id: "a", event: "play_started", videoID: Fixture.clearVideo, accountID: Fixture.northwind,
+                                                time: try #require(WireDate.date(from: "2026-11-25T17:00:00.000Z")), position: 1.5, session: "s1"))
+            #expect(abs(first.receivedAt.timeIntervalSince(app.clock.now())) < 60)
         }
     }
 
@@ -62,7 +70,7 @@ struct TrackerTests {
             _ = try Self.receipt(Self.post(app, [Self.event("1"), Self.event("2", "play_paused"),
                                                  Self.event("3", video: Fixture.aesVideo, session: "s2")]))
             #expect(try Self.listing(app, "?video=\(Fixture.clearVideo)").total == 2)
-            #expect(try Self.listing(app, "?event=play_paused").events.compactMap { $0["id"] as? String } == ["2"])
+            #expect(try Self.listing(app, "?event=play_paused").events.map(\.event.id) == ["2"])
             #expect(try Self.listing(app, "?session=s2&video=\(Fixture.aesVideo)").total == 1)
             let limited = try Self.listing(app, "?limit=1")
             #expect(limited.events.count == 1 && limited.total == 3)
