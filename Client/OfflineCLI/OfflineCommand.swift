@@ -144,11 +144,12 @@ extension StorageOptions {
     }
 }
 
-/// Closes an owner's manager once the license reports it queued (releases, first plays) have
-/// been sent, or could not be: the process ends next, and the license server should not wait
-/// for the next `offline` command to learn of them.
+/// Closes an owner's manager once the license reports it queued (releases, first plays) and its
+/// analytics events have been sent, or could not be: the process ends next, and the servers
+/// should not wait for the next `offline` command to learn of them.
 func finish(_ manager: OfflineVideoManager) async {
     _ = await manager.sendPendingLicenseReports()
+    _ = await manager.sendPendingAnalytics()
     await manager.close()
 }
 

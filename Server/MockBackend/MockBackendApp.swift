@@ -29,6 +29,8 @@ public final class MockBackendApp: Sendable {
     let cache = ResponseCache()
     let certificates: ApplicationCertificates
     let licenses: LicenseStore
+    /// The analytics collector's events (`POST /tracker`).
+    let tracker: TrackerStore
     let restrictions: PlaybackRestrictions
     let logger: Logger
     /// The token the admin API asks for.
@@ -53,6 +55,7 @@ public final class MockBackendApp: Sendable {
             try database.pool.write { db in
                 try db.execute(sql: "DELETE FROM catalog_edit")
                 try LicenseStore.forgetAll(db)
+                try TrackerStore.forgetAll(db)
             }
         }
         let assets = MediaAssets(root: configuration.catalogFile.deletingLastPathComponent().appendingPathComponent("media"))
@@ -69,6 +72,7 @@ public final class MockBackendApp: Sendable {
         certificates = try ApplicationCertificates(accountIDs: catalog.accounts.values.filter(\.fairPlay).map(\.id).sorted(),
                                                    database: database, now: clock.now())
         licenses = LicenseStore(database: database)
+        tracker = TrackerStore(database: database)
         restrictions = try PlaybackRestrictions(database: database)
         renderer = VideoRenderer(mediaTokenTTL: configuration.mediaTokenTTL)
         packager = HLSPackager(plainSampleAESKeys: configuration.plainSampleAESKeysForTesting)
@@ -91,6 +95,7 @@ public final class MockBackendApp: Sendable {
         MockBackendApp.addAdminLicenseRoutes(to: &router)
         MockBackendApp.addAdminFaultRoutes(to: &router)
         MockBackendApp.addAdminRequestLogRoutes(to: &router)
+        MockBackendApp.addTrackerRoutes(to: &router)
         MockBackendApp.addDashboardRoutes(to: &router)
         self.router = router
     }

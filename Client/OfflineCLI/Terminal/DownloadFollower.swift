@@ -60,7 +60,8 @@ final class DownloadFollower {
                 outcomes[token] = .some(error)
                 await refresh(force: true)
                 finished(token, error)
-            case .willDownloadVariants, .staticImagesDownloaded, .storageChanged, .licenseExpirationChanged, .downloadPurged:
+            case .willDownloadVariants, .staticImagesDownloaded, .storageChanged, .licenseExpirationChanged, .downloadPurged,
+                 .analyticsEventsDropped:
                 break
             }
             if open.isEmpty { break }

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// The two network steps of the FairPlay key exchange, in the role of Brightcove's
 /// authorization proxy (`authProxy`): fetching the application certificate and sending a

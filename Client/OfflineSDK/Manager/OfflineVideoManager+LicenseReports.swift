@@ -5,8 +5,9 @@ import WireModels
 
 /// First plays and releases on their way to the license server. Each is queued durably in the
 /// store first and sent when the playback network policy allows: at once, at the next start,
-/// or when the network comes back. A report the server refuses for good (an expired or
-/// released license) is dropped; one that cannot reach it waits.
+/// when the network comes back, or after a back-off when the server could not be reached
+/// (`Outbox`, shared with the analytics events). A report the server refuses for good (an
+/// expired or released license) is dropped; one that cannot reach it waits.
 extension OfflineVideoManager {
     /// A report of `kind` for the license in `terms`, or nil when the video has no FairPlay source.
     func licenseReport(_ kind: LicenseReport.Kind, record: DownloadRecord, terms: LicenseTerms) -> LicenseReport? {
@@ -24,21 +25,17 @@ extension OfflineVideoManager {
         guard let terms = StoredLicense.terms(of: record), terms.persistable,
               let report = licenseReport(.release, record: record, terms: terms) else { return }
         do { try store.addReport(report) } catch { return }
-        Task { await self.sendLicenseReports() }
+        reportOutbox.passSoon()
     }
 
     /// Sends the queued first-play and release reports now, while the network policy allows,
-    /// and returns how many are still queued (they go out at a later start or when the network
-    /// comes back). For a process about to end, before `close()`: a command-line tool, whose
-    /// releases would otherwise wait for its next run. Returns once a pass already under way
-    /// has sent them too.
+    /// and returns how many are still queued (they go out at a later start, when the network
+    /// comes back, or after a back-off when the server could not be reached). For a process
+    /// about to end, before `close()`: a command-line tool, whose releases would otherwise wait
+    /// for its next run. Returns once a pass already under way has sent them too.
     public func sendPendingLicenseReports() async -> Int {
-        if sendingReports {
-            reportsAgain = true
-            await withCheckedContinuation { reportPassWaiters.append($0) }
-        } else {
-            await sendLicenseReports()
-        }
+        guard ownership != nil else { return (try? store.pendingReports().count) ?? 0 }
+        await reportOutbox.runAndWait { await self.licenseReportPass() }
         return (try? store.pendingReports().count) ?? 0
     }
 
@@ -46,32 +43,26 @@ extension OfflineVideoManager {
     /// (a call during a pass makes the pass run once more).
     func sendLicenseReports() async {
         guard ownership != nil else { return }
-        guard !sendingReports else {
-            reportsAgain = true
-            return
-        }
-        sendingReports = true
-        defer {
-            sendingReports = false
-            for waiter in reportPassWaiters { waiter.resume() }
-            reportPassWaiters = []
-        }
-        repeat {
-            reportsAgain = false
-            for report in (try? store.pendingReports()) ?? [] {
-                guard let id = report.id else { continue }
-                let server = (try? JSONDecoder().decode(KeySystem.self, from: report.keySystem))?.keyRequestURL ?? ""
-                guard NetworkGate.allows(configuration.network, allowsCellular: options.allowsCellularPlayback, url: server) else {
-                    return  // the rest waits for a network the playback policy allows
-                }
-                if await send(report) {
-                    try? store.removeReport(id)
-                } else {
-                    try? store.countReportAttempt(id)
-                    return  // the server cannot be reached: the rest waits too
-                }
+        await reportOutbox.run { await self.licenseReportPass() }
+    }
+
+    /// One pass over the queued reports, oldest first, stopping at the first one the network
+    /// policy holds back or the server cannot take now (the rest waits behind it).
+    private func licenseReportPass() async -> OutboxPassResult {
+        for report in (try? store.pendingReports()) ?? [] {
+            guard let id = report.id else { continue }
+            let server = (try? JSONDecoder().decode(KeySystem.self, from: report.keySystem))?.keyRequestURL ?? ""
+            guard NetworkGate.allows(configuration.network, allowsCellular: options.allowsCellularPlayback, url: server) else {
+                return .waitingForNetwork  // the rest waits for a network the playback policy allows
             }
-        } while reportsAgain
+            if await send(report) {
+                try? store.removeReport(id)
+            } else {
+                try? store.countReportAttempt(id)
+                return .unreachable  // the server cannot be reached: the rest waits too
+            }
+        }
+        return .finished
     }
 
     /// Sends one report; true when it is done with (sent, or refused for good).
@@ -96,7 +87,7 @@ extension OfflineVideoManager {
                     continue
                 }
                 if error.reason == .licenseRevoked, let token = report.token { forgetLicense(token) }
-                let unreachable = error.reason == .network || (error.httpStatus.map { $0 >= 500 || $0 == 429 } ?? false)
+                let unreachable = error.reason == .network || (error.httpStatus.map(Outbox.isTransient) ?? false)
                 return !unreachable
             }
         }
@@ -130,13 +121,16 @@ extension OfflineVideoManager {
         return try? DownloadPlanner.offlineSource(of: video).fairPlay
     }
 
-    /// Sends queued reports now and whenever the network changes to one the playback policy allows.
-    func watchNetworkForReports() {
+    /// Sends queued license reports and analytics events now and whenever the network
+    /// changes (each pass checks its own policy), and after a back-off when a server could not
+    /// be reached.
+    func watchNetworkForOutboxes() {
         let paths = configuration.network.paths()
         reportWatcher = Task { [weak self] in
             for await _ in paths {
                 guard let self else { return }
                 await self.sendLicenseReports()
+                await self.sendAnalytics()
             }
         }
     }

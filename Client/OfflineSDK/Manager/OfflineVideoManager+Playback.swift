@@ -95,10 +95,14 @@ extension OfflineVideoManager {
         }
         let images = [record.posterFile, record.thumbnailFile].compactMap { $0 }
         openSessions[token, default: 0] += 1
-        return OfflinePlayback(token: token, reader: reader, license: info, sideband: sideband, subtitleLanguage: subtitleLanguage,
-                               images: images) { [weak self] in
-            await self?.playbackClosed(token)
-        }
+        let subject = AnalyticsSubject(record)
+        let session = UUID().uuidString.lowercased()
+        return OfflinePlayback(token: token, sessionID: session, reader: reader, license: info, sideband: sideband,
+                               subtitleLanguage: subtitleLanguage, images: images,
+                               onReport: { [weak self] name, position throws(OfflineVideoError) in
+                                   try await self?.recordAnalytics(name, subject, position: position, session: session)
+                               },
+                               onClose: { [weak self] in await self?.playbackClosed(token) })
     }
 
     /// Opens a playback session of the offline video object `videoObject(fromOfflineVideoToken:)` returned.
@@ -148,7 +152,7 @@ extension OfflineVideoManager {
         guard recorded else { return }
         videoCache[record.token] = nil
         hub.emit(.licenseExpirationChanged(record.token, expiration: LicenseRules.expiration(terms, localFirstPlay: now) ?? .distantFuture))
-        Task { await self.sendLicenseReports() }
+        reportOutbox.passSoon()
     }
 
     /// A playback session ended: an expired download waiting for it may be purged now.

@@ -56,6 +56,7 @@ extension OfflineVideoManager {
                 videoCache[token] = nil
             case .announceFinished(let error):
                 hub.emit(.downloadFinished(token, error: error))
+                recordDownloadFinished(before, error: error)
             case .announceStorageChanged:
                 if announcesStorageChange { hub.emit(.storageChanged) }
             case .announcePurged:

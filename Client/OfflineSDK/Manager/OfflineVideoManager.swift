@@ -62,12 +62,11 @@ public actor OfflineVideoManager {
     var ownership: StorageLock?
     /// Open playback sessions per offline video.
     var openSessions: [OfflineVideoToken: Int] = [:]
-    /// License reports: a pass is running; another was asked for meanwhile; callers of
-    /// `sendPendingLicenseReports` waiting for the running pass to end.
-    var sendingReports = false
-    var reportsAgain = false
-    var reportPassWaiters: [CheckedContinuation<Void, Never>] = []
-    /// Background watchers of an owner: the network (license reports) and license expiry (auto-purge).
+    /// The sending of queued license reports and of analytics events: one pass at a time, back-off.
+    let reportOutbox: Outbox
+    let analyticsOutbox: Outbox
+    /// Background watchers of an owner: the network (license reports, analytics) and license
+    /// expiry (auto-purge).
     var reportWatcher: Task<Void, Never>?
     var expiryWatcher: Task<Void, Never>?
 
@@ -111,10 +110,14 @@ public actor OfflineVideoManager {
         client = HTTPClient(engine: engine)
         planner = DownloadPlanner(client: client, retry: configuration.retryPolicy)
         licenseClient = FairPlayLicenseClient(store: store, client: client, clock: configuration.clock, keyExchange: configuration.keyExchange)
+        reportOutbox = Outbox(initialDelay: configuration.retryInitialDelay)
+        analyticsOutbox = Outbox(initialDelay: configuration.retryInitialDelay)
         hub.delegate = delegate
+        reportOutbox.startPass = { [weak self] in await self?.sendLicenseReports() }
+        analyticsOutbox.startPass = { [weak self] in await self?.sendAnalytics() }
         if configuration.role == .owner {
             try await recover()
-            watchNetworkForReports()
+            watchNetworkForOutboxes()
             if configuration.autoPurgesExpiredDownloads { watchLicenseExpiry() }
         }
     }
@@ -169,6 +172,8 @@ public actor OfflineVideoManager {
         for task in tasks { task.cancel() }
         reportWatcher?.cancel()
         expiryWatcher?.cancel()
+        reportOutbox.cancel()
+        analyticsOutbox.cancel()
         reportWatcher = nil
         expiryWatcher = nil
         running = [:]
@@ -331,6 +336,7 @@ public actor OfflineVideoManager {
             if license != nil { releaseOnServer(record) }  // nothing here holds that license now
             throw OfflineVideoError.storeFailure(error, during: .download, "Cannot store the download")
         }
+        try? recordAnalytics(.downloadRequested, AnalyticsSubject(record))  // analytics never fail a request
         if preloaded != nil {
             try await apply(.request, to: token)
         } else {

@@ -6,9 +6,10 @@ public struct OfflineVideoManagerOptions: Sendable, Equatable {
     public var allowsCellularDownload = false
     /// Whether offline playback may fetch over cellular (licenses, first-play reports).
     public var allowsCellularPlayback = false
-    /// Whether analytics may be sent over cellular (default on).
+    /// Whether analytics events may be uploaded over cellular (default on); otherwise they wait for another network.
     public var allowsCellularAnalytics = true
-    /// The most bytes of unsent analytics kept (default 500 MiB, at least 1 MiB).
+    /// The most bytes of unsent analytics events kept, counted as their JSON (default 500 MiB, at
+    /// least 1 MiB); beyond it the oldest are dropped, with `.analyticsEventsDropped(count:)`.
     public var analyticsStorageLimit: Int = 500 * 1024 * 1024 {
         didSet { analyticsStorageLimit = max(analyticsStorageLimit, 1024 * 1024) }
     }

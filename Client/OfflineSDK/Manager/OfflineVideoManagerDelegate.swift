@@ -45,6 +45,8 @@ public enum OfflineVideoEvent: Sendable, Equatable {
     case licenseExpirationChanged(OfflineVideoToken, expiration: Date?)
     /// A download whose license expired was deleted (`autoPurgesExpiredDownloads`).
     case downloadPurged(OfflineVideoToken)
+    /// Unsent analytics events went over `analyticsStorageLimit`: this many of the oldest were dropped.
+    case analyticsEventsDropped(count: Int)
 }
 
 /// Callbacks of `OfflineVideoManager`, named as in Brightcove's SDK. Every method has an
@@ -77,6 +79,8 @@ public protocol OfflineVideoManagerDelegate: AnyObject, Sendable {
     func offlineVideoToken(_ token: OfflineVideoToken, didChangeLicenseExpirationTo expiration: Date?)
     /// A download whose license expired was deleted by auto-purge.
     func offlineVideoTokenWasPurged(_ token: OfflineVideoToken)
+    /// Unsent analytics events went over `analyticsStorageLimit`: `count` of the oldest were dropped.
+    func offlineVideoAnalyticsEventsDropped(_ count: Int)
     /// The service to fetch `video` again with when its URLs expired; nil builds one from the
     /// account and policy key the video was found with. A video found with a playback-restriction
     /// JWT alone needs this: the JWT is never stored, so without it the download fails with
@@ -96,6 +100,7 @@ extension OfflineVideoManagerDelegate {
     public func offlineVideoStorageDidChange() {}
     public func offlineVideoToken(_ token: OfflineVideoToken, didChangeLicenseExpirationTo expiration: Date?) {}
     public func offlineVideoTokenWasPurged(_ token: OfflineVideoToken) {}
+    public func offlineVideoAnalyticsEventsDropped(_ count: Int) {}
     public func playbackServiceForManifestURLTTLUpdate(for video: PlaybackVideo) -> PlaybackService? { nil }
 }
 
@@ -121,6 +126,8 @@ extension OfflineVideoEvent {
             delegate.offlineVideoToken(token, didChangeLicenseExpirationTo: expiration)
         case .downloadPurged(let token):
             delegate.offlineVideoTokenWasPurged(token)
+        case .analyticsEventsDropped(let count):
+            delegate.offlineVideoAnalyticsEventsDropped(count)
         }
     }
 }

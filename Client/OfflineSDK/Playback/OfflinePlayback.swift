@@ -40,6 +40,10 @@ public struct PlaybackOptions: Sendable, Equatable {
 /// A session keeps working once open, even if its license expires meanwhile (the next open is
 /// refused). Close it when done: the loopback server stops and a download paused for it, or an
 /// expired download waiting for auto-purge, goes on.
+///
+/// The app tells the session what its player does (`reportPlay(at:)`, `reportPause(at:)`,
+/// `reportCompletion(at:)`): the events are kept offline and uploaded with the manager's
+/// analytics, tagged with `sessionID`.
 public final class OfflinePlayback: Sendable {
     /// The offline video played.
     public let token: OfflineVideoToken
@@ -49,6 +53,8 @@ public final class OfflinePlayback: Sendable {
     public let license: OfflineLicenseInfo?
     /// The subtitle language the loopback master makes the default (`PlaybackOptions.subtitleLanguage`).
     public let subtitleLanguage: String?
+    /// This session's id, sent with its play events.
+    public let sessionID: String
 
     let reader: ClearMediaReader
     /// Sideband subtitle files by language (inside the package).
@@ -56,10 +62,16 @@ public final class OfflinePlayback: Sendable {
     let images: [String]
     private let state = Locked<(server: HTTPServer?, secret: String, closed: Bool)>((nil, "", false))
     private let onClose: @Sendable () async -> Void
+    /// Records a play event (name, position) with the manager's analytics.
+    private let onReport: @Sendable (OfflineVideoManager.AnalyticsEventName, Double) async throws(OfflineVideoError) -> Void
 
-    init(token: OfflineVideoToken, reader: ClearMediaReader, license: OfflineLicenseInfo?, sideband: [(language: String, file: String)],
-         subtitleLanguage: String? = nil, images: [String], onClose: @escaping @Sendable () async -> Void) {
+    init(token: OfflineVideoToken, sessionID: String, reader: ClearMediaReader, license: OfflineLicenseInfo?, sideband: [(language: String, file: String)],
+         subtitleLanguage: String? = nil, images: [String],
+         onReport: @escaping @Sendable (OfflineVideoManager.AnalyticsEventName, Double) async throws(OfflineVideoError) -> Void,
+         onClose: @escaping @Sendable () async -> Void) {
         self.token = token
+        self.sessionID = sessionID
+        self.onReport = onReport
         self.reader = reader
         self.tracks = reader.tracks.map(\.selection)
         self.license = license
@@ -154,6 +166,34 @@ public final class OfflinePlayback: Sendable {
             }
         }
         try await ClearExport.write(reader: reader, video: video, audio: audio, to: file)
+    }
+
+    // MARK: Analytics
+
+    /// Records that the player started, or resumed, at `position` seconds (`play_started`).
+    /// Throws `invalidParameter` for a negative or non-finite position, a storage error when the
+    /// event cannot be stored.
+    public func reportPlay(at position: TimeInterval) async throws(OfflineVideoError) {
+        try await report(.playStarted, at: position)
+    }
+
+    /// Records that the player paused at `position` seconds (`play_paused`).
+    public func reportPause(at position: TimeInterval) async throws(OfflineVideoError) {
+        try await report(.playPaused, at: position)
+    }
+
+    /// Records that the video played to its end (`play_completed`), at `position` seconds or,
+    /// when nil, at the video's duration.
+    public func reportCompletion(at position: TimeInterval? = nil) async throws(OfflineVideoError) {
+        let duration = reader.tracks.first { $0.selection.kind == .video }?.durations.reduce(0, +) ?? 0
+        try await report(.playCompleted, at: position ?? duration)
+    }
+
+    private func report(_ name: OfflineVideoManager.AnalyticsEventName, at position: TimeInterval) async throws(OfflineVideoError) {
+        guard position.isFinite, position >= 0 else {
+            throw OfflineVideoError(.invalidParameter, .invalidParameter, "A playback position is a number of seconds, at least 0, not \(position)")
+        }
+        try await onReport(name, position)
     }
 
     // MARK: Closing

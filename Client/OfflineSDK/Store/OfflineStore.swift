@@ -117,6 +117,29 @@ final class OfflineStore: Sendable {
                 t.primaryKey(["token", "path"])
             }
         }
+        migrator.registerMigration("v4: analytics events") { db in
+            // Download and playback events waiting to reach their collector (`origin` + /tracker),
+            // oldest first by `seq`; `body` is the event's JSON as it is sent. `analytics_size`
+            // holds the sum of `bytes`, kept by the triggers, for the storage limit.
+            try db.create(table: "analytics_event") { t in
+                t.autoIncrementedPrimaryKey("seq")
+                t.column("id", .text).notNull().unique()
+                t.column("origin", .text).notNull()
+                t.column("body", .blob).notNull()
+                t.column("bytes", .integer).notNull()
+                t.column("created_at", .double).notNull()
+                t.column("attempts", .integer).notNull().defaults(to: 0)
+            }
+            try db.create(index: "analytics_event_origin", on: "analytics_event", columns: ["origin", "seq"])
+            try db.execute(sql: """
+                CREATE TABLE analytics_size (bytes INTEGER NOT NULL);
+                INSERT INTO analytics_size (bytes) VALUES (0);
+                CREATE TRIGGER analytics_event_added AFTER INSERT ON analytics_event
+                    BEGIN UPDATE analytics_size SET bytes = bytes + NEW.bytes; END;
+                CREATE TRIGGER analytics_event_removed AFTER DELETE ON analytics_event
+                    BEGIN UPDATE analytics_size SET bytes = bytes - OLD.bytes; END;
+                """)
+        }
         return migrator
     }
 
@@ -169,6 +192,78 @@ final class OfflineStore: Sendable {
 
     func countReportAttempt(_ id: Int64) throws {
         try pool.write { db in try db.execute(sql: "UPDATE license_report SET attempts = attempts + 1 WHERE id = ?", arguments: [id]) }
+    }
+
+    // MARK: Analytics
+
+    /// Stores an analytics event, then drops the oldest events until all of them take at most
+    /// `limit` bytes, in one transaction; returns how many were dropped.
+    func addAnalyticsEvent(_ event: AnalyticsRecord, limit: Int) throws -> Int {
+        try pool.write { db in
+            var event = event
+            try event.insert(db)
+            var size = try Int.fetchOne(db, sql: "SELECT bytes FROM analytics_size") ?? 0
+            guard size > limit else { return 0 }
+            var cut: Int64?
+            let rows = try Row.fetchCursor(db, sql: "SELECT seq, bytes FROM analytics_event ORDER BY seq")
+            while size > limit, let row = try rows.next() {
+                cut = row[0]
+                size -= row[1] as Int
+            }
+            guard let cut else { return 0 }
+            try db.execute(sql: "DELETE FROM analytics_event WHERE seq <= ?", arguments: [cut])
+            return db.changesCount
+        }
+    }
+
+    /// The collectors that have events waiting, the one with the oldest event first.
+    func analyticsOrigins() throws -> [String] {
+        try pool.read { db in
+            try String.fetchAll(db, sql: "SELECT origin FROM analytics_event GROUP BY origin ORDER BY MIN(seq)")
+        }
+    }
+
+    /// The oldest events waiting for `origin`: at most `count`, and no more than `bytes` bytes
+    /// of JSON together (always at least one).
+    func pendingAnalytics(origin: String, count: Int, bytes: Int) throws -> [AnalyticsRecord] {
+        try pool.read { db in
+            var batch: [AnalyticsRecord] = []
+            var total = 0
+            let records = try AnalyticsRecord.filter(Column("origin") == origin).order(Column("seq")).limit(count).fetchCursor(db)
+            while let record = try records.next() {
+                if !batch.isEmpty && total + record.bytes > bytes { break }
+                total += record.bytes
+                batch.append(record)
+            }
+            return batch
+        }
+    }
+
+    /// Every event waiting, oldest first.
+    func allAnalytics() throws -> [AnalyticsRecord] {
+        try pool.read { db in try AnalyticsRecord.order(Column("seq")).fetchAll(db) }
+    }
+
+    /// How many events are waiting.
+    func analyticsCount() throws -> Int {
+        try pool.read { db in try AnalyticsRecord.fetchCount(db) }
+    }
+
+    /// The bytes the waiting events take (what the storage limit counts).
+    func analyticsBytes() throws -> Int {
+        try pool.read { db in try Int.fetchOne(db, sql: "SELECT bytes FROM analytics_size") ?? 0 }
+    }
+
+    /// Forgets events the collector accepted (or refused for good).
+    func removeAnalytics(_ seqs: [Int64]) throws {
+        _ = try pool.write { db in try AnalyticsRecord.deleteAll(db, keys: seqs) }
+    }
+
+    func countAnalyticsAttempt(_ seqs: [Int64]) throws {
+        try pool.write { db in
+            let statement = try db.cachedStatement(sql: "UPDATE analytics_event SET attempts = attempts + 1 WHERE seq = ?")
+            for seq in seqs { try statement.execute(arguments: [seq]) }
+        }
     }
 
     /// The trusted-time mark (seconds since 1970), if any time was recorded yet.

@@ -197,3 +197,28 @@ struct LicenseReport: Codable, Sendable, Equatable, FetchableRecord, MutablePers
         case keySystem = "key_system", serviceBaseURL = "service_base_url", policyKey = "policy_key", createdAt = "created_at"
     }
 }
+
+/// An analytics event waiting to reach its collector (`analytics_event`).
+struct AnalyticsRecord: Codable, Sendable, Equatable, FetchableRecord, MutablePersistableRecord {
+    static let databaseTableName = "analytics_event"
+
+    /// Order of recording; nil until inserted.
+    var seq: Int64?
+    /// The event's own id, which the collector deduplicates on.
+    var id: String
+    /// The base URL of the backend the video came from: the event goes to `origin` + `/tracker`.
+    var origin: String
+    /// The event (`TrackerEvent`) as JSON, exactly as it is sent.
+    var body: Data
+    /// `body.count`: what the storage limit counts.
+    var bytes: Int
+    var createdAt: Double
+    var attempts: Int
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { seq = inserted.rowID }
+
+    enum CodingKeys: String, CodingKey {
+        case seq, id, origin, body, bytes, attempts
+        case createdAt = "created_at"
+    }
+}

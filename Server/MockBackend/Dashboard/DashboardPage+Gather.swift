@@ -16,7 +16,9 @@ extension MockBackendApp {
         var licenseList: [AdminLicense] = []
         var devices: [RegisteredDevice] = []
         var problem: String?
+        var analyticsEvents = 0
         do {
+            analyticsEvents = try tracker.count()
             licenseList = try licenses.licenses(LicenseStore.LicenseFilter(), now: now, limit: 200).map { AdminLicense($0, now: now) }
             for account in accounts { devices += try licenses.registeredDevices(accountID: account.id, userID: nil) }
         } catch {
@@ -26,6 +28,7 @@ extension MockBackendApp {
                              flash: flash, accounts: accounts, licenses: licenseList,
                              videoNames: catalog.videos.mapValues(\.name), devices: devices, storageProblem: problem,
                              faultSeed: configuration.faultSeed, faults: faults.rules,
-                             requests: requestLog.entries(limit: 100), requestLogCapacity: requestLog.capacity)
+                             requests: requestLog.entries(limit: 100), requestLogCapacity: requestLog.capacity,
+                             analyticsEvents: analyticsEvents)
     }
 }

@@ -32,6 +32,8 @@ struct DashboardPage {
     var faults: [FaultInjector.Installed]
     var requests: [RequestLog.Entry]
     var requestLogCapacity: Int
+    /// Analytics events the collector (`POST /tracker`) holds.
+    var analyticsEvents: Int
 
     /// The whole page.
     func render() -> HTML {
@@ -50,7 +52,8 @@ struct DashboardPage {
             <nav class="toc">
               <a href="#clock">Clock</a><a href="#faults">Faults <span class="n">\(faults.count)</span></a>\
             <a href="#requests">Requests</a><a href="#licenses">Licenses <span class="n">\(licenses.count)</span></a>\
-            <a href="#catalog">Catalog <span class="n">\(videoCount)</span></a><a href="#devices">Devices <span class="n">\(devices.count)</span></a>
+            <a href="#catalog">Catalog <span class="n">\(videoCount)</span></a><a href="#devices">Devices <span class="n">\(devices.count)</span></a>\
+            <span id="analytics-events" title="GET /_admin/v1/tracker/events">Analytics events <span class="n">\(analyticsEvents)</span></span>
             </nav>
             <main>
             \(flashBlock)

@@ -11,6 +11,8 @@ public enum RouteClass: String, Codable, Sendable, CaseIterable {
     case certificate
     case image
     case subtitles
+    /// The analytics collector, `POST /tracker`.
+    case tracker
 
     /// What a request is, with the account, video (uuid) and rendition (uuid) its path names;
     /// nil for paths no rule can aim at (the admin API).
@@ -33,6 +35,7 @@ public enum RouteClass: String, Codable, Sendable, CaseIterable {
             }
         case ("image", _): return (.image, at(2), at(3), nil)
         case ("text", _): return (.subtitles, at(2), at(3), nil)
+        case ("tracker", _): return (.tracker, nil, nil, nil)
         default: return nil
         }
     }

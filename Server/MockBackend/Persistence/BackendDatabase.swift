@@ -5,7 +5,8 @@ import SQLiteSupport
 /// The backend's SQLite database (WAL, via GRDB): the URL-signing secret and the content
 /// keys of protected videos ("v1"); application certificates, licenses, devices, nonces and
 /// playback-restriction keys ("v2", see `LicenseStore`); the admin API's catalog edits and
-/// license revocations ("v3", see `LiveCatalog`).
+/// license revocations ("v3", see `LiveCatalog`); the analytics collector's events ("v4", see
+/// `TrackerStore`).
 /// Persisted values and table layouts only change through new migrations.
 final class BackendDatabase: Sendable {
     let pool: DatabasePool
@@ -45,6 +46,9 @@ final class BackendDatabase: Sendable {
         migrator.registerMigration("v3: catalog edits and license revocation") { db in
             try LiveCatalog.createTables(db)
             try db.alter(table: "license") { t in t.add(column: "revoked_at", .double) }
+        }
+        migrator.registerMigration("v4: analytics events") { db in
+            try TrackerStore.createTables(db)
         }
         return migrator
     }

@@ -37,10 +37,13 @@ extension MockBackendApp {
         addAdminItemRoutes(CatalogFile.Playlist.self, to: &router)
     }
 
-    /// Restores the file's catalog and forgets every license, license event, device and used
-    /// nonce (keys, certificates, URL secret and admin token stay).
+    /// Restores the file's catalog and forgets every license, license event, device, used
+    /// nonce and analytics event (keys, certificates, URL secret and admin token stay).
     func reset() throws {
-        try live.reset(now: clock.now()) { db in try LicenseStore.forgetAll(db) }
+        try live.reset(now: clock.now()) { db in
+            try LicenseStore.forgetAll(db)
+            try TrackerStore.forgetAll(db)
+        }
     }
 
     // MARK: Accounts

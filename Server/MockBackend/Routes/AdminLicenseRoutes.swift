@@ -73,13 +73,7 @@ extension MockBackendApp {
             if let state = request.queryValue("state"), !states.contains(state) {
                 throw CatalogEditError(.invalid, "INVALID_STATE", "state must be one of \(states.joined(separator: ", "))")
             }
-            var limit = 1000
-            if let text = request.queryValue("limit") {
-                guard let value = Int(text), (1...10_000).contains(value) else {
-                    throw CatalogEditError(.invalid, "INVALID_LIMIT", "limit must be a whole number, 1-10000")
-                }
-                limit = value
-            }
+            let limit = try listingLimit(request)
             let filter = LicenseStore.LicenseFilter(accountID: request.queryValue("account"), videoID: request.queryValue("video"),
                                                     userID: request.queryValue("user"), deviceID: request.queryValue("device"),
                                                     state: request.queryValue("state"))
@@ -138,6 +132,16 @@ extension MockBackendApp {
 
     private func requireAccount(_ id: String) throws(CatalogEditError) {
         guard catalog.accounts[id] != nil else { throw CatalogEditError(.notFound, "ACCOUNT_NOT_FOUND", "No account \(id)") }
+    }
+
+    /// The `limit` of an admin listing (licenses, analytics events): 1-10000, default 1000;
+    /// anything else is a 400 `INVALID_LIMIT`.
+    static func listingLimit(_ request: HTTPRequest) throws(CatalogEditError) -> Int {
+        guard let text = request.queryValue("limit") else { return 1000 }
+        guard let value = Int(text), (1...10_000).contains(value) else {
+            throw CatalogEditError(.invalid, "INVALID_LIMIT", "limit must be a whole number, 1-10000")
+        }
+        return value
     }
 
     /// Runs a database call; a failure is a 500 with what went wrong.

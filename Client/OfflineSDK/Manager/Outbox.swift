@@ -1,0 +1,110 @@
+import Foundation
+
+/// How one pass over a durable queue (license reports, analytics events) ended.
+enum OutboxPassResult: Sendable, Equatable {
+    /// Everything the network allowed went out (or was refused for good).
+    case finished
+    /// The network policy held something back: it goes when the network changes.
+    case waitingForNetwork
+    /// A server could not be reached (no answer, 5xx, 429): the pass runs again after a back-off.
+    case unreachable
+}
+
+/// The sending side of a durable queue the manager owns (its items are stored first and
+/// removed once their server took them): one pass at a time (a pass asked for while one runs
+/// makes that one run once more), callers that wait for a whole pass, and after a pass that
+/// could not reach its server another one after a back-off (the first delay, doubled each
+/// time, at most `maximumDelay`; reset by a pass that gets through). Passes also run when the
+/// network changes and at start (the manager's watchers); `cancel()` stops the back-off.
+///
+/// Owned by the manager actor and used only on it (`isolation`).
+final class Outbox {
+    private var running = false
+    private var again = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private var failures = 0
+    private var retry: Task<Void, Never>?
+    private var due = false
+    private let initialDelay: Duration
+    private let maximumDelay: Duration
+    /// What a pass started later (`passSoon`, a retry after the back-off) runs: a pass through the manager.
+    var startPass: (@Sendable () async -> Void)?
+
+    init(initialDelay: Duration, maximumDelay: Duration = .seconds(300)) {
+        self.initialDelay = initialDelay
+        self.maximumDelay = maximumDelay
+    }
+
+    /// Runs `pass`, again while more was asked for meanwhile; during a pass, only asks for one more.
+    func run(isolation: isolated (any Actor) = #isolation, _ pass: () async -> OutboxPassResult) async {
+        due = false
+        guard !running else {
+            again = true
+            return
+        }
+        running = true
+        var result = OutboxPassResult.finished
+        repeat {
+            again = false
+            result = await pass()
+        } while again
+        running = false
+        for waiter in waiters { waiter.resume() }
+        waiters = []
+        if result == .unreachable {
+            failures += 1
+            scheduleRetry()
+        } else if result == .finished {
+            failures = 0
+            retry?.cancel()
+            retry = nil
+        }
+    }
+
+    /// Runs a pass and returns when it ended; during a pass, returns once that one has run again.
+    func runAndWait(isolation: isolated (any Actor) = #isolation, _ pass: () async -> OutboxPassResult) async {
+        if running {
+            again = true
+            await withCheckedContinuation(isolation: isolation) { waiters.append($0) }
+        } else {
+            await run(pass)
+        }
+    }
+
+    /// Starts a pass in a new task, unless one is due already: a queue that just got an item.
+    func passSoon() {
+        guard !due, let startPass else { return }
+        due = true
+        Task { await startPass() }
+    }
+
+    /// Whether an HTTP status says the server cannot take the request now (5xx, 429, 408): the
+    /// item waits for a later pass. Other refusals are for good: the item is dropped.
+    static func isTransient(status: Int) -> Bool {
+        status >= 500 || status == 429 || status == 408
+    }
+
+    /// Stops a retry waiting for its back-off.
+    func cancel() {
+        retry?.cancel()
+        retry = nil
+    }
+
+    /// The wait before the next retry: `initialDelay` after the first failure, doubled per failure since.
+    var backOff: Duration {
+        var delay = initialDelay
+        for _ in 1..<max(1, min(failures, 30)) where delay < maximumDelay { delay *= 2 }
+        return min(delay, maximumDelay)
+    }
+
+    private func scheduleRetry() {
+        retry?.cancel()
+        guard let startPass else { return }
+        let delay = backOff
+        retry = Task {
+            try? await Task.sleep(for: delay)
+            guard !Task.isCancelled else { return }
+            await startPass()
+        }
+    }
+}

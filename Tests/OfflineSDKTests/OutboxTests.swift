@@ -1,0 +1,52 @@
+@testable import OfflineSDK
+import TestKit
+import Testing
+
+/// The queue machinery license reports and analytics share: one pass at a time, back-off.
+@Suite("Outbox: passes and back-off")
+struct OutboxTests {
+    /// Runs passes that end as `results` says (then `.finished`), retried by the outbox itself.
+    actor Driver {
+        let outbox: Outbox
+        var results: [OutboxPassResult]
+        var passes = 0
+
+        init(_ results: [OutboxPassResult], initialDelay: Duration, maximumDelay: Duration = .seconds(300)) {
+            outbox = Outbox(initialDelay: initialDelay, maximumDelay: maximumDelay)
+            self.results = results
+        }
+
+        func retries() { outbox.startPass = { [weak self] in await self?.pass() } }
+
+        func pass() async {
+            await outbox.run {
+                passes += 1
+                return results.isEmpty ? .finished : results.removeFirst()
+            }
+        }
+
+        var backOff: Duration { outbox.backOff }
+    }
+
+    @Test("a pass that cannot reach its server runs again after the back-off, until one gets through")
+    func retriesAfterBackOff() async throws {
+        let driver = Driver([.unreachable, .unreachable], initialDelay: .milliseconds(20))
+        await driver.retries()
+        await driver.pass()
+        #expect(try await eventually { await driver.passes == 3 })
+        #expect(await driver.backOff == .milliseconds(20), "a pass that got through starts the back-off over")
+    }
+
+    @Test("the back-off doubles per failure up to its ceiling; waiting for the network is no failure")
+    func doubles() async throws {
+        let driver = Driver([.unreachable, .unreachable, .waitingForNetwork, .unreachable, .unreachable],
+                            initialDelay: .milliseconds(100), maximumDelay: .milliseconds(300))
+        var seen: [Duration] = []
+        for _ in 0..<5 {
+            await driver.pass()
+            seen.append(await driver.backOff)
+        }
+        #expect(seen == [.milliseconds(100), .milliseconds(200), .milliseconds(200), .milliseconds(300), .milliseconds(300)])
+        #expect(await driver.passes == 5, "no retries without startPass")
+    }
+}
