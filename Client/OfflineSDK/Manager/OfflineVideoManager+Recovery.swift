@@ -8,7 +8,7 @@ extension OfflineVideoManager {
         where record.downloadState == .requested || record.downloadState == .downloading {
             try await apply(.interrupted, to: record.token)
         }
-        _ = try await checkStorage()
+        _ = try await checkStorage(during: .open)
         schedule()
     }
 
@@ -20,9 +20,14 @@ extension OfflineVideoManager {
     /// while it is away, and the check at start runs before anyone listens. Owners only.
     @discardableResult
     public func checkStorage() async throws(OfflineVideoError) -> Bool {
+        try await checkStorage(during: .query)
+    }
+
+    /// `checkStorage`, its store failures reported as part of `operation` (opening the manager at start).
+    private func checkStorage(during operation: StoreOperation) async throws(OfflineVideoError) -> Bool {
         try requireOwner()
         var changed = false
-        let records = try storeCall { try store.allDownloads() }
+        let records = try storeCall(operation) { try store.allDownloads() }
         for record in records where record.downloadState == .completed {
             if let missing = missingFile(record) {
                 if try await applyUnlessMoved(.filesMissing(missing), to: record.token, announcesStorageChange: false) { changed = true }
