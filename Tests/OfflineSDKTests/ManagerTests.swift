@@ -153,6 +153,9 @@ struct ManagerTests {
             func didDownloadStaticImages(offlineVideoToken token: OfflineVideoToken) {
                 log.withLock { $0.append(.staticImagesDownloaded(token)) }
             }
+            func offlineVideoToken(_ token: OfflineVideoToken, didChangeStateTo state: OfflineVideoDownloadState?) {
+                log.withLock { $0.append(.downloadStateChanged(token, state: state)) }
+            }
         }
         try await withBackend { server in
             let storage = try TemporaryDirectory()

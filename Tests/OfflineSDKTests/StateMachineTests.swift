@@ -19,7 +19,10 @@ struct StateMachineTests {
 
     @Test("each event applies to exactly the states it should; everywhere else it is invalidState")
     func applicability() throws {
-        #expect(sources(.request) == [.licensePreloaded])
+        #expect(sources(.request(suspended: false)) == [.licensePreloaded])
+        #expect(sources(.request(suspended: true)) == [.licensePreloaded])
+        #expect(sources(.purge(keepsLicense: true)) == Set(all))
+        #expect(sources(.purge(keepsLicense: false)) == Set(all))
         #expect(sources(.start) == [.requested])
         #expect(sources(.interrupted) == [.requested, .downloading])
         #expect(sources(.pause) == [.requested, .downloading])
@@ -48,7 +51,15 @@ struct StateMachineTests {
 
     @Test("new states, recorded times and errors, and actions in order")
     func outcomes() throws {
-        #expect(next(.licensePreloaded, .request) == .init(state: .requested, endTime: .clear, error: .clear, actions: [.forgetCaches, .enqueue]))
+        #expect(next(.licensePreloaded, .request(suspended: false)) == .init(state: .requested, endTime: .clear, error: .clear,
+                                                                             actions: [.forgetCaches, .enqueue]))
+        #expect(next(.licensePreloaded, .request(suspended: true)) == .init(state: .suspended, endTime: .clear, error: .clear,
+                                                                            actions: [.forgetCaches]), "a task waits for its resume")
+        #expect(next(.downloading, .purge(keepsLicense: true)) == .init(state: .licensePreloaded, endTime: .clear, error: .clear, dropsPlan: true,
+                                                                        actions: [.stopTask, .removePackage, .forgetCaches]),
+                "a purged task keeps its key: its record becomes a preloaded license")
+        #expect(next(.completed, .purge(keepsLicense: false)) == .init(state: nil, actions: [.stopTask, .removePackage, .forgetCaches]),
+                "nothing to give back: a purge without a key releases nothing")
         #expect(next(.requested, .start) == .init(state: .downloading))
         #expect(next(.downloading, .interrupted) == .init(state: .requested, actions: [.enqueue]))
         #expect(next(.downloading, .pause) == .init(state: .suspended, actions: [.stopTask]))

@@ -61,7 +61,7 @@ final class DownloadFollower {
                 await refresh(force: true)
                 finished(token, error)
             case .willDownloadVariants, .staticImagesDownloaded, .storageChanged, .licenseExpirationChanged, .downloadPurged,
-                 .analyticsEventsDropped:
+                 .analyticsEventsDropped, .downloadStateChanged:
                 break
             }
             if open.isEmpty { break }

@@ -133,14 +133,24 @@ enum VariantRule: Sendable {
     case qualifiers([VariantQualifier])
 }
 
-/// What the shared request path is asked for, whichever public method asked.
-struct DownloadRequest: Sendable {
+/// What the shared request path is asked for, whichever public method (of either façade) asked.
+struct DownloadSpec: Sendable {
     var variant: VariantRule
     /// nil: the configured preferred languages.
     var selections: MediaSelections?
     var parameters: DownloadParameters
     /// Set for the download-configuration path.
     var configuration: ConfiguredDownload?
+    /// Set for a `DownloadTask`: stored with the record; the download waits, suspended, for a resume.
+    var task: TaskFields?
+
+    /// The task-style façade's own parts (`DownloadManager.enqueue`).
+    struct TaskFields: Sendable {
+        var contentID: String
+        var metadata: String?
+        /// The content key id the request names (`skd`): the video's must be the same.
+        var keyID: String?
+    }
 
     /// The download-configuration path's own parts.
     struct ConfiguredDownload: Sendable {

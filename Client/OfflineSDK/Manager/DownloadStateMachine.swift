@@ -8,17 +8,20 @@ import Foundation
 ///
 /// ```
 /// licensePreloaded ─request─► requested ─start─► downloading ─complete─► completed ─filesMissing─► stale
+///        (request(suspended) ─► suspended: a task-style download waits for its resume)
 ///                               ▲  │pause          │fail/pause             │
 ///                        resume │  ▼               ▼                       │
 ///                             suspended ◄──── (requested/downloading)      │
 ///   error ─retry/resume─► requested      cancel: requested/downloading/suspended/error ─► cancelled
 ///   forceStop: requested/downloading/suspended ─► error      delete, licenseExpired(purge): any ─► gone
+///   purge (a task's, keeping its key): any ─► licensePreloaded with its license, else gone
 /// ```
 enum DownloadStateMachine {
     /// What happened to a download.
     enum Event: Sendable, Equatable, CustomStringConvertible {
-        /// A download was requested for a video whose license was preloaded.
-        case request
+        /// A download was requested for a video whose license was preloaded; `suspended`: it
+        /// waits for a resume (a `DownloadTask` starts suspended) instead of being queued.
+        case request(suspended: Bool)
         /// Its task begins fetching.
         case start
         /// A new manager found it interrupted (it was queued or running when the last one stopped).
@@ -43,6 +46,9 @@ enum DownloadStateMachine {
         case delete
         /// Its license expired and auto-purge is on.
         case purgeExpired
+        /// The app purged a download task: its files go; its license (`keepsLicense`: it holds
+        /// one) stays, as the record of a preloaded license.
+        case purge(keepsLicense: Bool)
 
         var description: String {
             switch self {
@@ -59,6 +65,7 @@ enum DownloadStateMachine {
             case .filesMissing: "filesMissing"
             case .delete: "delete"
             case .purgeExpired: "purgeExpired"
+            case .purge: "purge"
             }
         }
     }
@@ -91,6 +98,8 @@ enum DownloadStateMachine {
         var endTime: Change = .keep
         /// How the stored error changes.
         var error: ErrorChange = .keep
+        /// Whether its tracks, segments and local playlists are forgotten (the record stays).
+        var dropsPlan = false
         var actions: [Action] = []
 
         enum Change: Sendable, Equatable { case keep, clear, now }
@@ -104,8 +113,9 @@ enum DownloadStateMachine {
             OfflineVideoError(.invalidParameter, .invalidState, "Download \(token) is \(state) and cannot be \(what)")
         }
         switch (event, state) {
-        case (.request, .licensePreloaded):
-            return Transition(state: .requested, endTime: .clear, error: .clear, actions: [.forgetCaches, .enqueue])
+        case (.request(let suspended), .licensePreloaded):
+            return suspended ? Transition(state: .suspended, endTime: .clear, error: .clear, actions: [.forgetCaches])
+                : Transition(state: .requested, endTime: .clear, error: .clear, actions: [.forgetCaches, .enqueue])
         case (.start, .requested):
             return Transition(state: .downloading)
         case (.interrupted, .requested), (.interrupted, .downloading):
@@ -135,6 +145,11 @@ enum DownloadStateMachine {
             return Transition(state: nil, actions: [.stopTask, .releaseLicense, .removePackage, .forgetCaches])
         case (.purgeExpired, _):
             return Transition(state: nil, actions: [.stopTask, .releaseLicense, .removePackage, .forgetCaches, .announcePurged])
+        case (.purge(true), _):
+            return Transition(state: .licensePreloaded, endTime: .clear, error: .clear, dropsPlan: true,
+                              actions: [.stopTask, .removePackage, .forgetCaches])
+        case (.purge(false), _):
+            return Transition(state: nil, actions: [.stopTask, .removePackage, .forgetCaches])
         case (.request, _): throw refuse("requested again")
         case (.start, _), (.interrupted, _): throw refuse("started")
         case (.pause, _): throw refuse("paused")

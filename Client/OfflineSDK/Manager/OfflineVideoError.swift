@@ -125,6 +125,10 @@ public struct OfflineVideoError: Error, Sendable, Equatable, CustomStringConvert
         public static let notDownloaded = Reason(rawValue: "not_downloaded")
         /// A playback session was closed.
         public static let closed = Reason(rawValue: "closed")
+        /// No persistent key has that key id (`LicenseFetcher`).
+        public static let unknownKey = Reason(rawValue: "unknown_key")
+        /// The content already holds a key that has not expired: renew it to change its terms.
+        public static let keyAlreadyHeld = Reason(rawValue: "key_already_held")
         /// Anything else.
         public static let other = Reason(rawValue: "other")
 

@@ -12,6 +12,14 @@ extension OfflineVideoManager {
     /// let token = try await manager.preloadFairPlayLicense(video, parameters: DownloadParameters(license: .rental(duration: 86400)))
     /// ```
     public func preloadFairPlayLicense(_ video: PlaybackVideo, parameters: DownloadParameters) async throws(OfflineVideoError) -> OfflineVideoToken {
+        try await preloadLicense(video, parameters: parameters, contentID: nil, expectedKeyID: nil)
+    }
+
+    /// `preloadFairPlayLicense`, with the content id of the download task that will use it
+    /// (`LicenseFetcher`; the same id may not name another video's key) and the key id the app
+    /// expects (refused, before any license request, when the video's is another).
+    func preloadLicense(_ video: PlaybackVideo, parameters: DownloadParameters, contentID: String?,
+                        expectedKeyID: String?) async throws(OfflineVideoError) -> OfflineVideoToken {
         try requireOwner()
         if parameters.requestedBitrate != nil {
             throw OfflineVideoError(.invalidParameter, .invalidLicenseParameters, "A license preload takes no bitrate")
@@ -24,11 +32,14 @@ extension OfflineVideoManager {
         guard let fairPlay = source.fairPlay else {
             throw OfflineVideoError(.unsupported, .license, "Preloading a license is only for FairPlay videos; video \(video.id) is not one")
         }
-        _ = try reserve(video, refusingIn: DownloadStateMachine.holdsLicense, "already has a license or a download")
+        _ = try reserve(video, refusingIn: DownloadStateMachine.holdsLicense, "already has a license or a download", contentID: contentID)
         defer { reservedVideos.remove(video.id) }
         let (_, master) = try await planner.master(of: video)
         guard let keyID = DownloadPlanner.fairPlayKeyID(master.sessionKeys) else {
             throw OfflineVideoError(.noKeyRequestURLForRendition, .license, "The master playlist of video \(video.id) has no skd:// session key")
+        }
+        if let expectedKeyID, expectedKeyID != keyID {
+            throw OfflineVideoError(.invalidParameter, .invalidParameter, "Video \(video.id) is protected with key \(keyID), not \(expectedKeyID)")
         }
         let license = try await licenseClient.offlineLicense(terms, fairPlay: fairPlay, contentKeyID: keyID, accountID: video.accountID,
                                                              authToken: video.origin?.authToken)
@@ -39,8 +50,10 @@ extension OfflineVideoManager {
             var record = try DownloadRecord.new(token: token, video: video, state: .licensePreloaded, parameters: parameters,
                                                 requestedAt: now, allowsCellular: allowsCellular, sequence: try store.nextSequence())
             license.apply(to: &record)
+            record.contentID = contentID
             try store.insert(record, tracks: [], segments: [])
         }
+        hub.emit(.downloadStateChanged(token, state: .licensePreloaded))
         return token
     }
 
@@ -138,10 +151,7 @@ extension OfflineVideoManager {
     /// video without FairPlay, nil when a FairPlay video holds no license. After the first
     /// play of a rental with a play duration, the earlier of its end and the play window's.
     public func fairPlayLicenseExpiration(_ token: OfflineVideoToken) throws(OfflineVideoError) -> Date? {
-        let record = try existing(token)
-        guard let video = try? record.video(), video.usesFairPlay else { return .distantFuture }
-        guard let terms = StoredLicense.terms(of: record) else { return nil }
-        return LicenseRules.expiration(terms, localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:))) ?? .distantFuture
+        licenseExpiration(of: try existing(token))
     }
 
     /// Deletes downloads whose license has expired (`autoPurgesExpiredDownloads`), except those
@@ -165,9 +175,23 @@ extension OfflineVideoManager {
         }.filter { $0 > now }.min()
     }
 
+    /// Turns auto-purge on or off while the manager runs (Quickplay's
+    /// `downloadAutoPurgeOnExpiry`): on, downloads whose license expired are deleted now and as
+    /// licenses expire, each with `.downloadPurged`, except while a playback session has them
+    /// open (they go when it closes). Refused on a reader or a closed manager.
+    public func setAutoPurgesExpiredDownloads(_ on: Bool) throws(OfflineVideoError) {
+        try requireOwner()
+        autoPurgesExpiredDownloads = on
+        if on, expiryWatcher == nil { watchLicenseExpiry() }
+        if !on {
+            expiryWatcher?.cancel()
+            expiryWatcher = nil
+        }
+    }
+
     /// Purges expired downloads now and as licenses expire: it wakes at the next expiry, and at
     /// least once a minute (licenses acquired meanwhile, a clock that moved).
-    func watchLicenseExpiry() {
+    private func watchLicenseExpiry() {
         expiryWatcher = Task { [weak self] in
             while !Task.isCancelled {
                 guard let self else { return }

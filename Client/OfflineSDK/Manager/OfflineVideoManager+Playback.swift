@@ -36,6 +36,13 @@ extension OfflineVideoManager {
     /// subtitle rendition `DEFAULT=NO`. A language not downloaded is refused (`invalidParameter`,
     /// `noMatchingRendition`).
     public func openPlayback(_ token: OfflineVideoToken, options: PlaybackOptions = PlaybackOptions()) async throws(OfflineVideoError) -> OfflinePlayback {
+        try await openPlayback(token, options: options, whenClosed: nil)
+    }
+
+    /// `openPlayback`, with `whenClosed` run after the session closes (the task façade resumes a
+    /// download it paused for playback).
+    func openPlayback(_ token: OfflineVideoToken, options: PlaybackOptions,
+                      whenClosed: (@Sendable () async -> Void)?) async throws(OfflineVideoError) -> OfflinePlayback {
         try requireOwner()
         let record = try existing(token)
         let now = configuration.clock()
@@ -102,7 +109,10 @@ extension OfflineVideoManager {
                                onReport: { [weak self] name, position throws(OfflineVideoError) in
                                    try await self?.recordAnalytics(name, subject, position: position, session: session)
                                },
-                               onClose: { [weak self] in await self?.playbackClosed(token) })
+                               onClose: { [weak self] in
+                                   await self?.playbackClosed(token)
+                                   await whenClosed?()
+                               })
     }
 
     /// Opens a playback session of the offline video object `videoObject(fromOfflineVideoToken:)` returned.
@@ -159,7 +169,7 @@ extension OfflineVideoManager {
     func playbackClosed(_ token: OfflineVideoToken) async {
         openSessions[token, default: 1] -= 1
         if openSessions[token] == 0 { openSessions[token] = nil }
-        if configuration.autoPurgesExpiredDownloads { await purgeExpiredDownloads() }
+        if autoPurgesExpiredDownloads { await purgeExpiredDownloads() }
     }
 
     /// Where the reader gets a segment's stored bytes: the package folder; during a download,

@@ -20,6 +20,7 @@ extension OfflineVideoManager {
         guard let (transition, before) = decided else {
             throw OfflineVideoError(.invalidParameter, .unknownToken, "No offline video has the token \(token)")
         }
+        if transition.state != before.downloadState { hub.emit(.downloadStateChanged(token, state: transition.state)) }
         await carryOut(transition.actions, for: before, announcesStorageChange: announcesStorageChange)
         return transition
     }

@@ -69,6 +69,11 @@ public actor OfflineVideoManager {
     /// expiry (auto-purge).
     var reportWatcher: Task<Void, Never>?
     var expiryWatcher: Task<Void, Never>?
+    /// Whether downloads whose license expired are deleted (`setAutoPurgesExpiredDownloads`;
+    /// starts as the configuration's `autoPurgesExpiredDownloads`).
+    public internal(set) var autoPurgesExpiredDownloads = false
+    /// The number of the last task snapshot read (`taskSnapshot`).
+    var snapshotGeneration: UInt64 = 0
 
     struct LiveProgress {
         var percent: Double = 0
@@ -118,7 +123,7 @@ public actor OfflineVideoManager {
         if configuration.role == .owner {
             try await recover()
             watchNetworkForOutboxes()
-            if configuration.autoPurgesExpiredDownloads { watchLicenseExpiry() }
+            if configuration.autoPurgesExpiredDownloads { try setAutoPurgesExpiredDownloads(true) }
         }
     }
 
@@ -206,7 +211,7 @@ public actor OfflineVideoManager {
     /// `minimumFreeSpace`. `mediaSelections` nil takes the preferred languages of the configuration.
     public func requestVideoDownload(_ video: PlaybackVideo, mediaSelections: MediaSelections?,
                                      parameters: DownloadParameters?) async throws(OfflineVideoError) -> OfflineVideoToken {
-        try await requestDownload(video, DownloadRequest(mediaSelections: mediaSelections, parameters: parameters ?? DownloadParameters()))
+        try await requestDownload(video, DownloadSpec(mediaSelections: mediaSelections, parameters: parameters ?? DownloadParameters()))
     }
 
     /// Requests a download of `video` described by a download configuration, Brightcove's
@@ -223,13 +228,13 @@ public actor OfflineVideoManager {
     /// whole download (`didProgressTo`), not one per media selection.
     public func requestVideoDownload(_ video: PlaybackVideo, downloadConfiguration: DownloadConfiguration,
                                      parameters: DownloadParameters?) async throws(OfflineVideoError) -> OfflineVideoToken {
-        try await requestDownload(video, try DownloadRequest(downloadConfiguration, parameters: parameters ?? DownloadParameters()))
+        try await requestDownload(video, try DownloadSpec(downloadConfiguration, parameters: parameters ?? DownloadParameters()))
     }
 
     /// The one request path under both public ones.
-    func requestDownload(_ video: PlaybackVideo, _ request: DownloadRequest) async throws(OfflineVideoError) -> OfflineVideoToken {
+    func requestDownload(_ video: PlaybackVideo, _ request: DownloadSpec) async throws(OfflineVideoError) -> OfflineVideoToken {
         try requireOwner()
-        let parameters = request.parameters
+        var parameters = request.parameters
         try ParameterRules.validateBitrate(parameters.requestedBitrate)
         guard video.canBeDownloaded else {
             throw OfflineVideoError(.unsupported, .notEligible, "Video \(video.id) is not eligible for offline playback")
@@ -238,7 +243,7 @@ public actor OfflineVideoManager {
         // Checked and reserved before the first suspension: a second request for the video
         // while this one plans or licenses is refused, not downloaded twice.
         let existing = try reserve(video, refusingIn: DownloadStateMachine.holdsVideo,
-                                   "has already been downloaded or is downloading")
+                                   "has already been downloaded or is downloading", contentID: request.task?.contentID)
         defer { reservedVideos.remove(video.id) }
         // FairPlay: a preloaded license is used as it is; otherwise terms are checked before
         // any request, and the license is acquired before any media byte is fetched.
@@ -246,6 +251,8 @@ public actor OfflineVideoManager {
         var requestedLicense: RequestedLicense?
         if source.fairPlay != nil {
             if preloaded != nil {
+                // A task uses the key its content holds (`LicenseFetcher`), whatever its request's expiry says.
+                if request.task != nil { parameters.license = nil }
                 if parameters.license != nil {
                     throw OfflineVideoError(.invalidParameter, .invalidLicenseParameters,
                                             "A license was preloaded for video \(video.id): request the download without license terms, or renew the license")
@@ -262,6 +269,11 @@ public actor OfflineVideoManager {
         let manifestSubtitles = OfflineVideoManager.manifestSubtitleLanguages(selections.subtitleLanguages, video: video)
         let plan = try await planner.plan(token: token, video: video, variant: request.variant,
                                           audioLanguages: selections.audioLanguages, subtitleLanguages: manifestSubtitles)
+        if let wanted = request.task?.keyID, wanted != plan.contentKeyID {
+            throw OfflineVideoError(.invalidParameter, .invalidParameter,
+                                    "The request names key \(wanted); video \(video.id) is protected with "
+                                        + (plan.contentKeyID.map { "key \($0)" } ?? "no FairPlay key"))
+        }
         try checkFreeSpace(needed: plan.estimatedBytes + Int64(request.configuration?.artwork?.count ?? 0))
         // The package's files known now: its playlists, its media options, the artwork. Kept in
         // the store too, so a package folder that loses them gets them back when it resumes.
@@ -320,6 +332,11 @@ public actor OfflineVideoManager {
                 record.allowsCellular = allowsCellular
             }
             record.selections = try JSONEncoder().encode(stored)
+            if let task = request.task {
+                record.contentID = task.contentID
+                record.taskMetadata = task.metadata
+                if preloaded == nil { record.state = OfflineVideoDownloadState.suspended.rawValue }
+            }
             record.bitrate = plan.variant.bandwidth
             record.masterURL = plan.masterURL
             if let license { license.apply(to: &record) }
@@ -338,23 +355,35 @@ public actor OfflineVideoManager {
         }
         try? recordAnalytics(.downloadRequested, AnalyticsSubject(record))  // analytics never fail a request
         if preloaded != nil {
-            try await apply(.request, to: token)
+            try await apply(.request(suspended: request.task != nil), to: token)
         } else {
-            queue.append(token)
-            schedule()
+            hub.emit(.downloadStateChanged(token, state: record.downloadState))
+            if record.downloadState == .requested {
+                queue.append(token)
+                schedule()
+            }
         }
         return token
     }
 
     /// Refuses a video another request is working on or whose stored records are in one of
-    /// `refused`, else reserves it (the caller removes it from `reservedVideos` when done).
-    /// Returns the video's stored records. Never suspends: check and reservation are one step.
+    /// `refused`, and a `contentID` a download task already goes by, else reserves the video (the
+    /// caller removes it from `reservedVideos` when done). Returns the video's stored records.
+    /// Never suspends: check and reservation are one step.
     func reserve(_ video: PlaybackVideo, refusingIn refused: Set<OfflineVideoDownloadState>,
-                 _ what: String) throws(OfflineVideoError) -> [DownloadRecord] {
+                 _ what: String, contentID: String? = nil) throws(OfflineVideoError) -> [DownloadRecord] {
         if reservedVideos.contains(video.id) {
             throw OfflineVideoError(.invalidParameter, .alreadyDownloaded, "Video \(video.id) \(what) (another request is under way)")
         }
-        let existing = try storeCall(.download) { try store.allDownloads().filter { $0.videoID == video.id } }
+        let all = try storeCall(.download) { try store.allDownloads() }
+        if let contentID, let task = all.first(where: { $0.taskContentID == contentID && $0.downloadState != .licensePreloaded }) {
+            throw OfflineVideoError(.invalidParameter, .alreadyDownloaded,
+                                    "A download task for content \(contentID) exists (\(task.downloadState), token \(task.token)); purge it first")
+        }
+        if let contentID, all.contains(where: { $0.contentID == contentID && $0.videoID != video.id }) {
+            throw OfflineVideoError(.invalidParameter, .invalidParameter, "Content id \(contentID) already names another video's key")
+        }
+        let existing = all.filter { $0.videoID == video.id }
         if let held = existing.first(where: { refused.contains($0.downloadState) }) {
             throw OfflineVideoError(.invalidParameter, .alreadyDownloaded, "Video \(video.id) \(what) (token \(held.token))")
         }

@@ -38,6 +38,10 @@ public enum OfflineVideoEvent: Sendable, Equatable {
     case staticImagesDownloaded(OfflineVideoToken)
     /// A download ended: nil when it completed, else why it failed.
     case downloadFinished(OfflineVideoToken, error: OfflineVideoError?)
+    /// An offline video's stored state changed (written before this is announced); nil when
+    /// its record was deleted. Every state change comes here, whoever made it: the app through
+    /// either façade, a download task ending, recovery at start.
+    case downloadStateChanged(OfflineVideoToken, state: OfflineVideoDownloadState?)
     /// Stored videos changed behind the manager's back (files vanished, packages removed).
     case storageChanged
     /// The effective expiry of a video's license moved (first play, renewal, invalidation):
@@ -69,6 +73,8 @@ public protocol OfflineVideoManagerDelegate: AnyObject, Sendable {
     func didCreateTransferConfiguration(_ configuration: inout TransferConfiguration)
     /// A download ended; `error` is nil when it completed.
     func offlineVideoToken(_ token: OfflineVideoToken, didFinishDownloadWithError error: OfflineVideoError?)
+    /// An offline video's stored state changed (nil: its record was deleted).
+    func offlineVideoToken(_ token: OfflineVideoToken, didChangeStateTo state: OfflineVideoDownloadState?)
     /// Poster and thumbnail were fetched (or tried).
     func didDownloadStaticImages(offlineVideoToken token: OfflineVideoToken)
     /// A package folder no record knows was found at start; true deletes it (the default).
@@ -95,6 +101,7 @@ extension OfflineVideoManagerDelegate {
     public func offlineVideoToken(_ token: OfflineVideoToken, didProgressTo percent: Double) {}
     public func didCreateTransferConfiguration(_ configuration: inout TransferConfiguration) {}
     public func offlineVideoToken(_ token: OfflineVideoToken, didFinishDownloadWithError error: OfflineVideoError?) {}
+    public func offlineVideoToken(_ token: OfflineVideoToken, didChangeStateTo state: OfflineVideoDownloadState?) {}
     public func didDownloadStaticImages(offlineVideoToken token: OfflineVideoToken) {}
     public func shouldDeleteVideoPackage(_ videoPackagePath: String) -> Bool { true }
     public func offlineVideoStorageDidChange() {}
@@ -120,6 +127,8 @@ extension OfflineVideoEvent {
             delegate.didDownloadStaticImages(offlineVideoToken: token)
         case .downloadFinished(let token, let error):
             delegate.offlineVideoToken(token, didFinishDownloadWithError: error)
+        case .downloadStateChanged(let token, let state):
+            delegate.offlineVideoToken(token, didChangeStateTo: state)
         case .storageChanged:
             delegate.offlineVideoStorageDidChange()
         case .licenseExpirationChanged(let token, let expiration):

@@ -140,6 +140,16 @@ final class OfflineStore: Sendable {
                     BEGIN UPDATE analytics_size SET bytes = bytes - OLD.bytes; END;
                 """)
         }
+        migrator.registerMigration("v5: download tasks") { db in
+            // The task-style façade's own fields: the app's content id (unique among records that
+            // have one; records of the other façade have none and go by their video id) and its
+            // metadata string.
+            try db.alter(table: "download") { t in
+                t.add(column: "content_id", .text)
+                t.add(column: "task_metadata", .text)
+            }
+            try db.execute(sql: "CREATE UNIQUE INDEX download_content_id ON download(content_id) WHERE content_id IS NOT NULL")
+        }
         return migrator
     }
 
@@ -394,6 +404,11 @@ final class OfflineStore: Sendable {
             case .set(let error): record.error = try JSONEncoder().encode(StoredError(error))
             }
             try record.update(db)
+            if transition.dropsPlan {
+                for table in ["segment", "track", "playlist"] {
+                    try db.execute(sql: "DELETE FROM \(table) WHERE token = ?", arguments: [token])
+                }
+            }
             return (transition, before)
         }
     }

@@ -46,6 +46,11 @@ struct DownloadRecord: Codable, Sendable, Equatable, FetchableRecord, Persistabl
     var thumbnailFile: String?
     /// Order of requests, for the download queue.
     var sequence: Int64
+    /// The content id a `DownloadTask` was enqueued under (nil: requested through
+    /// `OfflineVideoManager`; its task goes by the video id).
+    var contentID: String? = nil
+    /// The task's metadata string, the app's own.
+    var taskMetadata: String? = nil
 
     enum CodingKeys: String, CodingKey {
         case token, state, parameters, selections, error, bitrate, license, sequence
@@ -54,9 +59,13 @@ struct DownloadRecord: Codable, Sendable, Equatable, FetchableRecord, Persistabl
         case serviceBaseURL = "service_base_url", allowsCellular = "allows_cellular", licenseTerms = "license_terms"
         case licenseRequestedAt = "license_requested_at", licenseExpiresAt = "license_expires_at"
         case initialPlaybackAt = "initial_playback_at", posterFile = "poster_file", thumbnailFile = "thumbnail_file"
+        case contentID = "content_id", taskMetadata = "task_metadata"
     }
 
     var downloadState: OfflineVideoDownloadState { OfflineVideoDownloadState(rawValue: state) ?? .error }
+
+    /// The content id its `DownloadTask` goes by: the one it was enqueued under, else the video id.
+    var taskContentID: String { contentID ?? videoID }
 
     /// The stored video object, with the service that found it (the kept base URL, account
     /// and policy key) as its origin.
