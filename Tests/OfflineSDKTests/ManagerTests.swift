@@ -105,6 +105,19 @@ struct ManagerTests {
             #expect(largest > smallest && withFrench > smallest)
             let expectedLargest = Double(bitrates[2]) * 12 / 8 / 1_048_576 + 128_000.0 * 12 / 8 / 1_048_576
             #expect(abs(largest - expectedLargest) < 0.05, "\(largest) MB, expected about \(expectedLargest)")
+            // A download configuration is estimated as it would download: no qualifier, the largest;
+            // its variant qualifier and auxiliary audio as the same bitrate and selections.
+            #expect(try await h.manager.estimateDownloadSize(video, downloadConfiguration: DownloadConfiguration(title: "t")) == largest)
+            let bottom = bitrates[0]
+            let primary = ContentConfiguration(variantQualifiers: [.predicate { $0.peakBitRate <= bottom }],
+                                               mediaSelections: MediaSelections(audioLanguages: ["en"]))
+            let configured = DownloadConfiguration(title: "t", primaryContentConfiguration: primary,
+                                                   auxiliaryContentConfigurations: [ContentConfiguration(mediaSelections: MediaSelections(audioLanguages: ["fr"]))])
+            #expect(try await h.manager.estimateDownloadSize(video, downloadConfiguration: configured) == withFrench)
+            let untitled = await #expect(throws: OfflineVideoError.self) {
+                try await h.manager.estimateDownloadSize(video, downloadConfiguration: DownloadConfiguration(title: ""))
+            }
+            #expect(untitled?.reason == .invalidParameter)
             #expect(try await h.manager.offlineVideoStatus().isEmpty, "queries store nothing")
             #expect(try h.manager.offlineSource(for: video).src.contains("/clear/"))
         } }

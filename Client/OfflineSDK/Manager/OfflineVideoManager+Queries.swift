@@ -36,13 +36,27 @@ extension OfflineVideoManager {
     /// 128 kbit/s), since the playlists do not carry segment sizes.
     public func estimateDownloadSize(_ video: PlaybackVideo, requestedBitrate: Int? = nil,
                                      mediaSelections: MediaSelections? = nil) async throws(OfflineVideoError) -> Double {
-        try ParameterRules.validateBitrate(requestedBitrate)
-        let selections = mediaSelections ?? MediaSelections(audioLanguages: configuration.preferredAudioLanguages,
+        try await estimate(video, DownloadSpec(mediaSelections: mediaSelections, parameters: DownloadParameters(requestedBitrate: requestedBitrate)))
+    }
+
+    /// The size of a download requested with `downloadConfiguration` in megabytes (MiB): the
+    /// variant its qualifiers pick (the largest when it has none), with the audio and subtitles
+    /// of every content configuration. The same checks as `requestVideoDownload(_:downloadConfiguration:parameters:)`.
+    public func estimateDownloadSize(_ video: PlaybackVideo,
+                                     downloadConfiguration: DownloadConfiguration) async throws(OfflineVideoError) -> Double {
+        try await estimate(video, try DownloadSpec(downloadConfiguration, parameters: DownloadParameters()))
+    }
+
+    /// The one estimate under both: what `requestDownload` would plan, without storing anything.
+    private func estimate(_ video: PlaybackVideo, _ spec: DownloadSpec) async throws(OfflineVideoError) -> Double {
+        try ParameterRules.validateBitrate(spec.parameters.requestedBitrate)
+        let selections = spec.selections ?? MediaSelections(audioLanguages: configuration.preferredAudioLanguages,
                                                             subtitleLanguages: configuration.preferredSubtitleLanguages)
-        let plan = try await planner.plan(token: "estimate", video: video, variant: .bitrate(requestedBitrate ?? Int.max),
-                                          audioLanguages: selections.audioLanguages,
+        var variant = spec.variant
+        if case .bitrate(nil) = variant { variant = .bitrate(Int.max) }  // no choice given: the largest, as the reference estimates
+        let plan = try await planner.plan(token: "estimate", video: video, variant: variant, audioLanguages: selections.audioLanguages,
                                           subtitleLanguages: OfflineVideoManager.manifestSubtitleLanguages(selections.subtitleLanguages, video: video))
-        return Double(plan.estimatedBytes) / 1_048_576
+        return Double(plan.estimatedBytes) / 1_048_576 + Double(spec.configuration?.artwork?.count ?? 0) / 1_048_576
     }
 
     static func dictionary(_ attributes: AttributeList, uri: String?) -> [String: String] {
