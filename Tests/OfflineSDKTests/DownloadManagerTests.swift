@@ -336,7 +336,7 @@ struct DownloadManagerTests {
         }
     }
 
-    @Test("an HLS URL is downloaded as a task; a URL that is not http(s) and an expiry in the past are refused")
+    @Test("an HLS URL is downloaded as a task, FairPlay too with its key system's URLs; a URL that is not http(s), an expiry in the past and FairPlay without a license server are refused")
     func contentURL() async throws {
         try await withBackend { server in try await withTasks(server) { h, downloads, _ in
             let video = try await h.service.findVideo(id: Catalog.clearVideo)
@@ -353,6 +353,25 @@ struct DownloadManagerTests {
             let past = await downloads.enqueue(request: DownloadRequest(contentId: "past", video: try await h.service.findVideo(id: Self.rentalVideo),
                                                                         expiration: server.app.clock.now().addingTimeInterval(-1)))
             if case .failure(let error) = past { #expect(error.reason == .invalidLicenseParameters) } else { Issue.record("a past expiry was taken") }
+
+            // FairPlay by URL: with the key system's URLs it is licensed and plays; without, it is refused before any media byte.
+            let protected = try #require(try await h.service.findVideo(id: Catalog.fairPlayVideo).sources.first { $0.fairPlay != nil })
+            let protectedURL = try #require(URL(string: protected.src))
+            let bare = await downloads.enqueue(request: DownloadRequest(contentId: "bare", contentUrl: protectedURL, title: "Bare"))
+            if case .failure(let error) = bare { #expect(error.code == .unsupported && error.reason == .license, "\(error)") } else {
+                Issue.record("FairPlay content without a license server was taken")
+            }
+            let keySystem = try #require(protected.fairPlay)
+            let fairPlay = DownloadRequest.FairPlaySource(licenseURL: try #require(URL(string: keySystem.keyRequestURL ?? "")),
+                                                          certificateURL: try #require(URL(string: keySystem.certificateURL ?? "")),
+                                                          accountID: Catalog.account, videoID: Catalog.fairPlayVideo)
+            let licensed = try await enqueue(downloads, DownloadRequest(contentId: "licensed", contentUrl: protectedURL, title: "Licensed",
+                                                                        fairPlay: fairPlay))
+            try await licensed.resume()
+            #expect(try await eventually { licensed.state.value == .completed })
+            #expect(licensed.expiration.value == .distantFuture, "no expiration: a purchase")
+            #expect(licensed.contentId == "licensed" && licensed.videoID == Catalog.fairPlayVideo)
+            try await expectPlays(h.manager, licensed.token)
         } }
     }
 }

@@ -269,6 +269,11 @@ public actor OfflineVideoManager {
         let manifestSubtitles = OfflineVideoManager.manifestSubtitleLanguages(selections.subtitleLanguages, video: video)
         let plan = try await planner.plan(token: token, video: video, variant: request.variant,
                                           audioLanguages: selections.audioLanguages, subtitleLanguages: manifestSubtitles)
+        if source.fairPlay == nil, let keyID = plan.contentKeyID {
+            // Downloaded, it could never play: nothing says where its license comes from.
+            throw OfflineVideoError(.unsupported, .license,
+                                    "Video \(video.id) is protected with FairPlay (key \(keyID)) and names no license server (key_systems)")
+        }
         if let wanted = request.task?.keyID, wanted != plan.contentKeyID {
             throw OfflineVideoError(.invalidParameter, .invalidParameter,
                                     "The request names key \(wanted); video \(video.id) is protected with "

@@ -1,5 +1,5 @@
 public import Foundation
-public import WireModels
+import WireModels
 
 /// What `DownloadManager.enqueue` downloads, in the manner of Quickplay's `DownloadRequest`:
 /// a content id that names the task, the content (a Playback API video, or an HLS URL), a
@@ -16,9 +16,26 @@ public struct DownloadRequest: Sendable, Equatable {
     public enum Content: Sendable, Equatable {
         /// A video from the Playback API (its license and certificate URLs come with it).
         case video(PlaybackVideo)
-        /// An HLS master playlist at a URL; for FairPlay content, with the key system's license
-        /// and certificate URLs (a plain URL cannot say them).
-        case url(URL, fairPlay: KeySystem?)
+        /// An HLS master playlist at a URL; for FairPlay content, with where its license comes
+        /// from (a plain URL cannot say it).
+        case url(URL, fairPlay: FairPlaySource?)
+    }
+
+    /// Where the license of FairPlay content at a URL comes from: the license server (where
+    /// SPCs go), the application certificate, and the account and video the server knows the
+    /// content under (its licenses are bound to them, and the SDK checks that they are).
+    public struct FairPlaySource: Sendable, Equatable {
+        public var licenseURL: URL
+        public var certificateURL: URL
+        public var accountID: String
+        public var videoID: String
+
+        public init(licenseURL: URL, certificateURL: URL, accountID: String, videoID: String) {
+            self.licenseURL = licenseURL
+            self.certificateURL = certificateURL
+            self.accountID = accountID
+            self.videoID = videoID
+        }
     }
 
     /// Names the task: one task per content id.
@@ -41,10 +58,10 @@ public struct DownloadRequest: Sendable, Equatable {
     /// Audio and subtitle languages to take; nil takes the configuration's preferred ones.
     public var mediaSelections: MediaSelections?
 
-    /// A request for an HLS URL (`fairPlay` names the license and certificate URLs of protected content).
+    /// A request for an HLS URL (`fairPlay` says where the license of protected content comes from).
     public init(contentId: String, contentUrl: URL, title: String, preferredVideoBitrate: Int? = nil, metadata: String? = nil,
                 expiration: Date? = nil, playbackExpiryDuration: TimeInterval? = nil, skd: String? = nil,
-                fairPlay: KeySystem? = nil, mediaSelections: MediaSelections? = nil) {
+                fairPlay: FairPlaySource? = nil, mediaSelections: MediaSelections? = nil) {
         self.init(contentId: contentId, content: .url(contentUrl, fairPlay: fairPlay), title: title, preferredVideoBitrate: preferredVideoBitrate,
                   metadata: metadata, expiration: expiration, playbackExpiryDuration: playbackExpiryDuration, skd: skd,
                   mediaSelections: mediaSelections)
@@ -74,8 +91,9 @@ public struct DownloadRequest: Sendable, Equatable {
 
     // MARK: Translation to the shared request path
 
-    /// The content as a video object: the Playback API's, or one made for the URL (id = the
-    /// content id, offline-enabled, the URL as its only HLS source).
+    /// The content as a video object: the Playback API's, or one made for the URL (the license
+    /// server's ids for FairPlay content, else the content id; offline-enabled; the URL as its
+    /// only HLS source).
     func video(now: Date) throws(OfflineVideoError) -> PlaybackVideo {
         switch content {
         case .video(let video):
@@ -84,8 +102,11 @@ public struct DownloadRequest: Sendable, Equatable {
             guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
                 throw OfflineVideoError(.invalidParameter, .invalidParameter, "The content URL must be http or https: \(url)")
             }
-            let source = VideoSource(src: url.absoluteString, keySystems: fairPlay.map { [KeySystem.fairPlay: $0] })
-            let video = Video(id: contentId, accountID: "", name: title, duration: 0, createdAt: now, updatedAt: now, publishedAt: now,
+            let keySystem = fairPlay.map {
+                [KeySystem.fairPlay: KeySystem(keyRequestURL: $0.licenseURL.absoluteString, certificateURL: $0.certificateURL.absoluteString)]
+            }
+            let source = VideoSource(src: url.absoluteString, keySystems: keySystem)
+            let video = Video(id: fairPlay?.videoID ?? contentId, accountID: fairPlay?.accountID ?? "", name: title, duration: 0, createdAt: now, updatedAt: now, publishedAt: now,
                               offlineEnabled: true, sources: [source])
             do {
                 let json = try WireJSON.encoder(sortedKeys: true).encode(video)
