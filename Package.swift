@@ -101,7 +101,7 @@ let package = Package(
         .target(
             name: "MockBackend",
             dependencies: [
-                "MicroHTTP", "WireModels", "SampleAES", "Locking", "SQLiteSupport", "SystemFiles",
+                "MicroHTTP", "WireModels", "SampleAES", "Locking", "SQLiteSupport", "SystemFiles", "Postgres",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

@@ -51,7 +51,12 @@ public final class MockBackendApp: Sendable {
         self.configuration = configuration
         self.clock = clock
         self.logger = logger
-        store = try SQLiteBackendStore(directory: configuration.dataDirectory)
+        if let url = configuration.databaseURL {
+            // One connection per HTTP thread, so no request waits for another's connection.
+            store = try PostgresBackendStore(url: url, connections: configuration.threadCount)
+        } else {
+            store = try SQLiteBackendStore(directory: configuration.dataDirectory)
+        }
         if configuration.resetAtStart { try store.forgetState() }
         let assets = MediaAssets(root: configuration.catalogFile.deletingLastPathComponent().appendingPathComponent("media"))
         live = try LiveCatalog(file: configuration.catalogFile, assets: assets, store: store,
