@@ -53,7 +53,7 @@ public final class MockBackendApp: Sendable {
         self.logger = logger
         if let url = configuration.databaseURL {
             // One connection per HTTP thread, so no request waits for another's connection.
-            store = try PostgresBackendStore(url: url, connections: configuration.threadCount)
+            store = try PostgresBackendStore(url: url, connections: configuration.threadCount, logger: logger)
         } else {
             store = try SQLiteBackendStore(directory: configuration.dataDirectory)
         }
@@ -82,6 +82,14 @@ public final class MockBackendApp: Sendable {
                 throw FaultRuleError(error.code, "fault rule \(rule.id ?? ""): \(error.message)")
             }
         }
+        if let clockValue = try store.sharedValue(.clock), let offset = Double(String(decoding: clockValue, as: UTF8.self)) {
+            clock.offset = offset
+        }
+        if !configuration.faultRules.isEmpty {
+            try store.publish(.faults, value: Array(try JSONEncoder().encode(faults.rules.map(\.rule))))
+        } else if let rules = try store.sharedValue(.faults) {
+            faults.replaceRules(with: try JSONDecoder().decode([FaultRule].self, from: Data(rules)))
+        }
         var router = Router<MockBackendApp>()
         MockBackendApp.addPlaybackAPIRoutes(to: &router)
         MockBackendApp.addManifestRoutes(to: &router)
@@ -96,6 +104,34 @@ public final class MockBackendApp: Sendable {
         MockBackendApp.addTrackerRoutes(to: &router)
         MockBackendApp.addDashboardRoutes(to: &router)
         self.router = router
+        store.watchChanges { [weak self] topic in self?.sharedStateChanged(topic) }
+    }
+
+    deinit { store.close() }
+
+    /// "sqlite" or "postgres", for readiness and the start-up line.
+    var storeKind: String { store is PostgresBackendStore ? "postgres" : "sqlite" }
+
+    /// Stops listening to other instances and closes the store's connections (at shutdown).
+    func closeStore() { store.close() }
+
+    /// Reloads what another instance sharing the store changed.
+    private func sharedStateChanged(_ topic: SharedTopic) {
+        do {
+            switch topic {
+            case .catalog:
+                try live.reload(now: clock.now())
+            case .clock:
+                if let value = try store.sharedValue(.clock), let offset = Double(String(decoding: value, as: UTF8.self)) { clock.offset = offset }
+            case .faults:
+                let rules = try store.sharedValue(.faults).map { try JSONDecoder().decode([FaultRule].self, from: Data($0)) } ?? []
+                faults.replaceRules(with: rules)
+            case .playbackKeys:
+                try restrictions.reload()
+            }
+        } catch {
+            logger.error("cannot take another instance's change of \(topic.rawValue): \(error)")
+        }
     }
 
     /// The base URL in every link the backend hands out (over plain HTTP when it serves both).

@@ -34,7 +34,7 @@ final class LiveCatalog: Sendable {
 
     private let file: URL
     let assets: MediaAssets
-    private let store: any CatalogEditStorage & SecretStorage & StoreMaintenance
+    private let store: any CatalogEditStorage & SecretStorage & SharedStateStorage & StoreMaintenance
     private let defaultTTL: TimeInterval
     /// The document the snapshot was built from, and the snapshot; replaced together.
     private let state: Locked<(document: CatalogFile, snapshot: Snapshot)>
@@ -47,7 +47,7 @@ final class LiveCatalog: Sendable {
     /// Reads the file, lays the stored edits over it and builds the first snapshot. Throws
     /// when the result is not a valid catalog (say, the file lost an asset an edit uses; the
     /// message names `--reset`).
-    init(file: URL, assets: MediaAssets, store: any CatalogEditStorage & SecretStorage & StoreMaintenance, defaultManifestTokenTTL: TimeInterval, now: Date) throws(CatalogError) {
+    init(file: URL, assets: MediaAssets, store: any CatalogEditStorage & SecretStorage & SharedStateStorage & StoreMaintenance, defaultManifestTokenTTL: TimeInterval, now: Date) throws(CatalogError) {
         self.file = file
         self.assets = assets
         self.store = store
@@ -95,6 +95,7 @@ final class LiveCatalog: Sendable {
             do {
                 snapshot = try LiveCatalog.snapshot(catalog, previous: current.snapshot.contentKeys, store: store, now: now)
                 try store.storeCatalogEdit(edit)
+                try store.publish(.catalog, value: nil)
             } catch {
                 throw CatalogEditError(.storageFailed, "STORAGE_FAILED", "cannot store the edit: \(error)", underlying: error)
             }
@@ -110,6 +111,19 @@ final class LiveCatalog: Sendable {
             let document = try CatalogFile.read(from: file)
             let catalog = try Catalog.build(document, assets: assets, defaultManifestTokenTTL: defaultTTL, generation: nextGeneration())
             try store.forgetState()
+            try store.publish(.catalog, value: nil)
+            let snapshot = try LiveCatalog.snapshot(catalog, previous: state.withLock { $0.snapshot.contentKeys }, store: store, now: now)
+            state.withLock { $0 = (document, snapshot) }
+        }
+    }
+
+    /// Builds the catalog again from the file and the stored edits: another instance sharing
+    /// the store edited it. Requests go on reading the old snapshot until the new one is in.
+    func reload(now: Date) throws {
+        try editing.withLock { _ in
+            var document = try CatalogFile.read(from: file)
+            for edit in try store.catalogEdits() { document.apply(edit) }
+            let catalog = try Catalog.build(document, assets: assets, defaultManifestTokenTTL: defaultTTL, generation: nextGeneration())
             let snapshot = try LiveCatalog.snapshot(catalog, previous: state.withLock { $0.snapshot.contentKeys }, store: store, now: now)
             state.withLock { $0 = (document, snapshot) }
         }

@@ -25,12 +25,17 @@ final class PlaybackRestrictions: Sendable {
         var key: _RSA.Signing.PublicKey
     }
 
-    private let store: any PlaybackKeyStorage
+    private let store: any PlaybackKeyStorage & SharedStateStorage
     /// account → key id → key; mirrors the `playback_key` table.
     private let keys = Locked<[String: [String: Entry]]>([:])
 
-    init(store: any PlaybackKeyStorage) throws {
+    init(store: any PlaybackKeyStorage & SharedStateStorage) throws {
         self.store = store
+        try reload()
+    }
+
+    /// Reads the keys from the store again (at start, and when another instance changed them).
+    func reload() throws {
         var loaded: [String: [String: Entry]] = [:]
         for stored in try store.playbackKeys() {
             let registered = RegisteredKey(id: stored.id, accountID: stored.accountID, publicKey: stored.publicKeyPEM,
@@ -55,6 +60,7 @@ final class PlaybackRestrictions: Sendable {
         let inserted = try store.insertPlaybackKey(StoredPlaybackKey(accountID: accountID, id: id, publicKeyPEM: pem, createdAt: now))
         guard inserted else { throw RegistrationError.exists }
         keys.withLock { $0[accountID, default: [:]][id] = Entry(registered: registered, key: key) }
+        try store.publish(.playbackKeys, value: nil)
         return registered
     }
 
@@ -67,6 +73,7 @@ final class PlaybackRestrictions: Sendable {
     func remove(accountID: String, id: String) throws -> Bool {
         let removed = try store.deletePlaybackKey(accountID: accountID, id: id)
         keys.withLock { _ = $0[accountID]?.removeValue(forKey: id) }
+        if removed { try store.publish(.playbackKeys, value: nil) }
         return removed
     }
 

@@ -10,7 +10,8 @@ import WireModels
 /// Every method is synchronous and may block on the database: it runs on the HTTP server's
 /// threads (never on Swift's cooperative pool). Errors are the implementation's own
 /// (GRDB's `DatabaseError`, `PostgresError`); routes turn them into a 500 or a 503.
-typealias BackendStore = SecretStorage & LicenseStorage & CatalogEditStorage & TrackerStorage & PlaybackKeyStorage & StoreMaintenance
+typealias BackendStore = SecretStorage & LicenseStorage & CatalogEditStorage & TrackerStorage & PlaybackKeyStorage & SharedStateStorage
+    & StoreMaintenance
 
 /// The secrets every instance must agree on: settings (URL-token secret, admin token), the
 /// content keys of protected videos, the FairPlay application certificates. Each is made
@@ -94,8 +95,34 @@ struct StoredPlaybackKey: Sendable {
     var createdAt: Date
 }
 
+/// What instances sharing a store must agree on beyond its tables: state each keeps in
+/// memory (the clock's offset, the fault rules) and changes after which each must reload
+/// what it keeps (catalog edits, playback keys). One instance publishes a change; every
+/// other hears of it (PostgreSQL: LISTEN/NOTIFY) and reloads. SQLite is one process: it
+/// stores nothing here and tells nobody.
+protocol SharedStateStorage: Sendable {
+    /// The stored value of `topic`; nil when none was published (or the store is not shared).
+    func sharedValue(_ topic: SharedTopic) throws -> [UInt8]?
+    /// Stores `value` (when given) as `topic`'s and tells the other instances `topic` changed.
+    func publish(_ topic: SharedTopic, value: [UInt8]?) throws
+    /// From now on calls `onChange` (on a thread of its own) when another instance publishes a
+    /// topic, and for every topic when the store comes back after a lost connection (changes
+    /// may have been missed meanwhile). Stops at `close()`.
+    func watchChanges(_ onChange: @escaping @Sendable (SharedTopic) -> Void)
+}
+
+/// What instances tell each other about.
+enum SharedTopic: String, CaseIterable, Sendable {
+    case catalog, clock, faults
+    case playbackKeys = "playback_keys"
+}
+
 /// What spans the concerns.
 protocol StoreMaintenance: Sendable {
+    /// Whether the store answers now (readiness); throws what it fails with.
+    func checkReady() throws
+    /// Stops watching for changes and closes the connections (at shutdown); calls after it fail.
+    func close()
     /// Forgets every catalog edit, license, license event, device, used nonce and analytics
     /// event in one transaction (keys, certificates, settings stay): `--reset` and
     /// `POST /_admin/v1/reset`.

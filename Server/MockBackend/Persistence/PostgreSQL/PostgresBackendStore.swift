@@ -1,4 +1,7 @@
+import Dispatch
 import Foundation
+import Locking
+import Logging
 import Postgres
 import WireModels
 import Synchronization
@@ -16,11 +19,19 @@ import Synchronization
 /// Times are stored as float8 seconds since 1970, as in SQLite.
 final class PostgresBackendStore: StoreMaintenance {
     let pool: PostgresPool
+    private let url: String
+    private let logger: Logger
+    /// This instance's id in change notifications, so it does not reload what it changed itself.
+    let instanceID = UUID().uuidString
+    /// The thread that listens for other instances' changes, once started.
+    private let watcher = Locked<ChangeWatcher?>(nil)
     /// License requests since the last nonce pruning.
     let sincePrune = Atomic<Int>(0)
 
     /// Connects (a pool of `connections`, the HTTP server's thread count) and migrates the schema.
-    init(url: String, connections: Int) throws {
+    init(url: String, connections: Int, logger: Logger) throws {
+        self.url = url
+        self.logger = logger
         pool = try PostgresPool(url: url, size: connections)
         try pool.checkConnection()
         try migrate()
@@ -36,8 +47,12 @@ final class PostgresBackendStore: StoreMaintenance {
         }
     }
 
-    /// Closes the connections (at shutdown).
-    func close() { pool.close() }
+    func checkReady() throws { try pool.checkConnection() }
+
+    func close() {
+        watcher.withLock { $0 }?.stop()
+        pool.close()
+    }
 
     // MARK: Schema
 
@@ -75,6 +90,9 @@ final class PostgresBackendStore: StoreMaintenance {
                                         account_id text NOT NULL, time float8 NOT NULL, position float8, device_id text, token text,
                                         session text, details bytea, received_at float8 NOT NULL);
             CREATE INDEX tracker_event_by_video ON tracker_event (video_id);
+            """),
+        (2, "state shared by instances (clock offset, fault rules)", """
+            CREATE TABLE shared_state (topic text PRIMARY KEY, value bytea NOT NULL, updated_at float8 NOT NULL);
             """),
     ]
 
@@ -243,5 +261,105 @@ extension PostgresBackendStore: TrackerStorage {
     /// `WHERE a = $1 AND b = $2 …` for `columns` (names from the code, values always bound), or "".
     static func whereClause(_ columns: [String]) -> String {
         columns.isEmpty ? "" : "WHERE " + columns.enumerated().map { "\($1) = $\($0 + 1)" }.joined(separator: " AND ")
+    }
+}
+
+// MARK: Shared state
+
+/// Changes travel by LISTEN/NOTIFY on one channel: the payload is "topic instance-id", and the
+/// notification is sent in the transaction that stores the value, so it arrives only once the
+/// value can be read. Why not a polled version counter: a notification arrives in
+/// milliseconds and costs nothing while nothing changes; what it cannot do (reach an instance
+/// whose listening connection was down) is covered by reloading every topic on reconnecting.
+extension PostgresBackendStore: SharedStateStorage {
+    static let channel = "mock_backend_changes"
+
+    func sharedValue(_ topic: SharedTopic) throws -> [UInt8]? {
+        try pool.withConnection { connection in
+            try connection.query("SELECT value FROM shared_state WHERE topic = $1", [.text(topic.rawValue)]).rows.first?["value"]
+        }
+    }
+
+    func publish(_ topic: SharedTopic, value: [UInt8]?) throws {
+        try pool.transaction { connection in
+            if let value {
+                try connection.query("""
+                    INSERT INTO shared_state (topic, value, updated_at) VALUES ($1, $2, $3)
+                    ON CONFLICT (topic) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+                    """, [.text(topic.rawValue), .bytes(value), .double(Date().timeIntervalSince1970)])
+            }
+            try connection.query("SELECT pg_notify($1, $2)", [.text(Self.channel), .text(topic.rawValue + " " + instanceID)])
+        }
+    }
+
+    func watchChanges(_ onChange: @escaping @Sendable (SharedTopic) -> Void) {
+        let started = ChangeWatcher(url: url, instanceID: instanceID, logger: logger, onChange: onChange)
+        let previous = watcher.withLock { state in defer { state = started }; return state }
+        previous?.stop()
+        started.start()
+    }
+}
+
+/// A thread with a connection of its own that LISTENs for other instances' changes. Each time
+/// it starts listening (the first time too) it reports every topic, since changes sent before
+/// (between the instance's loading its state and this LISTEN, or while the connection was
+/// broken) never reach it. When the connection breaks it connects again every second.
+final class ChangeWatcher: Sendable {
+    private let url: String
+    private let instanceID: String
+    private let logger: Logger
+    private let onChange: @Sendable (SharedTopic) -> Void
+    private let stopped = Locked(false)
+    /// Signalled once the first LISTEN is in place (or failed).
+    private let firstAttempt = DispatchSemaphore(value: 0)
+
+    init(url: String, instanceID: String, logger: Logger, onChange: @escaping @Sendable (SharedTopic) -> Void) {
+        self.url = url
+        self.instanceID = instanceID
+        self.logger = logger
+        self.onChange = onChange
+    }
+
+    /// Starts the thread and returns once it listens (or failed to, then it keeps trying),
+    /// so a change made after the instance started is never missed.
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "mock-backend-changes"
+        thread.start()
+        _ = firstAttempt.wait(timeout: .now() + 15)
+    }
+
+    /// Ends the thread within its wait (half a second).
+    func stop() { stopped.withLock { $0 = true } }
+
+    private var isStopped: Bool { stopped.withLock { $0 } }
+
+    private func run() {
+        var attempts = 0
+        while !isStopped {
+            attempts += 1
+            do {
+                let connection: PostgresConnection
+                do {
+                    defer { if attempts == 1 { firstAttempt.signal() } }
+                    connection = try PostgresConnection(url: url)
+                    try connection.execute("LISTEN \(PostgresBackendStore.channel)")
+                }
+                if attempts > 1 { logger.notice("listening for other instances' changes again; reloading everything") }
+                for topic in SharedTopic.allCases { onChange(topic) }
+                while !isStopped {
+                    for notification in try connection.notifications(waitingUpTo: .milliseconds(500)) {
+                        let parts = notification.payload.split(separator: " ", maxSplits: 1).map(String.init)
+                        guard parts.count == 2, parts[1] != instanceID, let topic = SharedTopic(rawValue: parts[0]) else { continue }
+                        onChange(topic)
+                    }
+                }
+            } catch {
+                guard !isStopped else { return }
+                logger.warning("not hearing other instances' changes: \(error); trying again in a second")
+                // Waits on the stop flag's clock, not a sleep in a test: this is the server's retry pace.
+                for _ in 0..<10 where !isStopped { usleep(100_000) }
+            }
+        }
     }
 }

@@ -61,6 +61,13 @@ final class SQLiteBackendStore: StoreMaintenance {
 
     var location: String { directory.appendingPathComponent(Self.setup.fileName).path }
 
+    func checkReady() throws {
+        _ = try pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+    }
+
+    /// GRDB closes the pool when the last reference goes.
+    func close() {}
+
     func forgetState() throws {
         try pool.write { db in
             try db.execute(sql: "DELETE FROM catalog_edit")
@@ -100,6 +107,15 @@ extension SQLiteBackendStore: SecretStorage {
             return identity
         }
     }
+}
+
+// MARK: Shared state
+
+/// One process owns a SQLite store: nothing to share, nobody to tell.
+extension SQLiteBackendStore: SharedStateStorage {
+    func sharedValue(_ topic: SharedTopic) throws -> [UInt8]? { nil }
+    func publish(_ topic: SharedTopic, value: [UInt8]?) throws {}
+    func watchChanges(_ onChange: @escaping @Sendable (SharedTopic) -> Void) {}
 }
 
 // MARK: Catalog edits
