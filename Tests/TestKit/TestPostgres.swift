@@ -148,7 +148,7 @@ public final class TestPostgres: Sendable {
 /// Why the test PostgreSQL server could not be used.
 public struct TestPostgresError: Error, CustomStringConvertible {
     public var description: String
-    init(_ description: String) { self.description = description }
+    public init(_ description: String) { self.description = description }
 }
 
 /// A TCP port on 127.0.0.1 nothing listens on right now.
