@@ -6,7 +6,8 @@ import Glibc
 
 /// A throwaway PostgreSQL server for the tests of one test process: made with `initdb` in a
 /// temporary folder and started with `pg_ctl` on a free port the first time a test asks for
-/// it, shared by every suite after that, stopped and deleted when the process exits. Each
+/// it, shared by every suite after that, stopped and deleted when the process ends (however
+/// it ends: see `startReaper`). Each
 /// test takes a database of its own from it (`makeDatabase()`), so tests stay independent
 /// without paying for a server each.
 ///
@@ -28,8 +29,6 @@ public final class TestPostgres: Sendable {
     private let databases = Locked(0)
 
     private static let started = Locked<Task<TestPostgres, any Error>?>(nil)
-    /// The server started, for the exit hook.
-    private static let running = Locked<TestPostgres?>(nil)
 
     /// The shared server, started on first use.
     public static func shared() async throws -> TestPostgres {
@@ -93,8 +92,7 @@ public final class TestPostgres: Sendable {
                 try await server.run("pg_ctl", ["-D", data, "-l", folder.appendingPathComponent("log").path, "-w", "-t", "120",
                                                 "-o", "-p \(port) -k \(folder.path) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300",
                                                 "start"])
-                running.withLock { $0 = server }
-                atexit { TestPostgres.stopRunning() }
+                try server.startReaper()
                 return server
             } catch {
                 lastError = error
@@ -103,13 +101,34 @@ public final class TestPostgres: Sendable {
         throw lastError ?? TestPostgresError("PostgreSQL did not start")
     }
 
-    /// Stops the running server and deletes its folder (at exit).
-    private static func stopRunning() {
-        guard let server = running.withLock({ state in defer { state = nil }; return state }) else { return }
-        let (executable, arguments) = server.command("pg_ctl", ["-D", server.folder.appendingPathComponent("data").path,
-                                                                 "-m", "immediate", "-w", "stop"])
-        if let process = try? RunningProcess(executable, arguments) { _ = process.waitBlocking() }
-        try? FileManager.default.removeItem(at: server.folder)
+    /// Starts a shell that stops the server and deletes its folder once this process is gone.
+    /// It reads a pipe only this process holds open (close-on-exec, so no other child inherits
+    /// it): the kernel closes it when the process ends, by `exit`, a crash or SIGKILL, and the
+    /// shell's `read` returns. An `atexit` hook was not enough: a full `swift test` run left
+    /// the server running.
+    private func startReaper() throws {
+        var ends: [Int32] = [0, 0]
+        // (Glibc does not export pipe2 to Swift: close-on-exec is set just after. A process
+        // another test spawns in that instant inherits the write end and delays the reaper until
+        // it ends; every process the tests start ends with them.)
+        guard pipe(&ends) == 0 else { throw TestPostgresError("pipe failed: errno \(errno)") }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        defer { close(ends[0]) }  // the write end stays open for the life of the process
+        let (executable, arguments) = command("pg_ctl", ["-D", folder.appendingPathComponent("data").path, "-m", "immediate", "-w", "stop"])
+        let stop = ([executable] + arguments).map { "'\($0)'" }.joined(separator: " ")
+        let script = "read -r _; \(stop) >/dev/null 2>&1; rm -rf '\(folder.path)'"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, ends[0], 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let words: [String] = ["/bin/sh", "-c", script]
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        defer { for argument in argv { free(argument) } }
+        var child: pid_t = 0
+        let result = posix_spawn(&child, "/bin/sh", &actions, nil, argv, environ)
+        guard result == 0 else { throw TestPostgresError("cannot start the PostgreSQL reaper: \(result)") }
     }
 
     /// Runs one of the server's programs (as the postgres user when root); its standard output.
