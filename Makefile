@@ -1,8 +1,10 @@
 # The two commands: `make demo` and `make test`. Everything installs what it needs first.
 SWIFT ?= swift
-APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev pkg-config ffmpeg curl openssl python3 tmux
-# Only the tests need these: schemathesis' virtualenv and the dashboard's headless browser.
-TEST_APT_PACKAGES := python3-venv chromium iproute2
+APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev pkg-config ffmpeg curl openssl python3 tmux
+# Only the tests need these: schemathesis' virtualenv, the dashboard's headless browser, and the
+# PostgreSQL server the store tests start in a temporary folder (TestKit's TestPostgres) and the nginx
+# the balancer test puts in front of two instances.
+TEST_APT_PACKAGES := python3-venv chromium iproute2 postgresql nginx
 
 .PHONY: deps test-deps build test test-api test-tsan serve demo fixtures bench-server fuzz soak clean
 

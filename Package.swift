@@ -83,11 +83,25 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // PostgreSQL for the mock backend's shared mode (README: "One mock for a team").
+        .systemLibrary(
+            name: "CPostgres",
+            path: "Shared/CPostgres",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .target(
+            name: "Postgres",
+            dependencies: ["CPostgres", "Locking"],
+            path: "Shared/Postgres",
+            swiftSettings: swiftSettings
+        ),
+
         // Server
         .target(
             name: "MockBackend",
             dependencies: [
-                "MicroHTTP", "WireModels", "SampleAES", "Locking", "SQLiteSupport", "SystemFiles",
+                "MicroHTTP", "WireModels", "SampleAES", "Locking", "SQLiteSupport", "SystemFiles", "Postgres",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -178,6 +192,8 @@ let package = Package(
                                    "LicenseProtocol", .product(name: "JWTKit", package: "jwt-kit"),
                                    .product(name: "_CryptoExtras", package: "swift-crypto")],
                     path: "Tests/MockBackendTests", swiftSettings: swiftSettings),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestKit"], path: "Tests/PostgresTests",
+                    swiftSettings: swiftSettings),
         .testTarget(name: "LicenseProtocolTests", dependencies: ["LicenseProtocol"], path: "Tests/LicenseProtocolTests",
                     swiftSettings: swiftSettings),
         .testTarget(name: "CurlTransferTests", dependencies: ["CurlTransfer", "MicroHTTP", "Locking", .product(name: "Logging", package: "swift-log")], path: "Tests/CurlTransferTests",

@@ -3,7 +3,6 @@ import Foundation
 public import Logging
 public import MicroHTTP
 import WireModels
-import GRDB
 
 /// The backend's request handling, independent of any socket: catalog, database, URL
 /// signing and the router. `MockBackendServer` puts it behind libmicrohttpd; route tests
@@ -11,12 +10,13 @@ import GRDB
 public final class MockBackendApp: Sendable {
     /// The catalog as served now (the file with the admin API's edits).
     public var catalog: Catalog { live.snapshot.catalog }
-    /// The file's catalog with the admin API's edits, validated and kept in SQLite.
+    /// The file's catalog with the admin API's edits, validated and kept in the store.
     let live: LiveCatalog
     /// The clock every token check reads.
     public let clock: BackendClock
     let configuration: BackendConfiguration
-    let database: BackendDatabase
+    /// Everything kept: secrets, licenses, catalog edits, analytics events (SQLite or PostgreSQL).
+    let store: any BackendStore
     /// The URLs handed out: with the base clients use to reach the server.
     let links: Links
     /// The same over HTTPS when the server serves plain HTTP and HTTPS on two ports.
@@ -28,9 +28,10 @@ public final class MockBackendApp: Sendable {
     let encryptor: SegmentEncryptor
     let cache = ResponseCache()
     let certificates: ApplicationCertificates
-    let licenses: LicenseStore
-    /// The analytics collector's events (`POST /tracker`).
-    let tracker: TrackerStore
+    /// The store's licenses, devices and nonces.
+    var licenses: any LicenseStorage { store }
+    /// The analytics collector's events (`POST /tracker`), in the store.
+    var tracker: any TrackerStorage { store }
     let restrictions: PlaybackRestrictions
     let logger: Logger
     /// The token the admin API asks for.
@@ -50,30 +51,27 @@ public final class MockBackendApp: Sendable {
         self.configuration = configuration
         self.clock = clock
         self.logger = logger
-        database = try BackendDatabase(directory: configuration.dataDirectory)
-        if configuration.resetAtStart {
-            try database.pool.write { db in
-                try db.execute(sql: "DELETE FROM catalog_edit")
-                try LicenseStore.forgetAll(db)
-                try TrackerStore.forgetAll(db)
-            }
+        if let url = configuration.databaseURL {
+            // One connection per HTTP thread, so no request waits for another's connection.
+            store = try PostgresBackendStore(url: url, connections: configuration.threadCount, logger: logger)
+        } else {
+            store = try SQLiteBackendStore(directory: configuration.dataDirectory)
         }
+        if configuration.resetAtStart { try store.forgetState() }
         let assets = MediaAssets(root: configuration.catalogFile.deletingLastPathComponent().appendingPathComponent("media"))
-        live = try LiveCatalog(file: configuration.catalogFile, assets: assets, database: database,
+        live = try LiveCatalog(file: configuration.catalogFile, assets: assets, store: store,
                                defaultManifestTokenTTL: configuration.defaultManifestTokenTTL, now: clock.now())
         let catalog = live.snapshot.catalog
-        let secret = try database.setting("url_token_secret") { SecureBytes.random(32) }
-        adminToken = try configuration.adminToken ?? String(decoding: database.setting("admin_token") {
+        let secret = try store.setting("url_token_secret") { SecureBytes.random(32) }
+        adminToken = try configuration.adminToken ?? String(decoding: store.setting("admin_token") {
             Array(SecureBytes.random(24).map { String(format: "%02x", $0) }.joined().utf8)
         }, as: UTF8.self)
         func trimmed(_ url: String) -> String { url.hasSuffix("/") ? String(url.dropLast()) : url }
         links = Links(base: trimmed(baseURL), secret: SymmetricKey(data: secret))
         secureLinks = secureBaseURL.map { Links(base: trimmed($0), secret: SymmetricKey(data: secret)) }
         certificates = try ApplicationCertificates(accountIDs: catalog.accounts.values.filter(\.fairPlay).map(\.id).sorted(),
-                                                   database: database, now: clock.now())
-        licenses = LicenseStore(database: database)
-        tracker = TrackerStore(database: database)
-        restrictions = try PlaybackRestrictions(database: database)
+                                                   store: store, now: clock.now())
+        restrictions = try PlaybackRestrictions(store: store)
         renderer = VideoRenderer(mediaTokenTTL: configuration.mediaTokenTTL)
         packager = HLSPackager(plainSampleAESKeys: configuration.plainSampleAESKeysForTesting)
         encryptor = SegmentEncryptor(cacheDirectory: configuration.dataDirectory.appendingPathComponent("cache"))
@@ -83,6 +81,14 @@ public final class MockBackendApp: Sendable {
             do throws(FaultRuleError) { _ = try faults.add(rule) } catch {
                 throw FaultRuleError(error.code, "fault rule \(rule.id ?? ""): \(error.message)")
             }
+        }
+        if let clockValue = try store.sharedValue(.clock), let offset = Double(String(decoding: clockValue, as: UTF8.self)) {
+            clock.offset = offset
+        }
+        if !configuration.faultRules.isEmpty {
+            try store.publish(.faults, value: Array(try JSONEncoder().encode(faults.rules.map(\.rule))))
+        } else if let rules = try store.sharedValue(.faults) {
+            faults.replaceRules(with: try JSONDecoder().decode([FaultRule].self, from: Data(rules)))
         }
         var router = Router<MockBackendApp>()
         MockBackendApp.addPlaybackAPIRoutes(to: &router)
@@ -98,6 +104,34 @@ public final class MockBackendApp: Sendable {
         MockBackendApp.addTrackerRoutes(to: &router)
         MockBackendApp.addDashboardRoutes(to: &router)
         self.router = router
+        store.watchChanges { [weak self] topic in self?.sharedStateChanged(topic) }
+    }
+
+    deinit { store.close() }
+
+    /// "sqlite" or "postgres", for readiness and the start-up line.
+    var storeKind: String { store is PostgresBackendStore ? "postgres" : "sqlite" }
+
+    /// Stops listening to other instances and closes the store's connections (at shutdown).
+    func closeStore() { store.close() }
+
+    /// Reloads what another instance sharing the store changed.
+    private func sharedStateChanged(_ topic: SharedTopic) {
+        do {
+            switch topic {
+            case .catalog:
+                try live.reload(now: clock.now())
+            case .clock:
+                if let value = try store.sharedValue(.clock), let offset = Double(String(decoding: value, as: UTF8.self)) { clock.offset = offset }
+            case .faults:
+                let rules = try store.sharedValue(.faults).map { try JSONDecoder().decode([FaultRule].self, from: Data($0)) } ?? []
+                faults.replaceRules(with: rules)
+            case .playbackKeys:
+                try restrictions.reload()
+            }
+        } catch {
+            logger.error("cannot take another instance's change of \(topic.rawValue): \(error)")
+        }
     }
 
     /// The base URL in every link the backend hands out (over plain HTTP when it serves both).

@@ -137,12 +137,14 @@ public final class MockBackendServer: Sendable {
     public func shutdown(gracePeriod: Duration = .seconds(10)) {
         app.requestLog.close()
         for listener in listeners { listener.shutdown(gracePeriod: gracePeriod) }
+        app.closeStore()
     }
 
     /// The same, without holding a thread of the cooperative pool while requests finish.
     public func shutdown(gracePeriod: Duration = .seconds(10)) async {
         app.requestLog.close()
         for listener in listeners { await listener.shutdown(gracePeriod: gracePeriod) }
+        app.closeStore()
     }
 }
 

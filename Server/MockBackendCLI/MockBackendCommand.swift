@@ -36,6 +36,11 @@ struct MockBackendCommand: ParsableCommand {
             help: "Folder for the SQLite database and the encrypted-segment cache; created if missing. [MOCK_BACKEND_DATA_DIR] (default: $XDG_DATA_HOME/mock-backend or ~/.local/share/mock-backend)")
     var dataDirectoryOption: String?
 
+    @Option(name: .customLong("database"), help: ArgumentHelp(
+        "PostgreSQL to keep the state in, shared by every instance pointed at it (postgres://user:password@host:5432/db); without it, SQLite in --data-dir. [MOCK_BACKEND_DATABASE_URL]",
+        valueName: "url"))
+    var databaseOption: String?
+
     @Option(name: .customLong("catalog"), help: "Catalog file (accounts, policy keys, videos, playlists); media is read from media/ beside it. [MOCK_BACKEND_CATALOG] (default: the repository's fixtures/catalog.json)")
     var catalogOption: String?
 
@@ -136,6 +141,7 @@ struct MockBackendCommand: ParsableCommand {
     }
     var dataDirectory: String? { dataDirectoryOption ?? env("MOCK_BACKEND_DATA_DIR") }
     var catalog: String? { catalogOption ?? env("MOCK_BACKEND_CATALOG") }
+    var database: String? { databaseOption ?? env("MOCK_BACKEND_DATABASE_URL") }
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535") }
@@ -153,6 +159,9 @@ struct MockBackendCommand: ParsableCommand {
         guard latencyMilliseconds >= 0 else { throw ValidationError("--latency-ms must not be negative") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
         guard ["text", "json"].contains(logFormat) else { throw ValidationError("--log-format must be text or json") }
+        if let database, !(database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") || database.contains("=")) {
+            throw ValidationError("--database must be a PostgreSQL URL (postgres://user:password@host:5432/database) or a libpq key=value string")
+        }
         if let publicBaseURL, !(publicBaseURL.hasPrefix("http://") || publicBaseURL.hasPrefix("https://")) {
             throw ValidationError("--public-base-url must start with http:// or https://")
         }
@@ -171,6 +180,7 @@ struct MockBackendCommand: ParsableCommand {
         var configuration = BackendConfiguration()
         if let dataDirectory { configuration.dataDirectory = URL(fileURLWithPath: dataDirectory) }
         if let catalog { configuration.catalogFile = URL(fileURLWithPath: catalog) }
+        configuration.databaseURL = database
         configuration.host = host
         configuration.port = port
         configuration.publicBaseURL = publicBaseURL

@@ -108,7 +108,7 @@ struct LicenseRoutesTests {
             let refused = try client.post(request.body(), headers: purchase)
             try expectError(refused, 503, PlaybackAPIErrorCode.serverError, "FAULT_INJECTED")
             #expect(refused.headers["Retry-After"] == "1")
-            #expect(try app.licenses.licenses(LicenseStore.LicenseFilter(), now: app.clock.now(), limit: 10).isEmpty, "no license issued")
+            #expect(try app.licenses.licenses(LicenseFilter(), now: app.clock.now(), limit: 10).isEmpty, "no license issued")
             // The same SPC once more: its nonce was not used up.
             let answer = try client.post(request.body(), headers: purchase)
             try #require(answer.status == 200, "\(answer.status) \(answer.debugText)")

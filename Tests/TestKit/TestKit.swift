@@ -277,8 +277,17 @@ public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) asy
 /// A gate tasks wait on until the test opens it (a stand-in for something slow: a disk, a server).
 public final class Gate: Sendable {
     private let state = Locked<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    /// Signalled once when the gate opens (and again by each blocking waiter, for the next).
+    private let opened = DispatchSemaphore(value: 0)
 
     public init() {}
+
+    /// Returns once the gate is open, blocking this thread (for work on a thread of its own).
+    public func waitBlocking() {
+        guard !state.withLock({ $0.open }) else { return }
+        opened.wait()
+        opened.signal()
+    }
 
     /// Returns once the gate is open.
     public func wait() async {
@@ -293,11 +302,11 @@ public final class Gate: Sendable {
 
     /// Lets every waiter, and every later one, through.
     public func open() {
-        let waiters = state.withLock { state in
-            state.open = true
-            defer { state.waiters = [] }
-            return state.waiters
+        let (waiters, first) = state.withLock { state in
+            defer { state.open = true; state.waiters = [] }
+            return (state.waiters, !state.open)
         }
+        if first { opened.signal() }
         for waiter in waiters { waiter.resume() }
     }
 

@@ -1,11 +1,10 @@
 import Foundation
-import GRDB
 import Locking
 import WireModels
 
 /// The catalog the backend serves: the catalog file, with the admin API's edits on top.
 ///
-/// Edits (a video, playlist or account created, replaced or deleted) are kept in SQLite
+/// Edits (a video, playlist or account created, replaced or deleted) are kept in the store
 /// (`catalog_edit`, one row per thing edited) and laid over the file at every start, so they
 /// survive restarts and a changed file still shows wherever nobody edited. Each edit is
 /// validated by building the whole catalog with it; one that would leave it invalid is
@@ -35,7 +34,7 @@ final class LiveCatalog: Sendable {
 
     private let file: URL
     let assets: MediaAssets
-    private let database: BackendDatabase
+    private let store: any CatalogEditStorage & SecretStorage & SharedStateStorage & StoreMaintenance
     private let defaultTTL: TimeInterval
     /// The document the snapshot was built from, and the snapshot; replaced together.
     private let state: Locked<(document: CatalogFile, snapshot: Snapshot)>
@@ -48,14 +47,14 @@ final class LiveCatalog: Sendable {
     /// Reads the file, lays the stored edits over it and builds the first snapshot. Throws
     /// when the result is not a valid catalog (say, the file lost an asset an edit uses; the
     /// message names `--reset`).
-    init(file: URL, assets: MediaAssets, database: BackendDatabase, defaultManifestTokenTTL: TimeInterval, now: Date) throws(CatalogError) {
+    init(file: URL, assets: MediaAssets, store: any CatalogEditStorage & SecretStorage & SharedStateStorage & StoreMaintenance, defaultManifestTokenTTL: TimeInterval, now: Date) throws(CatalogError) {
         self.file = file
         self.assets = assets
-        self.database = database
+        self.store = store
         defaultTTL = defaultManifestTokenTTL
         var document = try CatalogFile.read(from: file)
         let edits: [Edit]
-        do { edits = try LiveCatalog.storedEdits(database) } catch {
+        do { edits = try store.catalogEdits() } catch {
             throw CatalogError(.storageFailed, "cannot read the catalog edits: \(error)", underlying: error)
         }
         for edit in edits { document.apply(edit) }
@@ -67,7 +66,7 @@ final class LiveCatalog: Sendable {
             throw CatalogError(error.code, "\(error.message) (with the \(edits.count) edits stored in the data directory; mock-backend --reset forgets them)",
                                underlying: error.underlying)
         }
-        state = Locked((document, try LiveCatalog.snapshot(catalog, previous: [:], database: database, now: now)))
+        state = Locked((document, try LiveCatalog.snapshot(catalog, previous: [:], store: store, now: now)))
         generation = Locked(1)
     }
 
@@ -94,8 +93,9 @@ final class LiveCatalog: Sendable {
             }
             let snapshot: Snapshot
             do {
-                snapshot = try LiveCatalog.snapshot(catalog, previous: current.snapshot.contentKeys, database: database, now: now)
-                try store(edit)
+                snapshot = try LiveCatalog.snapshot(catalog, previous: current.snapshot.contentKeys, store: store, now: now)
+                try store.storeCatalogEdit(edit)
+                try store.publish(.catalog, value: nil)
             } catch {
                 throw CatalogEditError(.storageFailed, "STORAGE_FAILED", "cannot store the edit: \(error)", underlying: error)
             }
@@ -104,63 +104,28 @@ final class LiveCatalog: Sendable {
         }
     }
 
-    /// Forgets every edit: the file's catalog again. `alsoInTransaction` runs in the same
-    /// transaction (the caller forgets licenses and devices there).
-    func reset(now: Date, alsoInTransaction: @escaping (Database) throws -> Void) throws {
+    /// Forgets every edit, and with them (one transaction) every license, device, nonce and
+    /// analytics event: the file's catalog again.
+    func reset(now: Date) throws {
         try editing.withLock { _ in
             let document = try CatalogFile.read(from: file)
             let catalog = try Catalog.build(document, assets: assets, defaultManifestTokenTTL: defaultTTL, generation: nextGeneration())
-            try database.pool.write { db in
-                try db.execute(sql: "DELETE FROM catalog_edit")
-                try alsoInTransaction(db)
-            }
-            let snapshot = try LiveCatalog.snapshot(catalog, previous: state.withLock { $0.snapshot.contentKeys }, database: database, now: now)
+            try store.forgetState()
+            try store.publish(.catalog, value: nil)
+            let snapshot = try LiveCatalog.snapshot(catalog, previous: state.withLock { $0.snapshot.contentKeys }, store: store, now: now)
             state.withLock { $0 = (document, snapshot) }
         }
     }
 
-    // MARK: Storage
-
-    private func store(_ edit: Edit) throws {
-        let (kind, id, body): (String, String, Data?)
-        let encoder = JSONEncoder()
-        switch edit {
-        case .account(let account): (kind, id, body) = ("account", account.id, try encoder.encode(account))
-        case .video(let videoID, let video): (kind, id, body) = ("video", videoID, try video.map { try encoder.encode($0) })
-        case .playlist(let playlistID, let playlist): (kind, id, body) = ("playlist", playlistID, try playlist.map { try encoder.encode($0) })
-        }
-        // An upsert keeps the row's place: edits are laid over the file in the order things were first edited.
-        try database.pool.write { db in
-            try db.execute(sql: """
-                INSERT INTO catalog_edit (kind, id, body) VALUES (?, ?, ?)
-                ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body
-                """, arguments: [kind, id, body])
-        }
-    }
-
-    private static func storedEdits(_ database: BackendDatabase) throws -> [Edit] {
-        let decoder = JSONDecoder()
-        return try database.pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT kind, id, body FROM catalog_edit ORDER BY rowid").compactMap { row -> Edit? in
-                let id: String = row["id"]
-                let body = row["body"] as Data?
-                switch row["kind"] as String {
-                case "account": return try body.map { .account(try decoder.decode(CatalogFile.Account.self, from: $0)) }
-                case "video": return .video(id: id, try body.map { try decoder.decode(CatalogFile.Video.self, from: $0) })
-                case "playlist": return .playlist(id: id, try body.map { try decoder.decode(CatalogFile.Playlist.self, from: $0) })
-                default: return nil
-                }
-            }
-        }
-    }
-
-    /// The "v3" table. Never edit: later changes go in new migrations.
-    static func createTables(_ db: Database) throws {
-        try db.create(table: "catalog_edit") { t in
-            t.column("kind", .text).notNull()  // account, video, playlist
-            t.column("id", .text).notNull()
-            t.column("body", .blob)  // the thing in catalog.json form (JSON); NULL: deleted
-            t.primaryKey(["kind", "id"])
+    /// Builds the catalog again from the file and the stored edits: another instance sharing
+    /// the store edited it. Requests go on reading the old snapshot until the new one is in.
+    func reload(now: Date) throws {
+        try editing.withLock { _ in
+            var document = try CatalogFile.read(from: file)
+            for edit in try store.catalogEdits() { document.apply(edit) }
+            let catalog = try Catalog.build(document, assets: assets, defaultManifestTokenTTL: defaultTTL, generation: nextGeneration())
+            let snapshot = try LiveCatalog.snapshot(catalog, previous: state.withLock { $0.snapshot.contentKeys }, store: store, now: now)
+            state.withLock { $0 = (document, snapshot) }
         }
     }
 
@@ -170,14 +135,14 @@ final class LiveCatalog: Sendable {
         generation.withLock { $0 += 1; return $0 }
     }
 
-    private static func snapshot(_ catalog: Catalog, previous: [String: ContentKey], database: BackendDatabase,
+    private static func snapshot(_ catalog: Catalog, previous: [String: ContentKey], store: any SecretStorage,
                                  now: Date) throws(CatalogError) -> Snapshot {
         var keys: [String: ContentKey] = [:]
         for video in catalog.videos.values where video.protection != .clear {
             if let key = previous[video.id] {
                 keys[video.id] = key
             } else {
-                do { keys[video.id] = try database.contentKey(videoID: video.id, now: now) } catch {
+                do { keys[video.id] = try store.contentKey(videoID: video.id, now: now) } catch {
                     throw CatalogError(.storageFailed, "cannot make the content key of video \(video.id): \(error)", underlying: error)
                 }
             }

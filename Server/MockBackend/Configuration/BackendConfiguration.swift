@@ -10,8 +10,13 @@ public struct BackendConfiguration: Sendable {
     /// The scheme, host and port clients use to reach the server, e.g. "http://127.0.0.1:8080".
     /// Nil means "http://{host}:{bound port}".
     public var publicBaseURL: String?
-    /// Where the SQLite database and the encrypted-segment cache live.
+    /// Where the SQLite database (unless `databaseURL` names PostgreSQL) and the
+    /// encrypted-segment cache live.
     public var dataDirectory: URL
+    /// A PostgreSQL URL (`postgres://user:password@host:5432/database`, any libpq connection
+    /// string) to keep the state in, shared with every other instance pointed at it; nil keeps
+    /// it in SQLite in `dataDirectory`, for this process alone.
+    public var databaseURL: String?
     /// The catalog file; media assets are looked up in `media/` beside it.
     public var catalogFile: URL
     /// Threads in the HTTP server's pool.

@@ -18,8 +18,8 @@ extension MockBackendApp {
         var problem: String?
         var analyticsEvents = 0
         do {
-            analyticsEvents = try tracker.count()
-            licenseList = try licenses.licenses(LicenseStore.LicenseFilter(), now: now, limit: 200).map { AdminLicense($0, now: now) }
+            analyticsEvents = try tracker.trackerEventCount()
+            licenseList = try licenses.licenses(LicenseFilter(), now: now, limit: 200).map { AdminLicense($0, now: now) }
             for account in accounts { devices += try licenses.registeredDevices(accountID: account.id, userID: nil) }
         } catch {
             problem = "\(error)"

@@ -57,6 +57,17 @@ public final class FaultInjector: Sendable {
         }
     }
 
+    /// Puts `rules` in force in place of the current ones (another instance sharing the store
+    /// changed them); a rule kept unchanged keeps what it did so far.
+    func replaceRules(with rules: [FaultRule]) {
+        state.withLock { state in
+            let current = state.rules
+            state.rules = rules.filter { $0.problem == nil }.map { rule in
+                current.first { $0.rule == rule } ?? Installed(rule: rule, applied: 0, remaining: rule.times)
+            }
+        }
+    }
+
     /// Removes every rule.
     public func removeAll() {
         state.withLock { $0.rules = [] }

@@ -13,8 +13,20 @@ enum APIResponse {
 
     /// The answer to whatever a handler threw: the error's own when it has one; otherwise a
     /// 500 with the error array, and the error logged.
+    /// A store that cannot be reached answers 503 with `Retry-After` (`StoreAvailability`).
     static func error(for error: any Error, request: HTTPRequest, logger: Logger) -> HTTPResponse {
-        if let known = error as? any HTTPResponseError { return self.error(known) }
+        let underlying = (error as? CatalogEditError).flatMap { $0.code == .storageFailed ? $0.underlying : nil } ?? error
+        if StoreAvailability.isUnavailable(underlying) {
+            logger.warning("\(request.method) \(request.path): database unavailable: \(underlying)")
+            var response = self.error(StoreAvailability.unavailable(underlying))
+            response.headers.set("Retry-After", "1")
+            return response
+        }
+        if let known = error as? any HTTPResponseError {
+            var response = self.error(known)
+            if response.status == 503 && response.headers["Retry-After"] == nil { response.headers.set("Retry-After", "1") }
+            return response
+        }
         logger.error("\(request.method) \(request.path) failed: \(error)")
         return self.error(HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "The request failed: \(error)"))
     }

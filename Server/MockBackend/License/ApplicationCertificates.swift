@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LicenseProtocol
 
 /// The FairPlay application certificate and key of every account with FairPlay, made with
@@ -8,22 +7,15 @@ struct ApplicationCertificates: Sendable {
     private let byAccount: [String: LicenseServerIdentity]
 
     /// Loads the identities of `accountIDs`, generating and storing the missing ones.
-    init(accountIDs: [String], database: BackendDatabase, now: Date) throws {
+    /// (Every instance sharing a store serves the same certificates: the first one stored wins.)
+    init(accountIDs: [String], store: any SecretStorage, now: Date) throws {
         var identities: [String: LicenseServerIdentity] = [:]
-        try database.pool.write { db in
-            for account in accountIDs {
-                if let row = try Row.fetchOne(db, sql: "SELECT certificate, private_key FROM application_certificate WHERE account_id = ?",
-                                              arguments: [account]) {
-                    identities[account] = try LicenseServerIdentity(certificateDER: Array(row["certificate"] as Data),
-                                                                    privateKey: Array(row["private_key"] as Data))
-                } else {
-                    let identity = try LicenseServerIdentity.generate(accountID: account, now: now)
-                    try db.execute(sql: "INSERT INTO application_certificate (account_id, certificate, private_key, created_at) VALUES (?, ?, ?, ?)",
-                                   arguments: [account, Data(identity.certificate.derEncoded), Data(identity.privateKey),
-                                               now.timeIntervalSince1970])
-                    identities[account] = identity
-                }
+        for account in accountIDs {
+            let stored = try store.applicationIdentity(accountID: account, now: now) {
+                let identity = try LicenseServerIdentity.generate(accountID: account, now: now)
+                return StoredIdentity(certificate: identity.certificate.derEncoded, privateKey: identity.privateKey)
             }
+            identities[account] = try LicenseServerIdentity(certificateDER: stored.certificate, privateKey: stored.privateKey)
         }
         byAccount = identities
     }

@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import GRDB
 import JWTKit
 import Locking
 import WireModels
@@ -26,17 +25,21 @@ final class PlaybackRestrictions: Sendable {
         var key: _RSA.Signing.PublicKey
     }
 
-    private let database: BackendDatabase
+    private let store: any PlaybackKeyStorage & SharedStateStorage
     /// account → key id → key; mirrors the `playback_key` table.
     private let keys = Locked<[String: [String: Entry]]>([:])
 
-    init(database: BackendDatabase) throws {
-        self.database = database
-        let rows = try database.pool.read { db in try Row.fetchAll(db, sql: "SELECT * FROM playback_key") }
+    init(store: any PlaybackKeyStorage & SharedStateStorage) throws {
+        self.store = store
+        try reload()
+    }
+
+    /// Reads the keys from the store again (at start, and when another instance changed them).
+    func reload() throws {
         var loaded: [String: [String: Entry]] = [:]
-        for row in rows {
-            let registered = RegisteredKey(id: row["key_id"], accountID: row["account_id"], publicKey: row["public_key"],
-                                           createdAt: Date(timeIntervalSince1970: row["created_at"]))
+        for stored in try store.playbackKeys() {
+            let registered = RegisteredKey(id: stored.id, accountID: stored.accountID, publicKey: stored.publicKeyPEM,
+                                           createdAt: stored.createdAt)
             if let key = try? Self.parse(pem: registered.publicKey) {
                 loaded[registered.accountID, default: [:]][registered.id] = Entry(registered: registered, key: key)
             }
@@ -54,13 +57,10 @@ final class PlaybackRestrictions: Sendable {
         let key: _RSA.Signing.PublicKey
         do { key = try Self.parse(pem: pem) } catch { throw RegistrationError.invalidKey("\(error)") }
         let registered = RegisteredKey(id: id, accountID: accountID, publicKey: pem, createdAt: now)
-        let inserted = try database.pool.write { db in
-            try db.execute(sql: "INSERT OR IGNORE INTO playback_key (account_id, key_id, public_key, created_at) VALUES (?, ?, ?, ?)",
-                           arguments: [accountID, id, pem, now.timeIntervalSince1970])
-            return db.changesCount == 1
-        }
+        let inserted = try store.insertPlaybackKey(StoredPlaybackKey(accountID: accountID, id: id, publicKeyPEM: pem, createdAt: now))
         guard inserted else { throw RegistrationError.exists }
         keys.withLock { $0[accountID, default: [:]][id] = Entry(registered: registered, key: key) }
+        try store.publish(.playbackKeys, value: nil)
         return registered
     }
 
@@ -71,11 +71,9 @@ final class PlaybackRestrictions: Sendable {
 
     /// Removes a key; false when there was none.
     func remove(accountID: String, id: String) throws -> Bool {
-        let removed = try database.pool.write { db in
-            try db.execute(sql: "DELETE FROM playback_key WHERE account_id = ? AND key_id = ?", arguments: [accountID, id])
-            return db.changesCount == 1
-        }
+        let removed = try store.deletePlaybackKey(accountID: accountID, id: id)
         keys.withLock { _ = $0[accountID]?.removeValue(forKey: id) }
+        if removed { try store.publish(.playbackKeys, value: nil) }
         return removed
     }
 

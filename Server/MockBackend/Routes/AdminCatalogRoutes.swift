@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import MicroHTTP
 import WireModels
 
@@ -40,10 +39,7 @@ extension MockBackendApp {
     /// Restores the file's catalog and forgets every license, license event, device, used
     /// nonce and analytics event (keys, certificates, URL secret and admin token stay).
     func reset() throws {
-        try live.reset(now: clock.now()) { db in
-            try LicenseStore.forgetAll(db)
-            try TrackerStore.forgetAll(db)
-        }
+        try live.reset(now: clock.now())
     }
 
     // MARK: Accounts

@@ -74,7 +74,7 @@ extension MockBackendApp {
                 throw CatalogEditError(.invalid, "INVALID_STATE", "state must be one of \(states.joined(separator: ", "))")
             }
             let limit = try listingLimit(request)
-            let filter = LicenseStore.LicenseFilter(accountID: request.queryValue("account"), videoID: request.queryValue("video"),
+            let filter = LicenseFilter(accountID: request.queryValue("account"), videoID: request.queryValue("video"),
                                                     userID: request.queryValue("user"), deviceID: request.queryValue("device"),
                                                     state: request.queryValue("state"))
             let now = app.clock.now()

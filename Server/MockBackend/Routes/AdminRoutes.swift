@@ -6,6 +6,18 @@ import WireModels
 /// accounts' playback-restriction keys.
 extension MockBackendApp {
     static func addAdminRoutes(to router: inout Router<MockBackendApp>) {
+        // For load balancers and orchestrators, without the admin token: alive (the process
+        // answers), and ready (its store answers too; a 503 with the error array when not).
+        router.add(["GET"], "/healthz") { _, _, _ in
+            APIResponse.json(["status": "ok"])
+        }
+        router.add(["GET"], "/readyz") { app, _, _ in
+            do { try app.store.checkReady() } catch {
+                throw StoreAvailability.isUnavailable(error) ? StoreAvailability.unavailable(error)
+                    : HTTPError(503, "SERVICE_UNAVAILABLE", "DATABASE_UNAVAILABLE", "The store does not answer: \(error)")
+            }
+            return APIResponse.json(["status": "ready", "store": app.storeKind])
+        }
         router.add(["GET"], "/_admin/v1/health") { app, _, _ in
             APIResponse.json(["status": "ok", "videos": "\(app.catalog.videos.count)", "accounts": "\(app.catalog.accounts.count)"])
         }
@@ -83,6 +95,7 @@ extension MockBackendApp {
             throw CatalogEditError(.invalid, "INVALID_BODY", "offset_seconds must be under 100 years (3153600000 s) either way")
         }
         clock.offset = offset
+        try storage { try store.publish(.clock, value: Array(String(offset).utf8)) }
     }
 
     private func clockResponse() -> HTTPResponse {

@@ -27,6 +27,7 @@ extension MockBackendApp {
         }
         router.add(["DELETE"], "/_admin/v1/faults") { app, _, _ in
             app.faults.removeAll()
+            try app.publishFaultRules()
             return HTTPResponse(status: 204)
         }
         router.add(["DELETE"], "/_admin/v1/faults/:id") { app, _, p in
@@ -47,12 +48,20 @@ extension MockBackendApp {
                     : CatalogEditError(.invalid, "INVALID_RULE", error.message, underlying: error)
             }
         }
+        try publishFaultRules()
         return added
+    }
+
+    /// Tells the other instances sharing the store the rules in force now (they take them whole).
+    func publishFaultRules() throws(CatalogEditError) {
+        let rules = faults.rules.map(\.rule)
+        try storage { try store.publish(.faults, value: Array(try JSONEncoder().encode(rules))) }
     }
 
     /// Removes one fault rule; a 404 `RULE_NOT_FOUND` when there is none with that id.
     func removeFaultRule(id: String) throws(CatalogEditError) {
         guard faults.remove(id: id) else { throw CatalogEditError(.notFound, "RULE_NOT_FOUND", "No fault rule \(id)") }
+        try publishFaultRules()
     }
 
     static func addAdminRequestLogRoutes(to router: inout Router<MockBackendApp>) {

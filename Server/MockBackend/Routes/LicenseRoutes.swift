@@ -132,11 +132,13 @@ extension MockBackendApp {
         }
     }
 
-    /// The policy's decision, taken and stored in one transaction; a 500 when the store fails.
+    /// The policy's decision, taken and stored in one transaction; a 500 when the store fails,
+    /// a 503 when it cannot be reached.
     private func decide(_ request: LicenseRequest, accountID: String, now: Date) throws(HTTPError) -> LicenseDecision {
         do {
             return try licenses.process(request, accountID: accountID, now: now)
         } catch {
+            if StoreAvailability.isUnavailable(error) { throw StoreAvailability.unavailable(error) }
             logger.error("license store failed: \(error)")
             throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "The license could not be stored")
         }

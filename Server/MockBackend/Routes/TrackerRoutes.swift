@@ -15,15 +15,15 @@ extension MockBackendApp {
         }
         router.add(["GET"], "/_admin/v1/tracker/events") { app, request, _ in
             let limit = try listingLimit(request)
-            let filter = TrackerStore.Filter(accountID: request.queryValue("account"), videoID: request.queryValue("video"),
+            let filter = TrackerFilter(accountID: request.queryValue("account"), videoID: request.queryValue("video"),
                                              event: request.queryValue("event"), token: request.queryValue("token"),
                                              session: request.queryValue("session"))
             let (events, total) = try app.storage { try app.tracker.events(filter, limit: limit) }
-            struct Listing: Encodable { var events: [TrackerStore.Recorded]; var total: Int }
+            struct Listing: Encodable { var events: [RecordedTrackerEvent]; var total: Int }
             return APIResponse.json(Listing(events: events, total: total))
         }
         router.add(["DELETE"], "/_admin/v1/tracker/events") { app, _, _ in
-            try app.storage { try app.tracker.clear() }
+            try app.storage { try app.tracker.clearTrackerEvents() }
             return HTTPResponse(status: 204)
         }
     }

@@ -3,39 +3,14 @@ import GRDB
 import LicenseProtocol
 import Synchronization
 
-/// One entry of a license's history.
-struct LicenseEvent: Sendable {
-    var event: String
-    var at: Date
-    var kind: String?
-    var expiresAt: Date?
-    var firstPlay: Date?
-}
-
-/// A device registered for a user of an account (it holds one of the user's device slots).
-struct RegisteredDevice: Sendable {
-    var accountID: String
-    var userID: String
-    var deviceID: String
-    var registeredAt: Date
-}
-
 /// Licenses, their history, devices per user and used nonces in SQLite. Each license
-/// request is one write transaction: the nonce is consumed, the license and devices are
-/// read, `LicensePolicy` decides, and the decision is written, so two concurrent requests
-/// can never both take a user's last device slot.
-final class LicenseStore: Sendable {
-    let database: BackendDatabase
-    /// Requests since the last nonce pruning.
-    private let sincePrune = Atomic<Int>(0)
-    private static let pruneEvery = 4096
-
-    init(database: BackendDatabase) { self.database = database }
-
-    /// Runs the policy on `request` (recording its nonce, to refuse it the second time) and stores the outcome.
+/// request is one write transaction (SQLite has one writer at a time): the nonce is
+/// consumed, the license and devices are read, `LicensePolicy` decides, and the decision is
+/// written, so two concurrent requests can never both take a user's last device slot.
+extension SQLiteBackendStore: LicenseStorage {
     func process(_ request: LicenseRequest, accountID: String, now: Date) throws -> LicenseDecision {
         let prune = sincePrune.add(1, ordering: .relaxed).newValue % Self.pruneEvery == 0
-        return try database.pool.write { db in
+        return try pool.write { db in
             if prune {
                 try db.execute(sql: "DELETE FROM used_nonce WHERE expires_at < ?", arguments: [now.timeIntervalSince1970])
             }
@@ -58,28 +33,25 @@ final class LicenseStore: Sendable {
                 }
             }
             let decision = LicensePolicy.decide(request, nonceAlreadyUsed: nonceAlreadyUsed, existing: existing, devices: devices, now: now,
-                                                newLicenseID: Self.timeOrderedID(now: now))
+                                                newLicenseID: LicenseID.timeOrdered(now: now))
             try Self.apply(decision, kind: request.context.kind, db: db, now: now)
             return decision
         }
     }
 
-    /// A license by id, for tests and the admin view.
     func license(id: String) throws -> LicenseRecord? {
-        try database.pool.read { db in try Self.license(db, id: id) }
+        try pool.read { db in try Self.license(db, id: id) }
     }
 
-    /// The history of a license: (event, time) oldest first.
     func history(licenseID: String) throws -> [(event: String, at: Date)] {
-        try database.pool.read { db in
+        try pool.read { db in
             try Row.fetchAll(db, sql: "SELECT event, at FROM license_event WHERE license_id = ? ORDER BY id", arguments: [licenseID])
                 .map { (event: $0["event"], at: Date(timeIntervalSince1970: $0["at"])) }
         }
     }
 
-    /// The devices registered for a user.
     func devices(accountID: String, userID: String) throws -> Set<String> {
-        try database.pool.read { db in
+        try pool.read { db in
             Set(try String.fetchAll(db, sql: "SELECT device_id FROM device WHERE account_id = ? AND user_id = ?",
                                     arguments: [accountID, userID]))
         }
@@ -87,21 +59,11 @@ final class LicenseStore: Sendable {
 
     // MARK: Admin
 
-    /// Which licenses a listing wants (nil: any).
-    struct LicenseFilter: Sendable {
-        var accountID, videoID, userID, deviceID, state: String?
-    }
-
-    /// Licenses the filter admits, newest first, at most `limit`.
     func licenses(_ filter: LicenseFilter, now: Date, limit: Int) throws -> [LicenseRecord] {
-        var conditions: [String] = []
-        var arguments: [(any DatabaseValueConvertible)?] = []
-        for (column, value) in [("account_id", filter.accountID), ("video_id", filter.videoID), ("user_id", filter.userID),
-                                ("device_id", filter.deviceID)] {
-            if let value { conditions.append("\(column) = ?"); arguments.append(value) }
-        }
-        let clause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-        let ids = try database.pool.read { db in
+        let conditions = filter.conditions
+        let clause = conditions.isEmpty ? "" : "WHERE " + conditions.map { "\($0.column) = ?" }.joined(separator: " AND ")
+        let arguments = conditions.map(\.value)
+        let ids = try pool.read { db in
             try String.fetchAll(db, sql: "SELECT id FROM license \(clause) ORDER BY issued_at DESC, id DESC",
                                 arguments: StatementArguments(arguments))
         }
@@ -114,9 +76,8 @@ final class LicenseStore: Sendable {
         return result
     }
 
-    /// Revokes a license (again: keeps the first time); nil when there is none.
     func revoke(id: String, now: Date) throws -> LicenseRecord? {
-        try database.pool.write { db in
+        try pool.write { db in
             guard try Self.license(db, id: id) != nil else { return nil }
             try db.execute(sql: "UPDATE license SET revoked_at = COALESCE(revoked_at, ?), updated_at = ? WHERE id = ?",
                            arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970, id])
@@ -126,9 +87,8 @@ final class LicenseStore: Sendable {
         }
     }
 
-    /// The full history of a license, for the admin API.
     func events(licenseID: String) throws -> [LicenseEvent] {
-        try database.pool.read { db in
+        try pool.read { db in
             try Row.fetchAll(db, sql: "SELECT event, at, kind, expires_at, first_play FROM license_event WHERE license_id = ? ORDER BY id",
                              arguments: [licenseID]).map { row in
                 LicenseEvent(event: row["event"], at: Date(timeIntervalSince1970: row["at"]), kind: row["kind"],
@@ -138,9 +98,8 @@ final class LicenseStore: Sendable {
         }
     }
 
-    /// Registered devices of an account (of one user when given).
     func registeredDevices(accountID: String, userID: String?) throws -> [RegisteredDevice] {
-        try database.pool.read { db in
+        try pool.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT user_id, device_id, registered_at FROM device WHERE account_id = ? AND (? IS NULL OR user_id = ?)
                 ORDER BY user_id, registered_at
@@ -151,32 +110,12 @@ final class LicenseStore: Sendable {
         }
     }
 
-    /// Frees a device's slot (for one user when given); the number of registrations removed.
     func removeDevice(accountID: String, deviceID: String, userID: String?) throws -> Int {
-        try database.pool.write { db in
+        try pool.write { db in
             try db.execute(sql: "DELETE FROM device WHERE account_id = ? AND device_id = ? AND (? IS NULL OR user_id = ?)",
                            arguments: [accountID, deviceID, userID, userID])
             return db.changesCount
         }
-    }
-
-    /// Forgets every license, event, device and used nonce (a reset).
-    static func forgetAll(_ db: Database) throws {
-        for table in ["license_event", "license", "device", "used_nonce"] { try db.execute(sql: "DELETE FROM \(table)") }
-    }
-
-    /// A UUID-shaped id whose first 48 bits are the time in milliseconds (as UUIDv7), so
-    /// new licenses append to the end of the table's b-tree instead of dirtying random pages.
-    static func timeOrderedID(now: Date) -> String {
-        var generator = SystemRandomNumberGenerator()  // two reads, not one syscall per byte
-        let high = generator.next() as UInt64, low = generator.next() as UInt64
-        var bytes = (0..<8).map { UInt8(truncatingIfNeeded: high >> (8 * UInt64($0))) }
-            + (0..<8).map { UInt8(truncatingIfNeeded: low >> (8 * UInt64($0))) }
-        let ms = UInt64(max(0, now.timeIntervalSince1970 * 1000))
-        for i in 0..<6 { bytes[i] = UInt8(truncatingIfNeeded: ms >> (40 - 8 * UInt64(i))) }
-        bytes[6] = 0x70 | (bytes[6] & 0x0F)
-        bytes[8] = 0x80 | (bytes[8] & 0x3F)
-        return StableID.string(bytes)
     }
 
     // MARK: Rows
@@ -229,7 +168,7 @@ final class LicenseStore: Sendable {
     }
 
     /// The "v2" tables. Never edit: later changes go in new migrations.
-    static func createTables(_ db: Database) throws {
+    static func createLicenseTables(_ db: Database) throws {
         try db.create(table: "application_certificate") { t in
             t.primaryKey("account_id", .text)
             t.column("certificate", .blob).notNull()
