@@ -182,9 +182,10 @@ struct DownloadManagerTests {
                 var other = request
                 other.contentId = "rental-2"
                 other.skd = "skd://not-the-key"
-                try await downloads.enqueue(request: other).get()
+                _ = try await downloads.enqueue(request: other).get()
             }
-            #expect(wrongKey?.reason == .invalidParameter || wrongKey?.reason == .alreadyDownloaded)
+            #expect(wrongKey?.reason == .invalidParameter && wrongKey?.message.contains("not-the-key") == true, "\(String(describing: wrongKey))")
+            #expect(try await h.manager.status(key.token).downloadState == .licensePreloaded, "the refused request left the key as it was")
 
             #expect(try await eventually { licenseRequests(server) == 1 })
             var enqueued = request
