@@ -125,10 +125,16 @@ package final class PostgresPool: Sendable {
     private func release(_ connection: PostgresConnection) {
         if connection.isUsable && !connection.isIdle { try? connection.execute("ROLLBACK") }
         let keep = connection.isUsable && connection.isIdle
-        let dropped: PostgresConnection? = state.withLock { state in
-            guard keep && !state.closed else { return connection }
+        let dropped: [PostgresConnection] = state.withLock { state in
+            guard keep && !state.closed else {
+                // A connection lost (the server restarted or went away) means the idle ones
+                // are most likely lost too: drop them now rather than fail their next callers.
+                guard !connection.isUsable else { return [connection] }
+                defer { state.idle = [] }
+                return [connection] + state.idle.map(\.connection)
+            }
             state.idle.append((connection, ContinuousClock.now))
-            return nil
+            return []
         }
         withExtendedLifetime(dropped) {}  // closed here, outside the lock
         slots.signal()
