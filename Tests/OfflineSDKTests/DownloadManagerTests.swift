@@ -95,6 +95,13 @@ struct DownloadManagerTests {
             let again = await downloads.enqueue(request: DownloadRequest(contentId: "clear-1", video: video, title: "Again"))
             #expect((try? again.get()) == nil)
             if case .failure(let error) = again { #expect(error.reason == .alreadyDownloaded, "\(error)") }
+            // Two requests for one content id at once (different videos): one task, one refusal.
+            let other = try await h.service.findVideo(id: Catalog.englishOnlyVideo), third = try await h.service.findVideo(id: Catalog.marathonVideo)
+            async let first = downloads.enqueue(request: DownloadRequest(contentId: "twice", video: other))
+            async let second = downloads.enqueue(request: DownloadRequest(contentId: "twice", video: third))
+            let outcomes = await [first, second]
+            #expect(outcomes.filter { (try? $0.get()) != nil }.count == 1)
+            #expect(outcomes.contains { if case .failure(let error) = $0 { error.reason == .alreadyDownloaded } else { false } }, "\(outcomes)")
             let untitled = await downloads.enqueue(request: DownloadRequest(contentId: " ", video: video))
             if case .failure(let error) = untitled { #expect(error.reason == .invalidParameter) } else { Issue.record("an empty content id was taken") }
         } }

@@ -33,7 +33,7 @@ extension OfflineVideoManager {
             throw OfflineVideoError(.unsupported, .license, "Preloading a license is only for FairPlay videos; video \(video.id) is not one")
         }
         _ = try reserve(video, refusingIn: DownloadStateMachine.holdsLicense, "already has a license or a download", contentID: contentID)
-        defer { reservedVideos.remove(video.id) }
+        defer { unreserve(video, contentID: contentID) }
         let (_, master) = try await planner.master(of: video)
         guard let keyID = DownloadPlanner.fairPlayKeyID(master.sessionKeys) else {
             throw OfflineVideoError(.noKeyRequestURLForRendition, .license, "The master playlist of video \(video.id) has no skd:// session key")

@@ -55,6 +55,8 @@ public actor OfflineVideoManager {
     /// Videos a request or preload is working on (planning, the license exchange): a second
     /// request for one of them is refused before it suspends, so a video is never downloaded twice.
     var reservedVideos: Set<String> = []
+    /// Content ids a task request or key fetch is working on: a second one is refused the same way.
+    var reservedContentIDs: Set<String> = []
     /// Tokens whose package folder a request is writing before their record exists.
     var preparingPackages: Set<OfflineVideoToken> = []
     /// The lock that makes this manager the one running the storage folder's downloads; nil
@@ -244,7 +246,7 @@ public actor OfflineVideoManager {
         // while this one plans or licenses is refused, not downloaded twice.
         let existing = try reserve(video, refusingIn: DownloadStateMachine.holdsVideo,
                                    "has already been downloaded or is downloading", contentID: request.task?.contentID)
-        defer { reservedVideos.remove(video.id) }
+        defer { unreserve(video, contentID: request.task?.contentID) }
         // FairPlay: a preloaded license is used as it is; otherwise terms are checked before
         // any request, and the license is acquired before any media byte is fetched.
         let preloaded = existing.first { $0.downloadState == .licensePreloaded }
@@ -373,12 +375,15 @@ public actor OfflineVideoManager {
 
     /// Refuses a video another request is working on or whose stored records are in one of
     /// `refused`, and a `contentID` a download task already goes by, else reserves the video (the
-    /// caller removes it from `reservedVideos` when done). Returns the video's stored records.
-    /// Never suspends: check and reservation are one step.
+    /// caller lets go with `unreserve` when done), and the content id with it. Returns the video's
+    /// stored records. Never suspends: check and reservation are one step.
     func reserve(_ video: PlaybackVideo, refusingIn refused: Set<OfflineVideoDownloadState>,
                  _ what: String, contentID: String? = nil) throws(OfflineVideoError) -> [DownloadRecord] {
         if reservedVideos.contains(video.id) {
             throw OfflineVideoError(.invalidParameter, .alreadyDownloaded, "Video \(video.id) \(what) (another request is under way)")
+        }
+        if let contentID, reservedContentIDs.contains(contentID) {
+            throw OfflineVideoError(.invalidParameter, .alreadyDownloaded, "Another request for content \(contentID) is under way")
         }
         let all = try storeCall(.download) { try store.allDownloads() }
         if let contentID, let task = all.first(where: { $0.taskContentID == contentID && $0.downloadState != .licensePreloaded }) {
@@ -393,7 +398,14 @@ public actor OfflineVideoManager {
             throw OfflineVideoError(.invalidParameter, .alreadyDownloaded, "Video \(video.id) \(what) (token \(held.token))")
         }
         reservedVideos.insert(video.id)
+        if let contentID { reservedContentIDs.insert(contentID) }
         return existing
+    }
+
+    /// Lets go of what `reserve` reserved.
+    func unreserve(_ video: PlaybackVideo, contentID: String?) {
+        reservedVideos.remove(video.id)
+        if let contentID { reservedContentIDs.remove(contentID) }
     }
 
     // MARK: Control

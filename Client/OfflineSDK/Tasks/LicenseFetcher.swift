@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A persistent FairPlay key as the device holds it.
 public struct PersistentKey: Sendable, Equatable {
