@@ -279,7 +279,7 @@ public actor DownloadManager {
             sequences[token] = nil
             allTasks.set(allTasks.value.filter { $0.token != token })
             delegate?.downloadManager(self, didPurge: task)
-            for property in [task.state.finish, task.progress.finish, task.expiration.finish, task.error.finish] { property() }
+            task.finish()
             return
         }
         guard let task = tasks[token] else {

@@ -36,7 +36,8 @@ public enum DownloadTaskState: String, Sendable, Equatable, CaseIterable, Custom
 /// The same download is an offline video of `OfflineVideoManager` under `token`.
 ///
 /// A task object stays the same for the life of the download manager; once purged its
-/// observable sequences end and its controls throw `unknownToken`.
+/// observable sequences end and its controls throw (`unknownToken`; `invalidState` while the
+/// purged download's key stays as a preloaded license).
 public final class DownloadTask: Sendable, Identifiable, Hashable, CustomStringConvertible {
     /// The content id it was enqueued under (a download requested through `OfflineVideoManager`
     /// goes by its video id).
@@ -90,6 +91,14 @@ public final class DownloadTask: Sendable, Identifiable, Hashable, CustomStringC
     /// Cancels the download: state `cancelled`, its files removed; `purge` forgets it.
     public func cancel() async throws(OfflineVideoError) {
         try await owner().cancel(self)
+    }
+
+    /// Ends the observable sequences: the task was purged.
+    func finish() {
+        state.finish()
+        progress.finish()
+        expiration.finish()
+        error.finish()
     }
 
     private func owner() throws(OfflineVideoError) -> DownloadManager {
