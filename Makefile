@@ -22,11 +22,13 @@ test: test-deps
 	$(SWIFT) test --skip-build
 	scripts/dashboard-browser-test.sh
 	scripts/schemathesis.sh
+	SCHEMATHESIS_DATABASE=postgres scripts/schemathesis.sh
 
-# schemathesis against a live mock-backend and docs/openapi.yaml (PyPI, in .build-venv; part of `make test`).
+# schemathesis against a live mock-backend and docs/openapi.yaml, on SQLite and on PostgreSQL (PyPI, in .build-venv; part of `make test`).
 test-api: test-deps
 	$(SWIFT) build --product mock-backend
 	scripts/schemathesis.sh
+	SCHEMATHESIS_DATABASE=postgres scripts/schemathesis.sh
 
 # Every test under ThreadSanitizer, one at a time: its 5-15x slowdown times tests out when they run
 # side by side on 2 cores (its own build folder; about an hour here, not part of `make test`).

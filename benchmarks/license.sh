@@ -28,11 +28,10 @@ swift build -c release --product LicenseRequests >/dev/null
 work=$(mktemp -d)
 chmod 755 "$work"
 pids=()
-pg_data=""
-as_postgres=()
+. scripts/lib/postgres.sh
 cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
-    [ -n "$pg_data" ] && "${as_postgres[@]}" "$pg_bin/pg_ctl" -D "$pg_data" -m fast -w stop >/dev/null 2>&1
+    stop_postgres
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -97,26 +96,6 @@ print(fp["key_request_url"], fp["certificate_url"])' "$work/video.json")
     summary+=("$(printf '%-12s licenses/s: %6d   p99: %8s   stored: %d' "$label" "$rate" "$p99" "$stored")")
 }
 
-# A PostgreSQL cluster of its own in $work, on a free port, with its durable defaults. initdb and
-# postgres refuse to run as root: as root they run as Debian's postgres user.
-start_postgres() {
-    pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-    [ "$(id -u)" -eq 0 ] && as_postgres=(runuser -u postgres --)
-    mkdir -p "$work/pg"
-    [ "$(id -u)" -eq 0 ] && chown postgres "$work/pg"
-    pg_port=$(free_port)
-    "${as_postgres[@]}" "$pg_bin/initdb" -D "$work/pg/data" -A trust -U postgres -E UTF8 >/dev/null
-    pg_data="$work/pg/data"
-    "${as_postgres[@]}" "$pg_bin/pg_ctl" -D "$pg_data" -l "$work/pg/log" -w \
-        -o "-p $pg_port -k $work/pg -c listen_addresses=127.0.0.1 -c max_connections=50" start >/dev/null
-}
-
-# A fresh database; prints its URL.
-new_database() {
-    "$pg_bin/psql" -h 127.0.0.1 -p "$pg_port" -U postgres -q -c "CREATE DATABASE $1" postgres
-    echo "postgres://postgres@127.0.0.1:$pg_port/$1"
-}
-
 for row in $rows; do
     case "$row" in
     sqlite)
@@ -125,14 +104,14 @@ for row in $rows; do
         stop_backends
         ;;
     postgres)
-        [ -n "$pg_data" ] || start_postgres
+        [ -n "$PG_DATA" ] || start_postgres "$work/pg"
         database=$(new_database bench1)
         start_backend postgres1 --database "$database"
-        measure postgres "$base" "$pg_bin/psql -A -t -c 'SELECT count(*) FROM license' $database"
+        measure postgres "$base" "$PG_BIN/psql -A -t -c 'SELECT count(*) FROM license' $database"
         stop_backends
         ;;
     postgres2)
-        [ -n "$pg_data" ] || start_postgres
+        [ -n "$PG_DATA" ] || start_postgres "$work/pg"
         database=$(new_database bench2)
         nginx_port=$(free_port)
         start_backend postgres2a --database "$database" --public-base-url "http://127.0.0.1:$nginx_port"
@@ -162,7 +141,7 @@ EOF
         nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' 2>"$work/nginx/stderr" &
         pids+=($!)
         for _ in $(seq 200); do curl -sf "http://127.0.0.1:$nginx_port/healthz" >/dev/null 2>&1 && break; sleep 0.05; done
-        measure "postgres x2" "http://127.0.0.1:$nginx_port" "$pg_bin/psql -A -t -c 'SELECT count(*) FROM license' $database"
+        measure "postgres x2" "http://127.0.0.1:$nginx_port" "$PG_BIN/psql -A -t -c 'SELECT count(*) FROM license' $database"
         stop_backends
         ;;
     *) echo "unknown row $row (sqlite, postgres, postgres2)"; exit 1 ;;

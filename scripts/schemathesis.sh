@@ -6,6 +6,7 @@
 #   SCHEMATHESIS_MAX_EXAMPLES=N         test cases per operation and phase (default 25)
 #   SCHEMATHESIS_SEED=N                 the seed (default fixed: the same run every time)
 #   SCHEMATHESIS_WORKERS=N              concurrent workers (default 1; the order below relies on it)
+#   SCHEMATHESIS_DATABASE=postgres      the mock on a throwaway PostgreSQL (default: SQLite in its data folder)
 #
 # Starts the server on a free port with a throwaway data folder and an admin token of its
 # own, stops it on exit, and exits non-zero when schemathesis reports any failure.
@@ -33,6 +34,18 @@ venv_install "$VENV" "schemathesis==$SCHEMATHESIS_VERSION" \
     "import schemathesis, sys; sys.exit(schemathesis.__version__ != '$SCHEMATHESIS_VERSION')"
 [ -x "$BINARY" ] || { echo "no mock-backend at $BINARY: build it (swift build --product mock-backend) or set MOCK_BACKEND" >&2; exit 1; }
 
+if [ "${SCHEMATHESIS_DATABASE:-sqlite}" = postgres ]; then
+    # The second store is fuzzed as the first: it refuses and keeps values its own way (text
+    # cannot hold NUL in PostgreSQL), and the answers must be the same.
+    . scripts/lib/postgres.sh
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/schemathesis.XXXXXX")
+    chmod 755 "$WORK"
+    trap stop_backend EXIT
+    start_postgres "$WORK/pg"
+    export MOCK_BACKEND_DATABASE_URL
+    MOCK_BACKEND_DATABASE_URL=$(new_database mock)
+    echo "PostgreSQL at $MOCK_BACKEND_DATABASE_URL" >&2
+fi
 start_backend schemathesis
 
 # The license route is signed: its path and fastly_token come from the FairPlay video's

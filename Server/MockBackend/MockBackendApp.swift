@@ -183,6 +183,7 @@ public final class MockBackendApp: Sendable {
             }
         }
         try checkAdminToken(request)
+        try JSONBody.refuseNUL(in: request)
         switch router.match(method: request.method, segments: request.pathSegments) {
         case .found(let handler, let parameters):
             return (try handler(self, request, parameters), nil)

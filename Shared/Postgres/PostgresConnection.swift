@@ -56,6 +56,13 @@ package final class PostgresConnection {
     /// every row of its answer.
     @discardableResult
     package func query(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresResult {
+        // PostgreSQL text cannot hold NUL, and libpq would end the value at the first one:
+        // refuse rather than store a shortened string.
+        for (index, parameter) in parameters.enumerated() {
+            if case .text(let text) = parameter, text.utf8.contains(0) {
+                throw PostgresError(.invalidArgument, "parameter $\(index + 1) holds a NUL character (U+0000), which PostgreSQL text cannot store")
+            }
+        }
         let name = try prepare(sql)
         let result = Self.withBound(parameters) { values, lengths, formats in
             // Results in binary: exact doubles and integers, bytes as they are.

@@ -134,4 +134,23 @@ struct TrackerTests {
             #expect(try Self.receipt(Self.post(app, [Self.event("f")])).new == 1, "the next one goes through")
         }
     }
+
+    @Test("a NUL character in a body string or a query value is refused with the error array before any handler; an escaped backslash before u0000 is no NUL")
+    func nulRefused() async throws {
+        try await withApp { app, _ in
+            let nul = try app.request("POST", "/tracker", headers: [("Content-Type", "application/json")], body: try Self.body([Self.event("a\u{0}b")]))
+            #expect(nul.status == 400 && nul.debugText.contains("INVALID_BODY") && nul.debugText.contains("NUL"), "\(nul.debugText)")
+            #expect(try Self.listing(app).total == 0, "nothing stored, nothing cut short")
+            let query = try app.request("GET", "/_admin/v1/tracker/events?video_id=a%00b")
+            #expect(query.status == 400 && query.debugText.contains("INVALID_PARAMETER"), "\(query.debugText)")
+            // `\\u0000` in JSON is a backslash and the letters u0000: a fine id.
+            let letters = #"[{"id":"a\\u0000b","event":"play_started","video_id":"\#(Fixture.clearVideo)","account_id":"\#(Fixture.northwind)","time":"2026-11-25T17:00:00.000Z"}]"#
+            let stored = try app.request("POST", "/tracker", headers: [("Content-Type", "application/json")], body: Array(letters.utf8))
+            #expect(try Self.receipt(stored).new == 1)
+            #expect(try Self.listing(app).events.first?.event.id == #"a\u0000b"#)
+        }
+        #expect(JSONBody.containsNULEscape(Array(#"{"a":"\u0000"}"#.utf8)))
+        #expect(JSONBody.containsNULEscape(Array(#"{"a":"\\\u0000"}"#.utf8)), "an escaped backslash, then a NUL")
+        #expect(!JSONBody.containsNULEscape(Array(#"{"a":"\\u0000","b":"\u0001"}"#.utf8)))
+    }
 }

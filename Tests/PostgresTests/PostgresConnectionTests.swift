@@ -45,6 +45,10 @@ struct PostgresConnectionTests {
             #expect(try widths["b"] as Int == -8)
             #expect(try widths["c"] as Double == 2.5)
             #expect(try widths["d"] as Int == 42)
+            // Text holding NUL is refused, never stored cut short at the NUL.
+            let nul = #expect(throws: PostgresError.self) { try connection.query("INSERT INTO t (s) VALUES ($1)", [.text("a\u{0}b")]) }
+            #expect(nul?.code == .invalidArgument && nul?.message.contains("$1") == true)
+            #expect(try connection.query("SELECT count(*) AS n FROM t").rows[0]["n"] as Int == 3, "nothing was stored")
         }
     }
 

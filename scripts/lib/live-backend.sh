@@ -2,7 +2,7 @@
 # one way to start it on a free port with a throwaway data folder and an admin token of its own,
 # stop it on exit, and tell whether it survived the run.
 #
-#   start_backend NAME [mock-backend flags...]   sets WORK, SERVER_PID, BASE, ADMIN_TOKEN
+#   start_backend NAME [mock-backend flags...]   sets WORK (unless set), SERVER_PID, BASE, ADMIN_TOKEN
 #   backend_survived                             false (and the log shown) if it exited during the run
 #   venv_install VENV PACKAGE==VERSION CHECK     a virtualenv with PACKAGE, unless CHECK (python) passes already
 
@@ -13,13 +13,16 @@ stop_backend() {
         kill -TERM "$SERVER_PID" 2>/dev/null || true
         wait "$SERVER_PID" 2>/dev/null || true
     fi
+    # A throwaway PostgreSQL the backend used (scripts/lib/postgres.sh) goes with it.
+    if declare -F stop_postgres >/dev/null; then stop_postgres; fi
     [ -z "$WORK" ] || rm -rf "$WORK"
 }
 
 start_backend() {
     local name=$1 line
     shift
-    WORK=$(mktemp -d "${TMPDIR:-/tmp}/$name.XXXXXX")
+    # A caller may have made WORK already (to put a database in it first).
+    [ -n "$WORK" ] || WORK=$(mktemp -d "${TMPDIR:-/tmp}/$name.XXXXXX")
     trap stop_backend EXIT
     trap 'exit 130' INT TERM
     ADMIN_TOKEN=$name-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')

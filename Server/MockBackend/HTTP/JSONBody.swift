@@ -1,4 +1,6 @@
 import Foundation
+import MicroHTTP
+import WireModels
 
 /// JSON request bodies of the admin API: objects read leniently enough to merge, decoded
 /// strictly, and every refusal a sentence a person can act on.
@@ -72,5 +74,37 @@ enum JSONBody {
         case is [String: String].Type: "an object of strings"
         default: "\(type)".hasPrefix("Array") ? "an array" : "an object"
         }
+    }
+}
+
+extension JSONBody {
+    /// Refuses a request whose JSON body or query holds a NUL character (U+0000), before any
+    /// handler: no store keeps it the same way (PostgreSQL text cannot hold it at all), and no
+    /// field of this API means anything with one. Paths are refused earlier (`RequestTarget`).
+    static func refuseNUL(in request: HTTPRequest) throws(HTTPError) {
+        if request.query.contains(where: { $0.name.utf8.contains(0) || $0.value.utf8.contains(0) }) {
+            throw HTTPError(400, PlaybackAPIErrorCode.badRequest, "INVALID_PARAMETER", "Query parameters may not contain a NUL character (%00)")
+        }
+        if containsNULEscape(request.body) {
+            throw HTTPError(400, PlaybackAPIErrorCode.badRequest, "INVALID_BODY", "Strings in the body may not contain a NUL character (\\u0000)")
+        }
+    }
+
+    /// Whether JSON text holds the escape `\u0000` as an escape: its backslash
+    /// is not itself escaped (`\\u0000` is a backslash and the letters `u0000`). JSON strings
+    /// cannot hold a raw NUL, so this is the only way one arrives.
+    static func containsNULEscape(_ body: [UInt8]) -> Bool {
+        let backslash = UInt8(ascii: "\\")
+        var index = 0
+        while index < body.count {
+            guard body[index] == backslash else { index += 1; continue }
+            // An escape: `\u` and four hex digits, or a backslash and one character.
+            if index + 5 < body.count, body[index + 1] == UInt8(ascii: "u"),
+               body[(index + 2)...(index + 5)].allSatisfy({ $0 == UInt8(ascii: "0") }) {
+                return true
+            }
+            index += 2
+        }
+        return false
     }
 }
