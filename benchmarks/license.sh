@@ -28,6 +28,7 @@ swift build -c release --product LicenseRequests >/dev/null
 work=$(mktemp -d)
 chmod 755 "$work"
 pids=()
+. scripts/lib/free-port.sh
 . scripts/lib/postgres.sh
 cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
@@ -41,7 +42,6 @@ key=BCpkADawqM1northwindSEARCHkey0001
 crt=$(printf '%s' '{"profile":{"purchase":{}},"storeLicense":true}' | base64 -w0)
 summary=()
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # start_backend NAME ARGS...: starts an instance, sets $base to its URL and adds its pid.
 start_backend() {

@@ -28,7 +28,7 @@ base=$(awk '/listening on/ {print $3}' "$work/out")
 secure_base=$(awk '/^https on/ {print $3}' "$work/out")
 [ -n "$base" ] || { cat "$work/err"; exit 1; }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. scripts/lib/free-port.sh
 nginx_port=$(free_port)
 nginx_tls_port=$(free_port)
 mkdir -p "$work/nginx"

@@ -82,14 +82,6 @@ public final class MockBackendApp: Sendable {
                 throw FaultRuleError(error.code, "fault rule \(rule.id ?? ""): \(error.message)")
             }
         }
-        if let clockValue = try store.sharedValue(.clock), let offset = Double(String(decoding: clockValue, as: UTF8.self)) {
-            clock.offset = offset
-        }
-        if !configuration.faultRules.isEmpty {
-            try store.publish(.faults, value: Array(try JSONEncoder().encode(faults.rules.map(\.rule))))
-        } else if let rules = try store.sharedValue(.faults) {
-            faults.replaceRules(with: try JSONDecoder().decode([FaultRule].self, from: Data(rules)))
-        }
         var router = Router<MockBackendApp>()
         MockBackendApp.addPlaybackAPIRoutes(to: &router)
         MockBackendApp.addManifestRoutes(to: &router)
@@ -104,6 +96,14 @@ public final class MockBackendApp: Sendable {
         MockBackendApp.addTrackerRoutes(to: &router)
         MockBackendApp.addDashboardRoutes(to: &router)
         self.router = router
+        // What instances sharing the store already agreed on: the clock, and the fault rules
+        // unless this one starts with its own (then the others take those).
+        try takeShared(.clock)
+        if configuration.faultRules.isEmpty {
+            try takeShared(.faults)
+        } else {
+            try publishFaultRules()
+        }
         store.watchChanges { [weak self] topic in self?.sharedStateChanged(topic) }
     }
 
@@ -117,20 +117,22 @@ public final class MockBackendApp: Sendable {
 
     /// Reloads what another instance sharing the store changed.
     private func sharedStateChanged(_ topic: SharedTopic) {
-        do {
-            switch topic {
-            case .catalog:
-                try live.reload(now: clock.now())
-            case .clock:
-                if let value = try store.sharedValue(.clock), let offset = Double(String(decoding: value, as: UTF8.self)) { clock.offset = offset }
-            case .faults:
-                let rules = try store.sharedValue(.faults).map { try JSONDecoder().decode([FaultRule].self, from: Data($0)) } ?? []
-                faults.replaceRules(with: rules)
-            case .playbackKeys:
-                try restrictions.reload()
-            }
-        } catch {
+        do { try takeShared(topic) } catch {
             logger.error("cannot take another instance's change of \(topic.rawValue): \(error)")
+        }
+    }
+
+    /// Takes `topic` as the store holds it now (SQLite holds no clock or rules: nothing changes).
+    private func takeShared(_ topic: SharedTopic) throws {
+        switch topic {
+        case .catalog:
+            try live.reload(now: clock.now())
+        case .clock:
+            if let value = try store.sharedValue(.clock), let offset = Double(String(decoding: value, as: UTF8.self)) { clock.offset = offset }
+        case .faults:
+            if let rules = try store.sharedValue(.faults) { faults.replaceRules(with: try JSONDecoder().decode([FaultRule].self, from: Data(rules))) }
+        case .playbackKeys:
+            try restrictions.reload()
         }
     }
 

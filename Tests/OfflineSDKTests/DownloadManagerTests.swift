@@ -102,8 +102,8 @@ struct DownloadManagerTests {
             let outcomes = await [first, second]
             #expect(outcomes.filter { (try? $0.get()) != nil }.count == 1)
             #expect(outcomes.contains { if case .failure(let error) = $0 { error.reason == .alreadyDownloaded } else { false } }, "\(outcomes)")
-            let untitled = await downloads.enqueue(request: DownloadRequest(contentId: " ", video: video))
-            if case .failure(let error) = untitled { #expect(error.reason == .invalidParameter) } else { Issue.record("an empty content id was taken") }
+            let blank = await downloads.enqueue(request: DownloadRequest(contentId: " ", video: video))
+            if case .failure(let error) = blank { #expect(error.reason == .invalidParameter) } else { Issue.record("an empty content id was taken") }
         } }
     }
 

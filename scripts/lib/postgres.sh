@@ -9,6 +9,8 @@
 # initdb and postgres refuse to run as root: as root they run as Debian's postgres user, which
 # must be able to enter DIR's parents (a mktemp -d folder is 700: chmod it 755 first).
 
+. "$(dirname "${BASH_SOURCE[0]}")/free-port.sh"
+
 PG_BIN=
 PG_PORT=
 PG_DATA=
@@ -20,7 +22,7 @@ start_postgres() {
     [ "$(id -u)" -eq 0 ] && PG_AS=(runuser -u postgres --)
     mkdir -p "$dir"
     [ "$(id -u)" -eq 0 ] && chown postgres "$dir"
-    PG_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    PG_PORT=$(free_port)
     "${PG_AS[@]}" "$PG_BIN/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 >/dev/null
     PG_DATA="$dir/data"
     "${PG_AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$dir/log" -w \

@@ -186,16 +186,19 @@ public actor DownloadManager {
     /// Opens a playback session of the task's download (completed, or still downloading: what
     /// is missing is fetched or waited for). A running task is paused first when
     /// `pausesTasksDuringPlayback`, and resumed when its last session closes, unless the app
-    /// paused or resumed it itself meanwhile. The license is enforced as
+    /// paused, resumed or cancelled the task itself meanwhile (a pause made through
+    /// `OfflineVideoManager` instead cannot be told from this one). The license is enforced as
     /// `OfflineVideoManager.openPlayback` does.
     public func openPlayback(_ task: DownloadTask, options: PlaybackOptions = PlaybackOptions()) async throws(OfflineVideoError) -> OfflinePlayback {
         let token = task.token
+        // Counted before anything suspends: a session closing meanwhile must not take this one's
+        // pause for the end of all playback.
+        playing[token, default: 0] += 1
         if pausesTasksDuringPlayback, task.state.value == .running,
            (try? await offlineVideoManager.pauseVideoDownload(token)) != nil {
             pausedForPlayback.insert(token)
             try? await refresh(token)
         }
-        playing[token, default: 0] += 1
         do {
             return try await offlineVideoManager.openPlayback(token, options: options, whenClosed: { [weak self] in
                 await self?.playbackEnded(token)

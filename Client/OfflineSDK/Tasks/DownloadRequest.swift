@@ -109,8 +109,7 @@ public struct DownloadRequest: Sendable, Equatable {
             let video = Video(id: fairPlay?.videoID ?? contentId, accountID: fairPlay?.accountID ?? "", name: title, duration: 0, createdAt: now, updatedAt: now, publishedAt: now,
                               offlineEnabled: true, sources: [source])
             do {
-                let json = try WireJSON.encoder(sortedKeys: true).encode(video)
-                return PlaybackVideo(video: video, properties: try WireJSON.decoder().decode([String: JSONValue].self, from: json))
+                return try PlaybackVideo(json: Array(try WireJSON.encoder(sortedKeys: true).encode(video)))
             } catch {
                 throw OfflineVideoError(.invalidParameter, .invalidParameter, "Cannot describe the content at \(url): \(error)", underlying: error)
             }

@@ -28,6 +28,10 @@ final class PlaybackRestrictions: Sendable {
     private let store: any PlaybackKeyStorage & SharedStateStorage
     /// account → key id → key; mirrors the `playback_key` table.
     private let keys = Locked<[String: [String: Entry]]>([:])
+    /// Held across a change (store, then `keys`) and a reload (read, then replace), as
+    /// `LiveCatalog` holds its edits: a reload read before a registration was stored can then
+    /// never replace `keys` after the registration added to them. Token checks never take it.
+    private let changing = Locked<Void>(())
 
     init(store: any PlaybackKeyStorage & SharedStateStorage) throws {
         self.store = store
@@ -36,15 +40,17 @@ final class PlaybackRestrictions: Sendable {
 
     /// Reads the keys from the store again (at start, and when another instance changed them).
     func reload() throws {
-        var loaded: [String: [String: Entry]] = [:]
-        for stored in try store.playbackKeys() {
-            let registered = RegisteredKey(id: stored.id, accountID: stored.accountID, publicKey: stored.publicKeyPEM,
-                                           createdAt: stored.createdAt)
-            if let key = try? Self.parse(pem: registered.publicKey) {
-                loaded[registered.accountID, default: [:]][registered.id] = Entry(registered: registered, key: key)
+        try changing.withLock { _ in
+            var loaded: [String: [String: Entry]] = [:]
+            for stored in try store.playbackKeys() {
+                let registered = RegisteredKey(id: stored.id, accountID: stored.accountID, publicKey: stored.publicKeyPEM,
+                                               createdAt: stored.createdAt)
+                if let key = try? Self.parse(pem: registered.publicKey) {
+                    loaded[registered.accountID, default: [:]][registered.id] = Entry(registered: registered, key: key)
+                }
             }
+            keys.withLock { $0 = loaded }
         }
-        keys.withLock { $0 = loaded }
     }
 
     // MARK: Registry
@@ -57,9 +63,11 @@ final class PlaybackRestrictions: Sendable {
         let key: _RSA.Signing.PublicKey
         do { key = try Self.parse(pem: pem) } catch { throw RegistrationError.invalidKey("\(error)") }
         let registered = RegisteredKey(id: id, accountID: accountID, publicKey: pem, createdAt: now)
-        let inserted = try store.insertPlaybackKey(StoredPlaybackKey(accountID: accountID, id: id, publicKeyPEM: pem, createdAt: now))
-        guard inserted else { throw RegistrationError.exists }
-        keys.withLock { $0[accountID, default: [:]][id] = Entry(registered: registered, key: key) }
+        try changing.withLock { _ in
+            let inserted = try store.insertPlaybackKey(StoredPlaybackKey(accountID: accountID, id: id, publicKeyPEM: pem, createdAt: now))
+            guard inserted else { throw RegistrationError.exists }
+            keys.withLock { $0[accountID, default: [:]][id] = Entry(registered: registered, key: key) }
+        }
         try store.publish(.playbackKeys, value: nil)
         return registered
     }
@@ -71,8 +79,11 @@ final class PlaybackRestrictions: Sendable {
 
     /// Removes a key; false when there was none.
     func remove(accountID: String, id: String) throws -> Bool {
-        let removed = try store.deletePlaybackKey(accountID: accountID, id: id)
-        keys.withLock { _ = $0[accountID]?.removeValue(forKey: id) }
+        let removed = try changing.withLock { _ in
+            let removed = try store.deletePlaybackKey(accountID: accountID, id: id)
+            keys.withLock { _ = $0[accountID]?.removeValue(forKey: id) }
+            return removed
+        }
         if removed { try store.publish(.playbackKeys, value: nil) }
         return removed
     }

@@ -320,8 +320,8 @@ final class ChangeWatcher: Sendable {
         self.onChange = onChange
     }
 
-    /// Starts the thread and returns once it listens (or failed to, then it keeps trying),
-    /// so a change made after the instance started is never missed.
+    /// Starts the thread and returns once it listens and has reported every topic (or failed
+    /// to connect, then it keeps trying), so a change made after the instance started is never missed.
     func start() {
         let thread = Thread { [self] in run() }
         thread.name = "mock-backend-changes"
@@ -341,12 +341,17 @@ final class ChangeWatcher: Sendable {
             do {
                 let connection: PostgresConnection
                 do {
-                    defer { if attempts == 1 { firstAttempt.signal() } }
                     connection = try PostgresConnection(url: url)
                     try connection.execute("LISTEN \(PostgresBackendStore.channel)")
+                } catch {
+                    if attempts == 1 { firstAttempt.signal() }
+                    throw error
                 }
                 if attempts > 1 { logger.notice("listening for other instances' changes again; reloading everything") }
                 for topic in SharedTopic.allCases { onChange(topic) }
+                // The first time, `start` returns only now: the instance serves nothing while this
+                // reload runs, so it can never put back what a first request just changed.
+                if attempts == 1 { firstAttempt.signal() }
                 while !isStopped {
                     for notification in try connection.notifications(waitingUpTo: .milliseconds(500)) {
                         let parts = notification.payload.split(separator: " ", maxSplits: 1).map(String.init)
