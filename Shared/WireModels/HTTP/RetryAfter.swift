@@ -1,0 +1,38 @@
+public import Foundation
+
+/// The `Retry-After` field (RFC 9110 §10.2.3): a number of seconds, or an HTTP date.
+///
+/// ```swift
+/// RetryAfter.delay(from: "2", now: now)                              // 2 s
+/// RetryAfter.delay(from: "Fri, 27 Nov 2026 15:00:10 GMT", now: now) // until then (0 if past)
+/// ```
+public enum RetryAfter {
+    /// The longest wait taken from a server: a larger value (or a date further ahead) is cut to it,
+    /// so a misconfigured server cannot park a client for days.
+    public static let longest: Duration = .seconds(600)
+
+    /// The wait the field asks for at `now`, capped at `longest`; nil when the value is neither
+    /// a non-negative integer nor an HTTP date.
+    public static func delay(from value: String, now: Date) -> Duration? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if !trimmed.isEmpty, trimmed.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+            guard let seconds = Int(trimmed.prefix(9)) else { return nil }
+            return min(.seconds(seconds), longest)
+        }
+        guard let date = httpDate(trimmed) else { return nil }
+        let seconds = max(0, date.timeIntervalSince(now))
+        return min(.milliseconds(Int64(seconds * 1000)), longest)
+    }
+
+    /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), or the obsolete RFC 850 and asctime forms.
+    static func httpDate(_ text: String) -> Date? {
+        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = format
+            if let date = formatter.date(from: text) { return date }
+        }
+        return nil
+    }
+}
