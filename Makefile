@@ -6,7 +6,7 @@ APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev 
 # the balancer test puts in front of two instances.
 TEST_APT_PACKAGES := python3-venv chromium iproute2 postgresql nginx
 
-.PHONY: deps test-deps build test test-api test-tsan serve demo fixtures bench-server fuzz soak clean
+.PHONY: deps test-deps build test test-api test-stress test-tsan serve demo fixtures bench-server fuzz soak clean
 
 deps:
 	@scripts/install-deps.sh $(APT_PACKAGES)
@@ -29,6 +29,13 @@ test-api: test-deps
 	$(SWIFT) build --product mock-backend
 	scripts/schemathesis.sh
 	SCHEMATHESIS_DATABASE=postgres scripts/schemathesis.sh
+
+# The suite (FILTER: a part of it) RUNS times beside CPU hogs and a synchronous disk writer, as a
+# busy CI machine runs it (scripts/stress-test.sh; README: Tests on a loaded machine). Not part of `make test`.
+RUNS ?= 5
+FILTER ?=
+test-stress: test-deps
+	RUNS=$(RUNS) FILTER=$(FILTER) scripts/stress-test.sh
 
 # Every test under ThreadSanitizer, one at a time: its 5-15x slowdown times tests out when they run
 # side by side on 2 cores (its own build folder; about an hour here, not part of `make test`).

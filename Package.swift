@@ -196,7 +196,7 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "LicenseProtocolTests", dependencies: ["LicenseProtocol"], path: "Tests/LicenseProtocolTests",
                     swiftSettings: swiftSettings),
-        .testTarget(name: "CurlTransferTests", dependencies: ["CurlTransfer", "MicroHTTP", "Locking", .product(name: "Logging", package: "swift-log")], path: "Tests/CurlTransferTests",
+        .testTarget(name: "CurlTransferTests", dependencies: ["CurlTransfer", "MicroHTTP", "Locking", "TestKit", .product(name: "Logging", package: "swift-log")], path: "Tests/CurlTransferTests",
                     swiftSettings: swiftSettings),
         .testTarget(name: "MockBackendTestingTests", dependencies: ["MockBackendTesting", "OfflineSDK", "CurlTransfer"],
                     path: "Tests/MockBackendTestingTests", swiftSettings: swiftSettings),

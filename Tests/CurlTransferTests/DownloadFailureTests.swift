@@ -1,6 +1,7 @@
 import Foundation
 import MicroHTTP
 import Testing
+import TestKit
 import CurlTransfer
 
 @Suite("File download failures")
@@ -69,7 +70,7 @@ struct DownloadFailureTests {
         defer { folder.remove() }
         try write(testBytes(count: 10_000, seed: 23), to: folder.file("src.ts"))
         let arrivals = Arrivals()
-        let server = try fileServer(folder.path, latencyMilliseconds: 10_000) { arrivals.arrived($0.target) }
+        let server = try fileServer(folder.path, holding: Gate()) { arrivals.arrived($0.target) }
         defer { server.shutdown() }
         let engine = TransferEngine()
         let destination = folder.file("seg.ts")
@@ -94,7 +95,7 @@ struct DownloadFailureTests {
         defer { folder.remove() }
         try write(testBytes(count: 1_000, seed: 24), to: folder.file("src.ts"))
         let arrivals = Arrivals()
-        let server = try fileServer(folder.path, latencyMilliseconds: 10_000) { arrivals.arrived($0.target) }
+        let server = try fileServer(folder.path, holding: Gate()) { arrivals.arrived($0.target) }
         defer { server.shutdown() }
         var configuration = TransferEngine.Configuration()
         configuration.maxConcurrentTransfers = 1
@@ -104,7 +105,7 @@ struct DownloadFailureTests {
         let tasks = jobs.map { job in Task { try await engine.download(job) } }
         let first = try #require(await arrivals.next())
         let running = try #require(jobs.indices.first { first.hasSuffix("n=\($0)") })
-        while engine.statistics.queued < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        try #require(try await eventually { engine.statistics.queued == 2 })
         #expect(engine.statistics.running == 1)
 
         // One slot: the other two wait. Cancel one of them by id, then everything.

@@ -1,13 +1,14 @@
 import Locking
 import MicroHTTP
 import Testing
+import TestKit
 import CurlTransfer
 
-/// Serves the files of `folder` under /files/NAME, 404 for anything else.
-func fileServer(_ folder: String, latencyMilliseconds: Int = 0,
+/// Serves the files of `folder` under /files/NAME, 404 for anything else; with a gate, every
+/// answer waits until the test opens it (`also` is told of each request as it arrives).
+func fileServer(_ folder: String, holding gate: Gate? = nil,
                 also: (@Sendable (HTTPRequest) -> Void)? = nil) throws -> TestServer {
-    try TestServer(latencyMilliseconds: latencyMilliseconds) { request in
-        also?(request)
+    try TestServer(holding: gate, arrived: also) { request in
         guard request.pathSegments.count == 2, request.pathSegments[0] == "files",
               let response = HTTPResponse.file(at: folder + "/" + request.pathSegments[1], contentType: "video/mp2t")
         else { return .text("not found", status: 404) }
@@ -17,14 +18,18 @@ func fileServer(_ folder: String, latencyMilliseconds: Int = 0,
 
 @Suite("File downloads")
 struct DownloadTests {
-    /// A file server that records the most requests it had in flight at once (each waits out
-    /// the latency, so requests sent together overlap there).
-    private func countingServer(_ folder: String, latencyMilliseconds: Int) throws -> (TestServer, Locked<Int>) {
+    /// A file server that records the most requests it had in flight at once. Answers are held
+    /// until `releaseAt` requests are in flight together (then the gate stays open), so a test
+    /// sees its limit reached however slowly this machine starts the next transfer, and a
+    /// limit that is not kept shows as more requests arriving while the first wait.
+    private func countingServer(_ folder: String, releaseAt: Int) throws -> (TestServer, Locked<Int>) {
         let highest = Locked(0)
         let box = Locked<TestServer?>(nil)
-        let server = try fileServer(folder, latencyMilliseconds: latencyMilliseconds) { _ in
+        let gate = Gate()
+        let server = try fileServer(folder, holding: gate) { _ in
             let active = box.withLock { $0 }?.server.activeRequests ?? 0
             highest.withLock { $0 = max($0, active) }
+            if active >= releaseAt { gate.open() }
         }
         box.withLock { $0 = server }
         return (server, highest)
@@ -133,7 +138,7 @@ struct DownloadTests {
         let served = try TemporaryDirectory()
         defer { served.remove() }
         try write(testBytes(count: 10_000, seed: 3), to: served.file("a.ts"))
-        let (server, highest) = try countingServer(served.path, latencyMilliseconds: 60)
+        let (server, highest) = try countingServer(served.path, releaseAt: 3)
         defer { server.shutdown() }
         let engine = engine(transfers: 3)
 
@@ -146,8 +151,7 @@ struct DownloadTests {
         }
 
         #expect(server.requests.count == 20)
-        #expect(highest.withLock { $0 } <= 3)
-        #expect(highest.withLock { $0 } >= 2)
+        #expect(highest.withLock { $0 } == 3)
     }
 
     @Test func groupLimitsHoldWithinTheEngineCap() async throws {
@@ -157,7 +161,7 @@ struct DownloadTests {
         // One server per group, so each server's requests in flight are its group's.
         var servers: [(TestServer, TransferGroup, Locked<Int>)] = []
         for limit in [2, 3] {
-            let (server, highest) = try countingServer(served.path, latencyMilliseconds: 40)
+            let (server, highest) = try countingServer(served.path, releaseAt: limit)
             servers.append((server, TransferGroup(limit: limit), highest))
         }
         defer { for (server, _, _) in servers { server.shutdown() } }
@@ -185,7 +189,7 @@ struct DownloadTests {
         defer { served.remove() }
         try write(testBytes(count: 1_000, seed: 6), to: served.file("a.ts"))
         let arrivals = Arrivals()
-        let server = try fileServer(served.path, latencyMilliseconds: 10_000) { arrivals.arrived($0.target) }
+        let server = try fileServer(served.path, holding: Gate()) { arrivals.arrived($0.target) }
         let quick = try fileServer(served.path)
         defer { server.shutdown(); quick.shutdown() }
         let engine = engine(transfers: 8)
@@ -228,7 +232,7 @@ struct DownloadTests {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let arrivals = Arrivals()
-        let server = try fileServer(folder.path, latencyMilliseconds: 10_000) { arrivals.arrived($0.target) }
+        let server = try fileServer(folder.path, holding: Gate()) { arrivals.arrived($0.target) }
         defer { server.shutdown() }
         let engine = TransferEngine()
         // Cancelled while waiting for the answer: the empty .part made for it goes.

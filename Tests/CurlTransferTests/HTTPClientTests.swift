@@ -1,5 +1,6 @@
 import MicroHTTP
 import Testing
+import TestKit
 import CurlTransfer
 
 @Suite("HTTPClient against a live server")
@@ -130,7 +131,7 @@ struct HTTPClientTests {
     }
 
     @Test func slowServerTimesOut() async throws {
-        let server = try TestServer(latencyMilliseconds: 1500, handler: Self.echo)
+        let server = try TestServer(holding: Gate(), handler: Self.echo)  // no answer until the test ends
         defer { server.shutdown() }
         do {
             _ = try await HTTPClient().send(HTTPClientRequest(url: server.url("/slow"), timeout: .milliseconds(100)))
@@ -142,10 +143,7 @@ struct HTTPClientTests {
 
     @Test func cancellingTheTaskCancelsTheRequest() async throws {
         let arrivals = Arrivals()
-        let server = try TestServer(latencyMilliseconds: 10_000) { request in
-            arrivals.arrived(request.target)
-            return Self.echo(request)
-        }
+        let server = try TestServer(holding: Gate(), arrived: { arrivals.arrived($0.target) }, handler: Self.echo)
         defer { server.shutdown() }
         let client = HTTPClient()
         let task = Task { try await client.send(HTTPClientRequest(url: server.url("/slow"))) }

@@ -3,29 +3,47 @@ import Logging
 import MicroHTTP
 import Locking
 import Testing
+import TestKit
 import CurlTransfer
 
 /// A live MicroHTTP server on an ephemeral port, recording every request it answers.
+///
+/// A test that needs a request still in flight while it checks something holds it with a
+/// `Gate`: the request is recorded and `arrived` told, then its answer waits (the connection
+/// suspended, no thread held) until the test opens the gate or shuts the server down. Never a
+/// latency that must outlast the test's own steps: on a loaded machine those steps can take
+/// longer than any latency a test would choose.
 final class TestServer: Sendable {
     let server: HTTPServer
     private let log = Locked<[HTTPRequest]>([])
+    private let gate: Gate?
 
     /// Starts a server whose handler is `handler`; requests are recorded before it runs.
     /// The idle timeout is long by default: at the start of a full run a test may resume half a
     /// minute late, and a connection closed meanwhile is not what a test of reuse is about.
-    init(latencyMilliseconds: Int = 0, idleTimeoutSeconds: Int = 600, threads: Int = 2,
-         handler: @escaping HTTPServer.Handler) throws {
+    init(holding gate: Gate? = nil, idleTimeoutSeconds: Int = 600, threads: Int = 2,
+         arrived: (@Sendable (HTTPRequest) -> Void)? = nil, handler: @escaping HTTPServer.Handler) throws {
         var configuration = HTTPServerConfiguration()
         configuration.port = 0
         configuration.idleTimeoutSeconds = idleTimeoutSeconds
         configuration.threadCount = threads
-        configuration.addedLatencyMilliseconds = latencyMilliseconds
         var logger = Logger(label: "CurlTransferTests")
         logger.logLevel = .warning
         let log = self.log
-        server = HTTPServer(configuration: configuration, logger: logger) { request in
-            log.withLock { $0.append(request) }
-            return handler(request)
+        self.gate = gate
+        if let gate {
+            server = HTTPServer(configuration: configuration, logger: logger) { request in
+                log.withLock { $0.append(request) }
+                arrived?(request)
+                await gate.wait()
+                return handler(request)
+            }
+        } else {
+            server = HTTPServer(configuration: configuration, logger: logger) { request in
+                log.withLock { $0.append(request) }
+                arrived?(request)
+                return handler(request)
+            }
         }
         try server.start()
     }
@@ -36,8 +54,12 @@ final class TestServer: Sendable {
 
     var requests: [HTTPRequest] { log.withLock { $0 } }
 
-    /// Stops at once: a test that cancelled a request has no use for its answer.
-    func shutdown() { server.shutdown(gracePeriod: .milliseconds(200)) }
+    /// Opens the gate (held requests are answered) and stops at once: a test that cancelled a
+    /// request has no use for its answer.
+    func shutdown() {
+        gate?.open()
+        server.shutdown(gracePeriod: .milliseconds(200))
+    }
 }
 
 /// A folder under /tmp for one test, removed by `remove()`.
