@@ -250,13 +250,14 @@ struct DownloadTests {
         } }
     }
 
-    @Test("a server that stops answering fails the download after 5 errors in a row, keeping finished segments")
+    @Test("a server that stops answering fails the download once it made no progress for failuresWithoutProgress tries and timeWithoutProgress, saying so")
     func failsAfterRetries() async throws {
         let storage = try TemporaryDirectory()
         defer { storage.remove() }
         var configuration = testConfiguration(storage)
         let network = ManualNetworkMonitor(path: .none)
         configuration.network = network
+        configuration.timeWithoutProgress = .seconds(1)
         let manager = try await OfflineVideoManager(configuration: configuration)
         defer { Task { await manager.close() } }
         let events = EventRecorder(manager)
@@ -270,6 +271,8 @@ struct DownloadTests {
         let error = try #require(try await events.finished(token))
         #expect(error.code == .downloadFailure)
         #expect(error.reason == .network)
+        #expect(error.message.hasPrefix("The download made no progress: "), "\(error.message)")
+        #expect(error.message.contains("failures on") && error.message.contains("the last: segment"), "\(error.message)")
         let status = try await manager.status(token)
         #expect(status.downloadState == .error)
         #expect(status.error == error || status.error?.reason == .network)

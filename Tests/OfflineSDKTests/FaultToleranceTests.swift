@@ -90,7 +90,8 @@ struct FaultToleranceTests {
     func mediaPlaylistTimeout() async throws {
         try await withBackend { server in try await withHarness(server, {
             $0.requestTimeout = .seconds(1)
-            $0.maxConsecutiveFailures = 3
+            $0.failuresWithoutProgress = 3
+            $0.timeWithoutProgress = .zero
         }) { h in
             try server.app.faults.add(FaultRule(id: "once", route: .mediaPlaylist, times: 1, stall: true))
             let token = try await h.request(Catalog.clearVideo)
@@ -100,7 +101,7 @@ struct FaultToleranceTests {
             try server.app.faults.add(FaultRule(id: "always", route: .mediaPlaylist, stall: true))
             let failure = await #expect(throws: OfflineVideoError.self) { _ = try await h.request(Catalog.englishOnlyVideo) }
             #expect(failure?.code == .downloadFailure && failure?.reason == .network, "\(String(describing: failure))")
-            #expect(Self.applied(server)["always"] ?? 0 >= 3, "a playlist tried maxConsecutiveFailures times")
+            #expect(Self.applied(server)["always"] ?? 0 >= 3, "a playlist tried failuresWithoutProgress times")
             #expect(try await h.manager.offlineVideoTokens == [token], "the failed request left no record")
             let packages = try FileManager.default.contentsOfDirectory(atPath: h.storage.url.appendingPathComponent("packages").path)
             #expect(packages == [token], "and no package folder")
@@ -109,40 +110,55 @@ struct FaultToleranceTests {
         } }
     }
 
-    @Test("a license request that stalls fails the request with contentKeyRequestFailed and stores nothing; asked again, it downloads and plays")
+    @Test("a license request that stalls is tried again with a fresh SPC; one that always stalls fails the request with contentKeyRequestFailed and stores nothing; asked again, it downloads and plays")
     func licenseStall() async throws {
-        try await withBackend { server in try await withHarness(server, { $0.requestTimeout = .seconds(1) }) { h in
-            try server.app.faults.add(FaultRule(id: "stall", route: .license, times: 1, stall: true))
+        try await withBackend { server in try await withHarness(server, {
+            $0.requestTimeout = .seconds(1)
+            $0.failuresWithoutProgress = 2
+            $0.timeWithoutProgress = .zero
+        }) { h in
+            try server.app.faults.add(FaultRule(id: "once", route: .license, times: 1, stall: true))
             let video = try await h.service.findVideo(id: Catalog.fairPlayVideo)
+            let first = try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: DownloadParameters(license: .purchase))
+            #expect(Self.applied(server)["once"] == 1)
+            #expect(try await h.events.finished(first) == nil)
+            try await h.manager.deleteOfflineVideo(first)
+            #expect(await h.manager.sendPendingLicenseReports() == 0, "the release is out before the license route stalls")
+
+            try server.app.faults.add(FaultRule(id: "stall", route: .license, stall: true))
             let failure = await #expect(throws: OfflineVideoError.self) {
                 _ = try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: DownloadParameters(license: .purchase))
             }
             #expect(failure?.code == .contentKeyRequestFailed && failure?.reason == .network, "\(String(describing: failure))")
-            #expect(Self.applied(server)["stall"] == 1)
+            #expect(Self.applied(server)["stall"] == 2, "tried failuresWithoutProgress times")
             #expect(try await h.manager.offlineVideoTokens.isEmpty)
 
+            server.app.faults.removeAll()
             let token = try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: DownloadParameters(license: .purchase))
             #expect(try await h.events.finished(token) == nil)
             try await Self.expectWhole(server, h, token)
         } }
     }
 
-    @Test("a rendition whose every segment is cut short fails the download with downloadFailure/network, never completed; its short files are not kept as done")
+    @Test("a rendition whose every segment is cut before its body fails the download with downloadFailure/network, never completed; nothing is kept as done")
     func persistentCuts() async throws {
-        try await withBackend { server in try await withHarness(server, { $0.maxConsecutiveFailures = 3 }) { h in
+        try await withBackend { server in try await withHarness(server, {
+            $0.failuresWithoutProgress = 3
+            $0.timeWithoutProgress = .zero
+        }) { h in
             let video = try await h.service.findVideo(id: Catalog.clearVideo)
             let lowest = try #require(try await h.manager.variantBitrates(for: video).first)
             let master = try MasterPlaylist(parsing: try await Curl.fetch(try #require(video.sources.first { $0.isHLS }?.src)).text)
             let variant = try #require(master.variants.first { $0.bandwidth == lowest })
             let rendition = try #require(variant.resolution?.description)
-            try server.app.faults.add(FaultRule(id: "cut", route: .segment, rendition: rendition, cutAfterBytes: 1_000))
+            try server.app.faults.add(FaultRule(id: "cut", route: .segment, rendition: rendition, cutAfterBytes: 0))
             let token = try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: DownloadParameters(requestedBitrate: lowest))
             let error = try #require(try await h.events.finished(token))
             #expect(error.code == .downloadFailure && error.reason == .network, "\(error)")
             let status = try await h.manager.status(token)
             #expect(status.downloadState == .error)
             #expect(!h.events.all.contains(.downloadFinished(token, error: nil)))
-            // No video segment counts as done: each got 1,000 bytes of a longer body.
+            // No video segment counts as done: each answer ended right after its headers.
             let segments = try await h.manager.store.segments(token)
             #expect(segments.filter { $0.track == 0 }.allSatisfy { !$0.done })
             #expect(Self.applied(server)["cut"] ?? 0 >= 3)

@@ -1,3 +1,4 @@
+import CurlTransfer
 import Foundation
 @testable import OfflineSDK
 import Testing
@@ -65,25 +66,78 @@ struct RulesTests {
         #expect(throws: OfflineVideoError.self) { try ParameterRules.validateBitrate(0) }
     }
 
-    @Test("retries back off exponentially up to a cap, and give up only after 5 errors in a row without progress")
-    func retries() {
+    @Test("each item backs off exponentially with jitter up to a cap, never shorter than a Retry-After")
+    func retryDelays() {
         let policy = RetryPolicy()
-        #expect(policy.delay(afterFailures: 1) == .milliseconds(250))
-        #expect(policy.delay(afterFailures: 2) == .milliseconds(500))
-        #expect(policy.delay(afterFailures: 4) == .seconds(2))
-        #expect(policy.delay(afterFailures: 50) == .seconds(8))
-        var streak = FailureStreak()
-        for _ in 1...4 {
-            let giveUp = streak.recordFailure(policy: policy)
-            #expect(!giveUp)
+        #expect(policy.delay(afterFailures: 1, jitter: 0.999_999) <= .milliseconds(250))
+        #expect(policy.delay(afterFailures: 1, jitter: 0) == .milliseconds(125), "equal jitter: at least half the back-off")
+        #expect(policy.delay(afterFailures: 2, jitter: 1) == .milliseconds(500))
+        #expect(policy.delay(afterFailures: 4, jitter: 1) == .seconds(2))
+        #expect(policy.delay(afterFailures: 50, jitter: 1) == .seconds(8))
+        #expect(policy.delay(afterFailures: 50, jitter: 0) == .seconds(4))
+        #expect(policy.delay(afterFailures: 1, jitter: 0, retryAfter: .seconds(2)) == .seconds(2))
+        #expect(policy.delay(afterFailures: 6, jitter: 1, retryAfter: .seconds(1)) == .seconds(8), "a shorter Retry-After does not cut the back-off")
+        for failures in 1...8 {
+            let delay = policy.delay(afterFailures: failures)
+            #expect(delay >= policy.delay(afterFailures: failures, jitter: 0) && delay <= policy.delay(afterFailures: failures, jitter: 1))
         }
-        streak.recordProgress()
-        for _ in 1...4 {
-            let giveUp = streak.recordFailure(policy: policy)
-            #expect(!giveUp)
+    }
+
+    @Test("408, 429 and 5xx may pass; other statuses do not; transport failures that may pass are retried")
+    func retryableFailures() {
+        for status in [408, 429, 500, 502, 503, 504, 599] { #expect(RetryPolicy.isRetryable(status: status), "\(status)") }
+        for status in [200, 400, 401, 403, 404, 410, 416] { #expect(!RetryPolicy.isRetryable(status: status), "\(status)") }
+        #expect(RetryPolicy.isRetryable(TransferError(.http(503), "busy")))
+        #expect(!RetryPolicy.isRetryable(TransferError(.http(404), "gone")))
+        for code in [TransferError.Code.connectionLost, .couldNotConnect, .timedOut, .lengthMismatch, .contentMismatch] {
+            #expect(RetryPolicy.isRetryable(TransferError(code, "x")), "\(code)")
         }
-        let giveUp = streak.recordFailure(policy: policy)
-        #expect(giveUp)
+        for code in [TransferError.Code.cancelled, .untrustedCertificate, .invalidURL, .diskFull] {
+            #expect(!RetryPolicy.isRetryable(TransferError(code, "x")), "\(code)")
+        }
+    }
+
+    @Test("work gives up only after N failures AND a minimum time without progress; any progress starts both again")
+    func progressWatch() {
+        let start = ContinuousClock.now
+        var watch = ProgressWatch<Int>(policy: RetryPolicy(failuresWithoutProgress: 3, timeWithoutProgress: .seconds(10)), start: start)
+        // Many failures at once (parallel transfers failing together) are not a long outage.
+        for item in 0..<12 { watch.recordFailure(of: item, cause: "HTTP 503") }
+        #expect(!watch.shouldGiveUp(at: start + .seconds(1)))
+        #expect(watch.shouldGiveUp(at: start + .seconds(10)))
+        // Progress (a cut body's bytes kept, a body received) starts the count and the time again.
+        watch.recordProgress(at: start + .seconds(9))
+        #expect(watch.failures == 0)
+        #expect(!watch.shouldGiveUp(at: start + .seconds(30)), "no failure since the progress")
+        watch.recordFailure(of: 1, cause: "cut")
+        watch.recordFailure(of: 2, cause: "cut")
+        #expect(!watch.shouldGiveUp(at: start + .seconds(30)), "2 failures are fewer than 3")
+        #expect(watch.recordFailure(of: 1, cause: "HTTP 503") == 3, "item 1's own count is not reset by progress elsewhere")
+        #expect(!watch.shouldGiveUp(at: start + .seconds(18)))
+        #expect(watch.shouldGiveUp(at: start + .seconds(19)))
+        #expect(watch.summary(at: start + .seconds(21), noun: "segment") == "3 failures on 2 segments over 12 s without progress; the last: HTTP 503")
+        // An item that succeeds starts its own back-off again.
+        watch.recordSuccess(of: 1, at: start + .seconds(22))
+        #expect(watch.recordFailure(of: 1, cause: "x") == 1)
+    }
+
+    @Test("a segment is checked against its digest, else as whole transport-stream packets")
+    func segmentCheck() {
+        let packet = [UInt8(0x47)] + [UInt8](repeating: 0xFF, count: 187)
+        let stream = packet + packet
+        stream.withUnsafeBytes { bytes in
+            #expect(SegmentCheck.problem(bytes, file: "0-video/00001.ts", digest: nil) == nil)
+            #expect(SegmentCheck.problem(bytes, file: "0-video/00001.ts", digest: ReprDigest(of: stream)) == nil)
+            #expect(SegmentCheck.problem(bytes, file: "0-video/00001.ts", digest: ReprDigest(of: packet)) != nil)
+        }
+        var flipped = stream
+        flipped[188] = 0x48
+        flipped.withUnsafeBytes { #expect(SegmentCheck.problem($0, file: "a.ts", digest: nil)?.contains("sync byte") == true) }
+        Array(stream.dropLast()).withUnsafeBytes { #expect(SegmentCheck.problem($0, file: "a.ts", digest: nil) != nil) }
+        flipped.withUnsafeBytes { #expect(SegmentCheck.problem($0, file: "sub/00001.vtt", digest: nil) == nil, "only .ts has a structure to check") }
+        let verifier = SegmentCheck.verifier(file: "a.ts", reprDigest: ReprDigest(of: stream).headerValue)
+        #expect(flipped.withUnsafeBytes { verifier($0) }?.code == .contentMismatch)
+        #expect(stream.withUnsafeBytes { verifier($0) } == nil)
     }
 
     @Test("progress is bytes done over bytes expected, never 100 before the end, at most 10 reports a second")

@@ -43,7 +43,7 @@ enum DownloadPlan: Equatable, Sendable {
             }
             return .restartFromZero
         default:
-            return .fail(TransferError(.http(head.status), "the server answered \(head.status)"))
+            return .fail(TransferError(.http(head.status), "the server answered \(head.status)", retryAfter: head.value("Retry-After")))
         }
     }
 

@@ -34,9 +34,10 @@ final class DownloadState {
         }
     }
 
-    /// Settles the outcome (the first one wins) and closes the file; the `.part` file stays on disk.
+    /// Settles the outcome (the first one wins) and closes the file; the `.part` file stays on
+    /// disk, and a failure says how many bytes this request added to it.
     func answer(_ result: Result<ReceivedFile, TransferError>) {
-        if outcome == nil { outcome = result }
+        if outcome == nil { outcome = result.mapError { $0.keeping(bytesWritten) } }
         file = nil
     }
 
@@ -76,6 +77,10 @@ final class CommitQueues: Sendable {
     }
 }
 
+/// Judges a complete body before it is kept: nil to keep it, or the error to fail with
+/// (`.contentMismatch`). Runs on a commit queue, never on the engine thread or the caller's.
+package typealias FileVerifier = @Sendable (UnsafeRawBufferPointer) -> TransferError?
+
 /// A complete download whose `.part` file is not yet synced and renamed into place.
 ///
 /// `TransferEngine.receive(_:progress:)` hands it over as soon as the last byte is in and its
@@ -90,13 +95,24 @@ package struct ReceivedFile: Sendable {
     /// `.writeFailed`. If it is never called the complete `.part` file stays, and a later
     /// download of the same destination asks for the bytes after it, gets a 416 and fetches
     /// the file again from the start.
-    package func commit() async throws(TransferError) -> FileDownloadResult {
+    ///
+    /// `verify`, when given, first reads the whole file (a resumed prefix included) on the commit
+    /// queue and judges it: an error it returns deletes the `.part` file (its bytes are not
+    /// kept: a later download fetches the file from the start) and is thrown.
+    package func commit(verifying verify: FileVerifier? = nil) async throws(TransferError) -> FileDownloadResult {
         let pending = self.pending
         let outcome: Result<Void, TransferError> = await withCheckedContinuation { continuation in
             DownloadState.commitQueues.next().async {
                 do throws(TransferError) {
                     guard let file = pending.take() else {
                         throw TransferError(.writeFailed, "\(pending.destination) was already committed")
+                    }
+                    if let verify {
+                        let bytes = try PartFile.contents(at: file.path)
+                        if let refusal = bytes.withUnsafeBytes({ verify($0) }) {
+                            PartFile.remove(at: file.path)
+                            throw refusal
+                        }
                     }
                     try file.commit(to: pending.destination)
                     continuation.resume(returning: .success(()))

@@ -41,13 +41,17 @@ package struct FileDownloadResult: Sendable, Equatable {
     /// The final HTTP status: 200 for a whole file, 206 for a resumed one, 416 for a `.part`
     /// file that was already whole (committed as it was).
     package var status: Int
+    /// The final answer's `Repr-Digest` field (RFC 9530) as sent: the digest of the whole file,
+    /// also on a 206 that sent only its end. nil when the server sent none.
+    package var reprDigest: String?
 
     /// Creates a result.
-    package init(bytesWritten: Int64, resumedFrom: Int64, totalSize: Int64, status: Int) {
+    package init(bytesWritten: Int64, resumedFrom: Int64, totalSize: Int64, status: Int, reprDigest: String? = nil) {
         self.bytesWritten = bytesWritten
         self.resumedFrom = resumedFrom
         self.totalSize = totalSize
         self.status = status
+        self.reprDigest = reprDigest
     }
 }
 

@@ -88,6 +88,25 @@ final class PartFile {
         PartFile.syncDirectory(of: destination)
     }
 
+    /// The whole file at `path`, read with `pread` from a descriptor of its own.
+    static func contents(at path: String) throws(TransferError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw error("cannot open \(path)") }
+        defer { close(fd) }
+        guard let status = FileStatus(descriptor: fd) else { throw error("cannot stat \(path)") }
+        var bytes = [UInt8](repeating: 0, count: Int(status.size))
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { buffer in
+                pread(fd, buffer.baseAddress! + offset, buffer.count - offset, off_t(offset))
+            }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw error("cannot read \(path)") }
+            offset += count
+        }
+        return bytes
+    }
+
     /// Removes a `.part` file that is known to be useless (the server refused to resume it).
     static func remove(at path: String) {
         unlink(path)

@@ -110,7 +110,8 @@ extension Transfer {
         default: 0
         }
         state.answer(committing: file, result: FileDownloadResult(bytesWritten: state.bytesWritten, resumedFrom: resumed,
-                                                                  totalSize: onDisk, status: head.status))
+                                                                  totalSize: onDisk, status: head.status,
+                                                                  reprDigest: head.value("Repr-Digest")))
         return .answered
     }
 

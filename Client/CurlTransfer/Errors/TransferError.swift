@@ -19,13 +19,26 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
     public let curlCode: Int?
     /// The `errno` when a system call (open, write, fsync, rename) failed.
     public let systemError: Int32?
+    /// The `Retry-After` field of an error answer, as the server sent it (seconds or a date).
+    public let retryAfter: String?
+    /// Body bytes a failed file download received and kept in its `.part` file before it failed
+    /// (a body cut short): the next try asks only for the rest. 0 for anything else.
+    public let bytesReceived: Int64
 
     /// Creates an error.
-    package init(_ code: Code, _ message: String, curlCode: Int? = nil, systemError: Int32? = nil) {
+    package init(_ code: Code, _ message: String, curlCode: Int? = nil, systemError: Int32? = nil, retryAfter: String? = nil,
+                 bytesReceived: Int64 = 0) {
         self.code = code
         self.message = message
         self.curlCode = curlCode
         self.systemError = systemError
+        self.retryAfter = retryAfter
+        self.bytesReceived = bytesReceived
+    }
+
+    /// This error, saying that `bytes` body bytes were received and kept before it.
+    func keeping(_ bytes: Int64) -> TransferError {
+        TransferError(code, message, curlCode: curlCode, systemError: systemError, retryAfter: retryAfter, bytesReceived: bytes)
     }
 
     /// The code and the message on one line.
@@ -36,7 +49,7 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: Hashable, Sendable {
             case invalidURL, couldNotResolveHost, couldNotConnect, timedOut, cancelled
-            case connectionLost, tooManyRedirects, lengthMismatch, writeFailed, diskFull
+            case connectionLost, tooManyRedirects, lengthMismatch, contentMismatch, writeFailed, diskFull
             case untrustedCertificate, tlsFailed
             case http(Int)
             case other(Int)
@@ -62,6 +75,9 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
         /// The body was shorter or longer than announced (Content-Length, Content-Range), or
         /// the server answered a different range than asked for.
         public static let lengthMismatch = Code(.lengthMismatch)
+        /// The body arrived whole but is not what the server said it sent (its `Repr-Digest`
+        /// differs, or it is not the kind of file it should be): it was not kept; retrying may help.
+        public static let contentMismatch = Code(.contentMismatch)
         /// Writing the file failed for a reason other than a full disk.
         public static let writeFailed = Code(.writeFailed)
         /// The disk or the quota is full (ENOSPC, EDQUOT).
@@ -93,6 +109,7 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
             case .connectionLost: "connectionLost"
             case .tooManyRedirects: "tooManyRedirects"
             case .lengthMismatch: "lengthMismatch"
+            case .contentMismatch: "contentMismatch"
             case .writeFailed: "writeFailed"
             case .diskFull: "diskFull"
             case .untrustedCertificate: "untrustedCertificate"

@@ -267,33 +267,23 @@ struct DownloadPlanner: Sendable {
         String(decoding: try await fetchBody(url, what: what), as: UTF8.self)
     }
 
-    private func attemptFetch(_ url: String) async -> Result<HTTPClientResponse, TransferError> {
-        do { return .success(try await client.send(HTTPClientRequest(url: url))) } catch { return .failure(error) }
-    }
-
-    /// Transport failures that may not happen again.
-    private static let passing: Set<TransferError.Code> = [.couldNotResolveHost, .couldNotConnect, .timedOut, .connectionLost, .lengthMismatch]
-
-    /// The body of a 200 answer. Failures in passing are tried again (`retry`); the last one,
-    /// or any other status, throws `downloadFailure`.
+    /// The body of a 200 answer. Failures that may pass (transport failures, 408, 429, 5xx) are
+    /// tried again by `retry`, honouring `Retry-After`; the last one, or any other status, throws
+    /// `downloadFailure`.
     private func fetchBody(_ url: String, what: String) async throws(OfflineVideoError) -> [UInt8] {
-        var failures = 0
-        while true {
-            let failure: OfflineVideoError
-            switch await attemptFetch(url) {
-            case .success(let response):
-                if response.status == 200 { return response.body }
+        try await retry.retrying { _ -> Attempt<[UInt8], OfflineVideoError> in
+            do throws(TransferError) {
+                let response = try await client.send(HTTPClientRequest(url: url))
+                if response.status == 200 { return .done(response.body) }
                 let reason: OfflineVideoError.Reason = response.status == 403 ? .tokenExpired : .http
-                failure = OfflineVideoError(.downloadFailure, reason, "The \(what) answered HTTP \(response.status)",
-                                            httpStatus: response.status, responseBody: response.body)
-                guard response.status >= 500 || response.status == 429 else { throw failure }
-            case .failure(let error):
-                failure = OfflineVideoError(.downloadFailure, .network, "Cannot fetch the \(what): \(error.message)")
-                guard DownloadPlanner.passing.contains(error.code) else { throw failure }
+                let failure = OfflineVideoError(.downloadFailure, reason, "The \(what) answered HTTP \(response.status)",
+                                                httpStatus: response.status, responseBody: response.body)
+                guard RetryPolicy.isRetryable(status: response.status) else { return .failed(failure) }
+                return .again(failure, retryAfter: RetryPolicy.retryAfter(response.headers["Retry-After"]))
+            } catch {
+                let failure = OfflineVideoError(.downloadFailure, .network, "Cannot fetch the \(what): \(error.message)")
+                return RetryPolicy.isRetryable(error) ? .again(failure, retryAfter: nil) : .failed(failure)
             }
-            failures += 1
-            guard failures < retry.maxConsecutiveFailures else { throw failure }
-            do { try await Task.sleep(for: retry.delay(afterFailures: failures)) } catch { throw failure }
         }
     }
 }

@@ -19,10 +19,13 @@ struct RunnerProgress: Sendable {
 /// Fetches the unfinished segments of one planned download, `parallelism` at a time, into
 /// its package folder. Each file appears only when complete (CurlTransfer writes `.part`
 /// files, checks the length, syncs and renames); a `.part` left by a crash or a pause is
-/// resumed with a Range request. Errors are retried with backoff; the download fails only
-/// after `retry.maxConsecutiveFailures` errors in a row without a whole body arriving, or at
-/// once when the disk is full. A 403 or an expired URL token asks `refreshURLs` for fresh
-/// URLs and goes on.
+/// resumed with a Range request. Every body is checked before it is kept (`SegmentCheck`: its
+/// `Repr-Digest`, else the transport-stream structure); a damaged one is deleted and fetched
+/// again. Errors are retried by `RetryPolicy`: each segment backs off on its own (a server's
+/// `Retry-After` wins when longer) without holding a request slot, and the download fails only
+/// after `retry.failuresWithoutProgress` failures and `retry.timeWithoutProgress` with no byte
+/// received and kept across all its transfers, or at once when the disk is full. A 403 or an
+/// expired URL token asks `refreshURLs` for fresh URLs and goes on.
 struct DownloadRunner: Sendable {
     var token: String
     var packageDirectory: URL
@@ -46,10 +49,12 @@ struct DownloadRunner: Sendable {
     private enum Outcome: Sendable {
         /// The body is in the `.part` file: the request slot is free, the commit starts.
         case received(SegmentRecord, ReceivedFile)
-        /// Committed: the segment's file is in place.
-        case finished(SegmentRecord, Int64)
+        /// Committed: the segment's file is in place (with the digest it was checked against).
+        case finished(SegmentRecord, Int64, digest: String?)
         case failed(SegmentRecord, TransferError, whileCommitting: Bool)
         case networkUnavailable(SegmentRecord)
+        /// A failed segment's back-off is over: it may be fetched again.
+        case due(SegmentRecord)
     }
 
     /// Runs to completion. Throws `CancellationError` when the task is cancelled (paused or
@@ -58,7 +63,7 @@ struct DownloadRunner: Sendable {
         // One pass over the stored segments (no URLs), checking them against the disk.
         var tracks: Set<Int> = []
         var trackDone: [Int: Int64] = [:], trackRemaining: [Int: Int64] = [:], trackOpen: [Int: Int] = [:]
-        var reconciled: [(track: Int, sequence: Int, bytes: Int64)] = []
+        var reconciled: [FinishedSegment] = []
         var missing: [SegmentKey] = []
         try store.forEachSegmentState(token) { segment in
             tracks.insert(segment.track)
@@ -68,7 +73,7 @@ struct DownloadRunner: Sendable {
                 // Renamed into place but not yet recorded when the process stopped.
                 done = true
                 bytes = size
-                reconciled.append((segment.track, segment.sequence, size))
+                reconciled.append(FinishedSegment(track: segment.track, sequence: segment.sequence, bytes: size))
             } else if done, size == nil {
                 done = false  // deleted behind our back: fetch it again
                 missing.append(SegmentKey(track: segment.track, sequence: segment.sequence))
@@ -87,9 +92,9 @@ struct DownloadRunner: Sendable {
         // its audio are playable up to the same point if the download stops halfway.
         var pending = PendingSegments(store: store, token: token)
         var finishedTracks = tracks.filter { trackOpen[$0, default: 0] == 0 }.sorted()
-        var streak = FailureStreak()
+        var watch = ProgressWatch<SegmentKey>(policy: retry, start: .now)
         var meter = ProgressMeter(interval: progressInterval)
-        var unrecorded: [(track: Int, sequence: Int, bytes: Int64)] = []
+        var unrecorded: [FinishedSegment] = []
         var lastFlush = ContinuousClock.now
         var refreshedAfterFailure = false
 
@@ -115,15 +120,22 @@ struct DownloadRunner: Sendable {
         let transfers = TransferGroup(limit: parallelism)
         let outstanding = 2 * parallelism
         let result: Result<Void, OfflineVideoError> = try await withThrowingTaskGroup(of: Outcome.self) { group in
-            // Requests running or queued, and received files being synced and renamed: a request
-            // slot is free again as soon as its body is in, so the disk never holds up the network.
-            var running = 0, committing = 0
-            var retryDelay: [SegmentKey: Duration] = [:]
-            func launch(_ segment: SegmentRecord, after delay: Duration?) {
+            // Requests running or queued, received files being synced and renamed (a request slot
+            // is free again as soon as its body is in, so the disk never holds up the network), and
+            // failed segments waiting out their back-off (they hold no slot meanwhile).
+            var running = 0, committing = 0, backingOff = 0
+            func launch(_ segment: SegmentRecord) {
                 running += 1
-                group.addTask { try await self.fetch(segment, in: transfers, after: delay) }
+                group.addTask { try await self.fetch(segment, in: transfers) }
             }
-            while running < outstanding, let next = try pending.next() { launch(next, after: nil) }
+            func backOff(_ segment: SegmentRecord, for delay: Duration) {
+                backingOff += 1
+                group.addTask {
+                    try await Task.sleep(for: delay)
+                    return .due(segment)
+                }
+            }
+            while running < outstanding, let next = try pending.next() { launch(next) }
 
             while let outcome = try await group.next() {
                 switch outcome {
@@ -131,10 +143,13 @@ struct DownloadRunner: Sendable {
                     running -= 1
                     committing += 1
                     // A body that arrived whole is progress, whatever its commit takes on a slow disk.
-                    streak.recordProgress()
+                    watch.recordSuccess(of: segment.key, at: .now)
                     refreshedAfterFailure = false
                     group.addTask { await self.commit(segment, file) }
-                case .finished(let segment, let bytes):
+                case .due(let segment):
+                    backingOff -= 1
+                    pending.putBack(segment)
+                case .finished(let segment, let bytes, let digest):
                     committing -= 1
                     arrived(segment.key)
                     trackDone[segment.track, default: 0] += bytes
@@ -144,8 +159,7 @@ struct DownloadRunner: Sendable {
                         trackRemaining[segment.track] = 0
                         finishedTracks.append(segment.track)
                     }
-                    unrecorded.append((segment.track, segment.sequence, bytes))
-                    retryDelay[segment.key] = nil
+                    unrecorded.append(FinishedSegment(track: segment.track, sequence: segment.sequence, bytes: bytes, digest: digest))
                 case .networkUnavailable(let segment):
                     running -= 1
                     pending.putBack(segment)
@@ -170,19 +184,23 @@ struct DownloadRunner: Sendable {
                         try pending.reloadURLs()
                         pending.retryLater(try reload(segment) ?? segment)
                     } else {
-                        if streak.recordFailure(policy: retry) {
+                        let now = ContinuousClock.now
+                        // Bytes of a body cut short stay in its .part file and are not asked for again.
+                        if error.bytesReceived > 0 { watch.recordProgress(at: now) }
+                        let failures = watch.recordFailure(of: segment.key, cause: DownloadRunner.cause(error, segment))
+                        if watch.shouldGiveUp(at: now) {
                             group.cancelAll()
-                            return .failure(DownloadRunner.failure(error, segment: segment, attempts: retry.maxConsecutiveFailures))
+                            return .failure(DownloadRunner.failure(error, watch.summary(at: now, noun: "segment")))
                         }
-                        retryDelay[segment.key] = retry.delay(afterFailures: streak.consecutive)
-                        pending.retryLater(segment)
+                        let asked = error.retryAfter.flatMap { RetryAfter.delay(from: $0, now: clock()) }
+                        backOff(segment, for: retry.delay(afterFailures: failures, retryAfter: asked))
                     }
                 }
                 // Refill the request slots first: recording and reporting must not keep them idle.
                 // Not while as many bodies as requests wait for their commit: a slow disk holds the
                 // network back instead of piling up bodies a crash would make fetch again.
                 while running < outstanding, committing < outstanding, let next = try pending.next() {
-                    launch(next, after: retryDelay[next.key])
+                    launch(next)
                 }
                 let now = ContinuousClock.now
                 let reportNow = meter.shouldReport(at: now) || !finishedTracks.isEmpty
@@ -199,7 +217,7 @@ struct DownloadRunner: Sendable {
                     lastFlush = now
                 }
                 if reportNow { await report(progress(complete: false)) }
-                if running == 0 && committing == 0, try pending.isEmpty() { break }
+                if running == 0 && committing == 0 && backingOff == 0, try pending.isEmpty() { break }
             }
             // Every segment was launched and came back finished: nothing is left pending.
             return .success(())
@@ -233,8 +251,7 @@ struct DownloadRunner: Sendable {
         return diskFull("the offline store cannot be written", underlying: error)
     }
 
-    private func fetch(_ segment: SegmentRecord, in transfers: TransferGroup, after delay: Duration?) async throws -> Outcome {
-        if let delay { try await Task.sleep(for: delay) }
+    private func fetch(_ segment: SegmentRecord, in transfers: TransferGroup) async throws -> Outcome {
         try await NetworkGate.wait(network, allowsCellular: allowsCellular, url: segment.url)
         let destination = path(of: segment.file)
         do {
@@ -248,8 +265,10 @@ struct DownloadRunner: Sendable {
 
     private func commit(_ segment: SegmentRecord, _ file: ReceivedFile) async -> Outcome {
         await beforeCommit?()
+        let digest = file.result.reprDigest.flatMap(ReprDigest.init(headerValue:))
         do {
-            return .finished(segment, try await file.commit().totalSize)
+            let verifier = SegmentCheck.verifier(file: segment.file, reprDigest: file.result.reprDigest)
+            return .finished(segment, try await file.commit(verifying: verifier).totalSize, digest: digest?.hex)
         } catch {
             return .failed(segment, error, whileCommitting: true)
         }
@@ -274,11 +293,17 @@ struct DownloadRunner: Sendable {
         return status.size
     }
 
-    static func failure(_ error: TransferError, segment: SegmentRecord, attempts: Int) -> OfflineVideoError {
+    /// The download's failure after it stopped making progress: what happened (`summary`), and
+    /// the last error underneath.
+    static func failure(_ error: TransferError, _ summary: String) -> OfflineVideoError {
         let status = error.code.httpStatus
         let reason: OfflineVideoError.Reason = status != nil ? .http : (error.code == .writeFailed ? .storage : .network)
-        return OfflineVideoError(.downloadFailure, reason,
-                                 "Segment \(segment.sequence) of track \(segment.track) failed \(attempts) times in a row: \(error.message)",
-                                 httpStatus: status, underlying: error)
+        return OfflineVideoError(.downloadFailure, reason, "The download made no progress: \(summary)", httpStatus: status, underlying: error)
+    }
+
+    /// One failure, as the give-up message names the last: "segment 12 of track 0: HTTP 503".
+    static func cause(_ error: TransferError, _ segment: SegmentRecord) -> String {
+        let what = error.code.httpStatus.map { "HTTP \($0)" } ?? error.message
+        return "segment \(segment.sequence) of track \(segment.track): \(what)"
     }
 }

@@ -14,6 +14,9 @@ struct FairPlayLicenseClient: Sendable {
     var store: OfflineStore
     var client: HTTPClient
     var clock: @Sendable () -> Date
+    /// How failed certificate and license requests are tried again (5xx, 429, 408, transport
+    /// failures; `Retry-After` honoured).
+    var retry = RetryPolicy()
     /// The app's hook on the two network steps (`OfflineVideoManagerConfiguration.keyExchange`).
     var keyExchange: (any FairPlayKeyExchange)?
 
@@ -58,21 +61,27 @@ struct FairPlayLicenseClient: Sendable {
         }
         let request = KeyExchangeRequest(purpose: .certificate, url: url, method: "GET", headers: [("Accept", "application/octet-stream")],
                                          accountID: accountID)
-        let response: KeyExchangeResponse
-        do {
-            if let keyExchange {
-                response = try await keyExchange.applicationCertificate(request, send: send)
-            } else {
-                response = try await send(request)
+        let response = try await retry.retrying { _ -> Attempt<KeyExchangeResponse, OfflineVideoError> in
+            let response: KeyExchangeResponse
+            do {
+                if let keyExchange {
+                    response = try await keyExchange.applicationCertificate(request, send: send)
+                } else {
+                    response = try await send(request)
+                }
+            } catch {
+                let failure = OfflineVideoError(.applicationCertificateRequestFailed, .network,
+                                                "Cannot fetch the application certificate: \(Self.describe(error))", underlying: error)
+                return Self.mayPass(error) ? .again(failure, retryAfter: nil) : .failed(failure)
             }
-        } catch {
-            throw OfflineVideoError(.applicationCertificateRequestFailed, .network, "Cannot fetch the application certificate: \(Self.describe(error))",
-                                    underlying: error)
-        }
-        guard response.status == 200 else {
-            throw OfflineVideoError(.applicationCertificateRequestFailed, .http,
-                                    "The application certificate request answered HTTP \(response.status)",
-                                    httpStatus: response.status, responseBody: response.body)
+            guard response.status == 200 else {
+                let failure = OfflineVideoError(.applicationCertificateRequestFailed, .http,
+                                                "The application certificate request answered HTTP \(response.status)",
+                                                httpStatus: response.status, responseBody: response.body)
+                guard RetryPolicy.isRetryable(status: response.status) else { return .failed(failure) }
+                return .again(failure, retryAfter: RetryPolicy.retryAfter(response.header("Retry-After")))
+            }
+            return .done(response)
         }
         let certificate: ApplicationCertificate
         do { certificate = try ApplicationCertificate(derEncoded: response.body) } catch {
@@ -135,30 +144,49 @@ struct FairPlayLicenseClient: Sendable {
             throw OfflineVideoError(.applicationCertificateRequestFailed, .license, "The FairPlay source has no certificate_url")
         }
         let certificate = try await certificate(at: certificateURL, accountID: accountID)
-        let request: PendingLicenseRequest
-        do {
-            request = try LicenseClient.makeRequest(kind, certificate: certificate, accountID: accountID, contentKeyID: contentKeyID,
-                                                    licenseID: licenseID, deviceID: try deviceID(), now: clock())
-        } catch let error as OfflineVideoError {
-            throw error
-        } catch {
-            throw OfflineVideoError(.contentKeyGenerationFailed, .license, "Cannot build the license request: \(error)")
-        }
         var headers: [(String, String)] = [("Content-Type", "application/json"), ("Accept", "application/octet-stream")] + extra
         if let authToken { headers.append(("BCOV-Auth", authToken)) }
-        let keyRequest = KeyExchangeRequest(purpose: Self.purpose(kind), url: keyURL, method: "POST", headers: headers, body: request.body(),
-                                            accountID: accountID, contentKeyID: contentKeyID)
-        let response: KeyExchangeResponse
-        do {
-            if let keyExchange {
-                response = try await keyExchange.contentKey(keyRequest, send: send)
-            } else {
-                response = try await send(keyRequest)
+        // Every try of one acquisition carries the same key: a retry after an answer that was lost
+        // on its way is given the license the lost answer held, so the server never holds two
+        // for one download (docs/license-protocol.md, "Retries").
+        if kind == .acquire { headers.append(("Idempotency-Key", UUID().uuidString.lowercased())) }
+        let deviceID = try deviceID()
+        return try await retry.retrying { attempt -> Attempt<(PendingLicenseRequest, [UInt8]), OfflineVideoError> in
+            // A fresh SPC for every try: the server refuses one it has seen.
+            let request: PendingLicenseRequest
+            do {
+                request = try LicenseClient.makeRequest(kind, certificate: certificate, accountID: accountID, contentKeyID: contentKeyID,
+                                                        licenseID: licenseID, deviceID: deviceID, now: clock())
+            } catch {
+                return .failed(OfflineVideoError(.contentKeyGenerationFailed, .license, "Cannot build the license request: \(error)"))
             }
-        } catch {
-            throw OfflineVideoError(.contentKeyRequestFailed, .network, "Cannot reach the license server: \(Self.describe(error))",
-                                    underlying: error)
+            let keyRequest = KeyExchangeRequest(purpose: Self.purpose(kind), url: keyURL, method: "POST", headers: headers, body: request.body(),
+                                                accountID: accountID, contentKeyID: contentKeyID)
+            let response: KeyExchangeResponse
+            do {
+                if let keyExchange {
+                    response = try await keyExchange.contentKey(keyRequest, send: send)
+                } else {
+                    response = try await send(keyRequest)
+                }
+            } catch {
+                let failure = OfflineVideoError(.contentKeyRequestFailed, .network, "Cannot reach the license server: \(Self.describe(error))",
+                                                underlying: error)
+                return Self.mayPass(error) ? .again(failure, retryAfter: nil) : .failed(failure)
+            }
+            // A release retried after its answer was lost finds the license released: done.
+            if kind == .release, attempt > 1, response.status == 410 { return .done((request, [])) }
+            do throws(OfflineVideoError) {
+                return .done((request, try answer(response)))
+            } catch {
+                guard let status = error.httpStatus, RetryPolicy.isRetryable(status: status) else { return .failed(error) }
+                return .again(error, retryAfter: RetryPolicy.retryAfter(response.header("Retry-After")))
+            }
         }
+    }
+
+    /// The body of a license server's success; its refusal as the error it stands for.
+    private func answer(_ response: KeyExchangeResponse) throws(OfflineVideoError) -> [UInt8] {
         guard (200...299).contains(response.status) else {
             let detail = (try? WireJSON.decoder().decode([APIError].self, from: Data(response.body)))?.first
             let reason: OfflineVideoError.Reason = switch (response.status, detail?.errorSubcode) {
@@ -174,7 +202,13 @@ struct FairPlayLicenseClient: Sendable {
         if let date = response.header("Date").flatMap(HTTPDate.parse) {
             try? store.raiseTrustedTime(to: date.timeIntervalSince1970)
         }
-        return (request, response.body)
+        return response.body
+    }
+
+    /// Whether a failure to send may pass: a transport failure the retry rule retries (an app's
+    /// key-exchange hook that throws something else is taken at its word).
+    private static func mayPass(_ error: any Error) -> Bool {
+        (error as? TransferError).map(RetryPolicy.isRetryable) ?? false
     }
 
     private static func purpose(_ kind: LicenseRequestKind) -> KeyExchangeRequest.Purpose {

@@ -49,7 +49,7 @@ extension OfflineVideoManager {
 
             let runner = DownloadRunner(
                 token: token, packageDirectory: packageFolder(token), store: store, engine: engine,
-                retry: configuration.retryPolicy, parallelism: transferConfiguration.segmentsInParallel,
+                retry: transferConfiguration.retryPolicy, parallelism: transferConfiguration.segmentsInParallel,
                 allowsCellular: record.allowsCellular, network: configuration.network,
                 refreshURLs: { [weak self] () throws(OfflineVideoError) in
                     guard let self else { return }
@@ -230,7 +230,7 @@ extension OfflineVideoManager {
             if FileManager.default.fileExists(atPath: destination) { continue }
             var lastError: TransferError?
             for attempt in 0..<3 {
-                if attempt > 0 { try? await Task.sleep(for: configuration.retryPolicy.delay(afterFailures: attempt)) }
+                if attempt > 0 { try? await Task.sleep(for: transferConfiguration.retryPolicy.delay(afterFailures: attempt)) }
                 do {
                     _ = try await engine.download(FileDownload(url: track.src, destination: destination))
                     lastError = nil

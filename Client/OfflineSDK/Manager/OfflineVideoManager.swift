@@ -115,8 +115,9 @@ public actor OfflineVideoManager {
         transferConfiguration = transfer.clamped
         engine = TransferEngine(configuration: transferConfiguration.engineConfiguration(trustedCAFile: configuration.trustedCAFile))
         client = HTTPClient(engine: engine)
-        planner = DownloadPlanner(client: client, retry: configuration.retryPolicy)
-        licenseClient = FairPlayLicenseClient(store: store, client: client, clock: configuration.clock, keyExchange: configuration.keyExchange)
+        planner = DownloadPlanner(client: client, retry: transferConfiguration.retryPolicy)
+        licenseClient = FairPlayLicenseClient(store: store, client: client, clock: configuration.clock, retry: transferConfiguration.retryPolicy,
+                                              keyExchange: configuration.keyExchange)
         reportOutbox = Outbox(initialDelay: configuration.retryInitialDelay)
         analyticsOutbox = Outbox(initialDelay: configuration.retryInitialDelay)
         hub.delegate = delegate

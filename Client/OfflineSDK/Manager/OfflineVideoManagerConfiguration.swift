@@ -49,8 +49,12 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     public var preferredAudioLanguages: [String] = []
     /// Subtitle languages taken when a request gives no media selections.
     public var preferredSubtitleLanguages: [String] = []
-    /// Errors in a row, without a whole body arriving, before a download fails (default 5).
-    public var maxConsecutiveFailures = 5
+    /// Failures without progress (no byte received and kept, across all of a download's or a
+    /// request's tries) before it fails, once `timeWithoutProgress` has passed too (default 10).
+    public var failuresWithoutProgress = 10
+    /// Time without progress before a download or a request fails, once it has also had
+    /// `failuresWithoutProgress` failures (default 30 s).
+    public var timeWithoutProgress: Duration = .seconds(30)
     /// The longest a request to the backend (playlists, keys, licenses) may take (default 30 s).
     public var requestTimeout: Duration = .seconds(30)
     /// A segment download that receives nothing for this long fails as timed out and is
@@ -60,8 +64,11 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     /// licenses, reports) trusts instead of the system's: the mock backend's local CA. An
     /// HTTPS server it did not sign is refused (`TransferError.Code.untrustedCertificate`).
     public var trustedCAFile: URL?
-    /// The wait after a first error; doubled each time after (default 250 ms).
+    /// The wait after a segment's or a request's first failure; doubled after each further one,
+    /// with jitter, up to `retryMaxDelay` (default 250 ms). A server's `Retry-After` wins when longer.
     public var retryInitialDelay: Duration = .milliseconds(250)
+    /// The longest back-off between two tries of one segment or request (default 8 s).
+    public var retryMaxDelay: Duration = .seconds(8)
     /// The least time between two progress reports of a download (default 100 ms: 10 a second).
     public var progressInterval: Duration = .milliseconds(100)
     /// Whether this manager runs the storage folder's downloads (`owner`, the default: one per
@@ -97,9 +104,5 @@ public struct OfflineVideoManagerConfiguration: Sendable {
             return URL(fileURLWithPath: xdg).appendingPathComponent("OfflineSDK")
         }
         return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share/OfflineSDK")
-    }
-
-    var retryPolicy: RetryPolicy {
-        RetryPolicy(maxConsecutiveFailures: max(1, maxConsecutiveFailures), initialDelay: retryInitialDelay)
     }
 }

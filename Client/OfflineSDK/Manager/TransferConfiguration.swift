@@ -25,6 +25,16 @@ public struct TransferConfiguration: Sendable, Equatable {
     public var lowSpeedTime: Duration
     /// The User-Agent header.
     public var userAgent: String
+    /// Failures without progress before a download or a request gives up, once `timeWithoutProgress`
+    /// has passed too (`OfflineVideoManagerConfiguration.failuresWithoutProgress`, default 10).
+    public var failuresWithoutProgress: Int
+    /// Time without progress before a download or a request gives up (default 30 s).
+    public var timeWithoutProgress: Duration
+    /// The wait after a segment's or a request's first failure, doubled per failure with jitter
+    /// (default 250 ms); a longer `Retry-After` from the server wins.
+    public var retryInitialDelay: Duration
+    /// The longest back-off (default 8 s).
+    public var retryMaxDelay: Duration
 
     /// The manager's defaults for `configuration`: as many connections and transfers as its
     /// downloads fetch segments at once, plus 4 for playlists, keys and images.
@@ -39,6 +49,16 @@ public struct TransferConfiguration: Sendable, Equatable {
         lowSpeedLimit = 1
         lowSpeedTime = configuration.stallTimeout
         userAgent = "OfflineSDK/1.0"
+        failuresWithoutProgress = configuration.failuresWithoutProgress
+        timeWithoutProgress = configuration.timeWithoutProgress
+        retryInitialDelay = configuration.retryInitialDelay
+        retryMaxDelay = configuration.retryMaxDelay
+    }
+
+    /// The retry rule every request of the manager follows (`RetryPolicy`).
+    var retryPolicy: RetryPolicy {
+        RetryPolicy(failuresWithoutProgress: failuresWithoutProgress, timeWithoutProgress: timeWithoutProgress,
+                    initialDelay: retryInitialDelay, maxDelay: retryMaxDelay)
     }
 
     /// The values clamped to what the engine accepts.
@@ -53,6 +73,10 @@ public struct TransferConfiguration: Sendable, Equatable {
         copy.requestTimeout = max(least, requestTimeout)
         copy.lowSpeedLimit = max(1, lowSpeedLimit)
         copy.lowSpeedTime = max(least, lowSpeedTime)
+        copy.failuresWithoutProgress = max(1, failuresWithoutProgress)
+        copy.timeWithoutProgress = max(.zero, timeWithoutProgress)
+        copy.retryInitialDelay = max(least, retryInitialDelay)
+        copy.retryMaxDelay = max(copy.retryInitialDelay, retryMaxDelay)
         return copy
     }
 

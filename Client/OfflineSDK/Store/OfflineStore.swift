@@ -150,6 +150,12 @@ final class OfflineStore: Sendable {
             }
             try db.execute(sql: "CREATE UNIQUE INDEX download_content_id ON download(content_id) WHERE content_id IS NOT NULL")
         }
+        migrator.registerMigration("v6: segment digests") { db in
+            // The SHA-256 (hex) of a finished segment as its server's Repr-Digest gave it; NULL when
+            // the server sent none (or the segment was found on disk after a crash, checked before it
+            // was renamed into place but not yet recorded). `checkStorage(deep: true)` checks against it.
+            try db.alter(table: "segment") { t in t.add(column: "digest", .text) }
+        }
         return migrator
     }
 
@@ -436,12 +442,12 @@ final class OfflineStore: Sendable {
     func forEachSegmentState(_ token: String, _ body: (SegmentState) throws -> Void) throws {
         try pool.read { db in
             let rows = try Row.fetchCursor(db, sql: """
-                SELECT track, sequence, file, estimated_bytes, bytes, done FROM segment
+                SELECT track, sequence, file, estimated_bytes, bytes, done, digest FROM segment
                 WHERE token = ? ORDER BY track, sequence
                 """, arguments: [token])
             while let row = try rows.next() {
                 try body(SegmentState(track: row[0], sequence: row[1], file: row[2], estimatedBytes: row[3],
-                                      bytes: row[4], done: row[5]))
+                                      bytes: row[4], done: row[5], digest: row[6]))
             }
         }
     }
@@ -476,18 +482,18 @@ final class OfflineStore: Sendable {
     func markMissing(token: String, _ missing: [SegmentKey]) throws {
         guard !missing.isEmpty else { return }
         try pool.write { db in
-            let statement = try db.cachedStatement(sql: "UPDATE segment SET done = 0, bytes = NULL WHERE token = ? AND track = ? AND sequence = ?")
+            let statement = try db.cachedStatement(sql: "UPDATE segment SET done = 0, bytes = NULL, digest = NULL WHERE token = ? AND track = ? AND sequence = ?")
             for item in missing { try statement.execute(arguments: [token, item.track, item.sequence]) }
         }
     }
 
-    /// Marks fetched segments done with their real sizes, in one transaction.
-    func markDone(token: String, _ finished: [(track: Int, sequence: Int, bytes: Int64)]) throws {
+    /// Marks fetched segments done with their real sizes and digests, in one transaction.
+    func markDone(token: String, _ finished: [FinishedSegment]) throws {
         guard !finished.isEmpty else { return }
         try pool.write { db in
             // One statement prepared for all: this runs every quarter second while a download runs.
-            let statement = try db.cachedStatement(sql: "UPDATE segment SET done = 1, bytes = ? WHERE token = ? AND track = ? AND sequence = ?")
-            for item in finished { try statement.execute(arguments: [item.bytes, token, item.track, item.sequence]) }
+            let statement = try db.cachedStatement(sql: "UPDATE segment SET done = 1, bytes = ?, digest = ? WHERE token = ? AND track = ? AND sequence = ?")
+            for item in finished { try statement.execute(arguments: [item.bytes, item.digest, token, item.track, item.sequence]) }
         }
     }
 

@@ -145,6 +145,16 @@ struct SegmentState: Sendable {
     var estimatedBytes: Int64
     var bytes: Int64?
     var done: Bool
+    /// SHA-256 hex of the finished file, when its server sent a `Repr-Digest`.
+    var digest: String?
+}
+
+/// A segment the runner finished: its size and, when the server sent one, its digest (hex).
+struct FinishedSegment: Sendable, Equatable {
+    var track: Int
+    var sequence: Int
+    var bytes: Int64
+    var digest: String?
 }
 
 /// A segment's identity within its download.
