@@ -34,6 +34,31 @@ struct LicenseRoutesTests {
         }
     }
 
+    @Test("a retried acquisition (a fresh SPC, the same Idempotency-Key) gets the same license: the server holds one per device and download")
+    func idempotentAcquisition() async throws {
+        try await withApp { app, _ in
+            let client = try LicenseTestClient(app)
+            let key = [("Idempotency-Key", "9f1c2b7e-acquire-1")]
+            let purchase = LicenseTestClient.offline(LicenseProfile(.purchase))
+            let first = try client.license(headers: purchase + key)
+            let again = try client.license(headers: purchase + key)  // the first answer "was lost"
+            #expect(again.terms.licenseID == first.terms.licenseID)
+            let held = try app.licenses.licenses(LicenseFilter(deviceID: "device-1"), now: app.clock.now(), limit: 10)
+            #expect(held.map(\.terms.licenseID) == [first.terms.licenseID], "one license for the device")
+            // Another key is another acquisition; another device with the same key another license.
+            let other = try client.license(headers: purchase + [("Idempotency-Key", "9f1c2b7e-acquire-2")])
+            #expect(other.terms.licenseID != first.terms.licenseID)
+            let elsewhere = try client.license(device: "device-2", headers: purchase + key)
+            #expect(elsewhere.terms.licenseID != first.terms.licenseID)
+            // Once released, the key cannot bring the license back; a malformed key is a 400.
+            _ = try client.send(.release, licenseID: first.terms.licenseID)
+            let reused = try client.send(headers: purchase + key).response
+            #expect(reused.status == 409 && reused.debugText.contains("IDEMPOTENCY_KEY_REUSED"), "\(reused.status) \(reused.debugText)")
+            let malformed = try client.send(headers: purchase + [("Idempotency-Key", "has space")]).response
+            #expect(malformed.status == 400 && malformed.debugText.contains("INVALID_IDEMPOTENCY_KEY"))
+        }
+    }
+
     @Test("without the offline header: a streaming license for 5 minutes, not persistable")
     func streaming() async throws {
         try await withApp { app, _ in

@@ -55,6 +55,55 @@ struct FaultToleranceTests {
         } }
     }
 
+    @Test("a congested network: 25 % of segment bodies cut after 3,000 bytes and 10 % answered 503 (Retry-After 1) on the 10-minute video: it completes, every byte as served")
+    func harshRates() async throws {
+        try await withBackend({ $0.faultSeed = 22 }) { server in try await withHarness(server) { h in
+            try server.app.faults.add(FaultRule(id: "cuts", route: .segment, probability: 0.25, cutAfterBytes: 3_000))
+            try server.app.faults.add(FaultRule(id: "busy", route: .segment, probability: 0.1, status: 503, retryAfter: 1))
+            let token = try await h.request(Catalog.tenMinuteVideo)
+            let failure = try await h.events.finished(token, timeout: .seconds(600))
+            #expect(failure == nil, "\(String(describing: failure))")
+            let applied = Self.applied(server)
+            #expect(applied["cuts"] ?? 0 > 50 && applied["busy"] ?? 0 > 20, "the faults were in force: \(applied)")
+            server.app.faults.removeAll()
+            try await Self.expectWhole(server, h, token)
+        } }
+    }
+
+    @Test("a license answered 503 with Retry-After: 2 is asked again about 2 s later (the request log's times), with a fresh SPC, and the download completes")
+    func licenseRetryAfter() async throws {
+        try await withBackend { server in try await withHarness(server) { h in
+            try server.app.faults.add(FaultRule(id: "busy", route: .license, times: 1, status: 503, retryAfter: 2))
+            let video = try await h.service.findVideo(id: Catalog.fairPlayVideo)
+            let token = try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: DownloadParameters(license: .purchase))
+            #expect(try await h.events.finished(token) == nil)
+            let tries = server.app.requestLog.entries(RequestLog.Filter(pathPrefix: "/license/v1/fairplay/"))
+                .filter { $0.method == "POST" }.sorted { $0.id < $1.id }
+            try #require(tries.count >= 2, "\(tries)")
+            #expect(tries[0].status == 503 && tries[1].status == 200)
+            let waited = tries[1].time.timeIntervalSince(tries[0].time)
+            #expect(waited >= 1.9, "asked again after \(waited) s, before the 2 s the server asked for")
+            try await Self.expectWhole(server, h, token)
+        } }
+    }
+
+    @Test("a license answer lost after the server issued it (the connection dropped) is asked for again with a fresh SPC: the device gets it, and the server holds one license for the download")
+    func lostLicenseAnswer() async throws {
+        try await withBackend { server in try await withHarness(server) { h in
+            try server.app.faults.add(FaultRule(id: "lost", route: .license, times: 1, drop: true))
+            let video = try await h.service.findVideo(id: Catalog.fairPlayVideo)
+            let token = try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: DownloadParameters(license: .purchase))
+            #expect(try await h.events.finished(token) == nil)
+            #expect(Self.applied(server)["lost"] == 1)
+            let listing = try await HTTPClient().send(HTTPClientRequest(url: server.baseURL + "/_admin/v1/licenses?video=\(Catalog.fairPlayVideo)",
+                                                                        headers: [("Authorization", "Bearer \(server.app.adminToken)")]))
+            let held = (try JSONSerialization.jsonObject(with: Data(listing.body)) as? [String: Any])?["licenses"] as? [[String: Any]]
+            #expect(held?.count == 1, "one license on the server: \(String(decoding: listing.body, as: UTF8.self))")
+            #expect(held?.first?["state"] as? String == "active")
+            try await Self.expectWhole(server, h, token)
+        } }
+    }
+
     @Test("a bandwidth-limited download (1 MB/s per response) completes with every byte, and does not count as stalled")
     func bandwidthLimited() async throws {
         try await withBackend { server in try await withHarness(server, { $0.stallTimeout = .seconds(1) }) { h in

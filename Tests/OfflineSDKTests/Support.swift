@@ -20,6 +20,8 @@ enum Catalog {
     static let streamOnlyVideo = "6415818918105"
     /// Clear, 2 hours (600 passes of the fixture).
     static let marathonVideo = "6415818918106"
+    /// 10 minutes: 300 segments per rendition.
+    static let tenMinuteVideo = "6415818918107"
     static let englishOnlyVideo = "6415818918109"
     static let contosoAESVideo = "5434391461102"
 }

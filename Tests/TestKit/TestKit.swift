@@ -166,8 +166,9 @@ public enum Curl {
     /// Seconds a curl run may take unless the test gives its own `--max-time` (a later one
     /// wins). A ceiling, never a wait: at the start of a full run the 2-thread test pool is
     /// so busy that a test may resume half a minute after its request went out (seen: a
-    /// deferred answer released 30 s after curl started, and curl gave up first).
-    public static let defaultMaxTime = 120
+    /// deferred answer released 30 s after curl started, and curl gave up first; beside CPU hogs
+    /// and a syncing writer, held answers were released over 120 s after curl started).
+    public static let defaultMaxTime = 600
 
     /// Fetches `url` with the real curl: status via `-w`, headers via `-D`, body via `-o`.
     public static func fetch(_ url: String, _ options: [String] = []) async throws -> CurlResponse {

@@ -17,15 +17,20 @@ package struct HTTPClientRequest: Sendable {
     /// The longest the whole exchange may take, connecting and redirects included (nil: the
     /// engine's `requestTimeout`, 30 seconds unless configured).
     package var timeout: Duration?
+    /// Sent at most once: on a new connection, so libcurl never sends it again by itself when a
+    /// kept-alive connection turns out to have died (it does that for any request, POSTs too).
+    /// For a request that must not reach the server twice, as a license request's SPC.
+    package var sendOnce: Bool
 
     /// Creates a request; GET with no headers, no body and the engine's timeout by default.
     package init(url: String, method: Method = .get, headers: [(String, String)] = [],
-                body: [UInt8]? = nil, timeout: Duration? = nil) {
+                body: [UInt8]? = nil, timeout: Duration? = nil, sendOnce: Bool = false) {
         self.url = url
         self.method = method
         self.headers = headers
         self.body = body
         self.timeout = timeout
+        self.sendOnce = sendOnce
     }
 
     /// An HTTP method: the common ones as constants, any other token by name.

@@ -33,6 +33,7 @@ extension Transfer {
         let request = state.request
         try easy.set(CURLOPT_URL, request.url)
         try easy.set(CURLOPT_TIMEOUT_MS, (request.timeout ?? configuration.requestTimeout).milliseconds)
+        try easy.set(CURLOPT_FRESH_CONNECT, request.sendOnce ? 1 : 0)
         var lines = Transfer.headerLines(request.headers)
         if request.method == .head {
             try easy.set(CURLOPT_NOBODY, 1)

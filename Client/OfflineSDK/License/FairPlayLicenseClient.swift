@@ -23,8 +23,10 @@ struct FairPlayLicenseClient: Sendable {
     /// Sends a key-exchange request with the SDK's HTTP client.
     var send: KeyExchangeSender {
         { [client] request in
+            // A POST carries an SPC, which the server takes once: never sent twice by curl itself.
             let response = try await client.send(HTTPClientRequest(url: request.url, method: .init(request.method), headers: request.headers,
-                                                                   body: request.body.isEmpty ? nil : request.body))
+                                                                   body: request.body.isEmpty ? nil : request.body,
+                                                                   sendOnce: request.method == "POST"))
             return KeyExchangeResponse(status: response.status, headers: response.headers.fields.map { ($0.name, $0.value) }, body: response.body)
         }
     }

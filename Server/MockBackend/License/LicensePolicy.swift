@@ -14,6 +14,20 @@ struct LicenseRequest: Sendable {
     var profile: Result<LicenseProfile, LicenseProtocolError>?
     /// The playback-restriction token's user, when a token with `uid` came along.
     var user: RestrictedUser?
+    /// An acquisition's `Idempotency-Key` header: every try of one acquisition carries the same
+    /// key (with a fresh SPC each time), so a retry after a lost answer gets the same license.
+    var idempotencyKey: String? = nil
+
+    /// The id an acquisition's license has: derived from the device, the video and the
+    /// idempotency key when there is one (a retry names the license its first try made), else nil
+    /// (a new time-ordered id). The store reads that license, if any, as the one the request names.
+    var retriedLicenseID: String? {
+        guard context.kind == .acquire, let key = idempotencyKey else { return nil }
+        return StableID.uuid("acquire\u{1F}\(context.accountID)\u{1F}\(context.deviceID)\u{1F}\(videoID)\u{1F}\(key)")
+    }
+
+    /// The license the request names: its SPC's, or the one a retried acquisition made.
+    var namedLicenseID: String? { context.licenseID ?? retriedLicenseID }
 }
 
 /// A token's user and device limit.
@@ -102,7 +116,19 @@ enum LicensePolicy {
 
         switch context.kind {
         case .acquire:
-            let terms = try newTerms(request, licenseID: newLicenseID, now: now, renewal: false)
+            if let earlier = existing {
+                // A retry of an acquisition the server already carried out (its answer was lost):
+                // the same license again, never a second one, unless it has ended since.
+                try checkNotRevoked(earlier)
+                guard earlier.releasedAt == nil else {
+                    throw HTTPError(409, "CONFLICT", "IDEMPOTENCY_KEY_REUSED",
+                                    "License \(earlier.terms.licenseID), made under this Idempotency-Key, was released; use a new key")
+                }
+                guard earlier.terms.deviceID == context.deviceID, earlier.terms.videoID == request.videoID else {
+                    throw .denied("LICENSE_MISMATCH", "License \(earlier.terms.licenseID) was issued for another device or video")
+                }
+            }
+            let terms = try newTerms(request, licenseID: request.retriedLicenseID ?? newLicenseID, now: now, renewal: false)
             let registering = try checkDeviceLimit(request, devices)
             return .issue(LicenseRecord(terms: terms, userID: request.user?.userID, releasedAt: nil), registerDevice: registering)
         case .renew:

@@ -49,6 +49,16 @@ extension MockBackendApp {
 
     // MARK: FairPlay licenses
 
+    /// The `Idempotency-Key` header: 1-128 visible ASCII characters, or absent.
+    private static func idempotencyKey(_ request: HTTPRequest) throws(HTTPError) -> String? {
+        guard let key = request.headers["Idempotency-Key"] else { return nil }
+        let trimmed = key.trimmingCharacters(in: .whitespaces)
+        guard (1...128).contains(trimmed.utf8.count), trimmed.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw .badRequest("INVALID_IDEMPOTENCY_KEY", "Idempotency-Key must be 1-128 visible ASCII characters")
+        }
+        return trimmed
+    }
+
     /// What a license URL names: the FairPlay video, its content key and its account's identity.
     private struct FairPlayTarget {
         var video: CatalogVideo
@@ -69,7 +79,8 @@ extension MockBackendApp {
         let now = clock.now()
         let user = try restrictedUser(request, accountID: accountID, video: target.video, now: now)
         let licenseRequest = LicenseRequest(context: context, videoID: target.video.id, offline: Self.offlineHeader(request),
-                                            profile: Self.profileHeader(request), user: user)
+                                            profile: Self.profileHeader(request), user: user,
+                                            idempotencyKey: try Self.idempotencyKey(request))
         switch try decide(licenseRequest, accountID: accountID, now: now) {
         case .refuse(let refusal): throw refusal
         case .release: return HTTPResponse(status: 204)

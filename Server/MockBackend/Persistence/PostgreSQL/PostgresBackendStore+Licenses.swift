@@ -28,13 +28,13 @@ extension PostgresBackendStore: LicenseStorage {
             ]).affectedRows
             var lockedUser = request.user?.userID
             if let user = lockedUser { try Self.lockUser(connection, accountID: accountID, userID: user) }
-            var existing = try request.context.licenseID.flatMap { try Self.license(connection, id: $0, forUpdate: true) }
+            var existing = try request.namedLicenseID.flatMap { try Self.license(connection, id: $0, forUpdate: true) }
             let deviceUser = request.context.kind == .release ? existing?.userID : request.user?.userID
             if let user = deviceUser, user != lockedUser {
                 // A release names its user only through the license: lock that user, then read the license again.
                 try Self.lockUser(connection, accountID: accountID, userID: user)
                 lockedUser = user
-                existing = try request.context.licenseID.flatMap { try Self.license(connection, id: $0, forUpdate: true) }
+                existing = try request.namedLicenseID.flatMap { try Self.license(connection, id: $0, forUpdate: true) }
             }
             var devices = DeviceState()
             if let user = deviceUser {

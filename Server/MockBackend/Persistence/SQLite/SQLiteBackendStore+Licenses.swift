@@ -18,7 +18,7 @@ extension SQLiteBackendStore: LicenseStorage {
                 .execute(arguments: [Data(request.context.nonce),
                                      request.context.createdAt.addingTimeInterval(LicensePolicy.spcMaximumAge).timeIntervalSince1970])
             let nonceAlreadyUsed = db.changesCount == 0
-            let existing = try request.context.licenseID.flatMap { try Self.license(db, id: $0) }
+            let existing = try request.namedLicenseID.flatMap { try Self.license(db, id: $0) }
             var devices = DeviceState()
             let deviceUser = request.context.kind == .release ? existing?.userID : request.user?.userID
             if let user = deviceUser {
