@@ -2,7 +2,10 @@
 ///
 /// Pure: it only looks at the request's headers and the response, so it is tested without a socket.
 extension HTTPResponse {
-    /// The answer after If-None-Match (304) and Range (206/416) are taken into account.
+    /// The answer after If-None-Match (304) and Range (206/416, with If-Range) are taken into
+    /// account. A 206 keeps every header of the 200 (an ETag, a `Repr-Digest`: both describe the
+    /// whole representation, not the range); a 304 keeps the ones RFC 9110 §15.4.5 says a 304
+    /// sends, and the `Repr-Digest` (RFC 9530) of the representation it stands for.
     package func applyingConditionals(for request: HTTPRequest) -> HTTPResponse {
         guard status == 200, request.method == "GET" || request.method == "HEAD" else { return self }
         var response = self
@@ -11,7 +14,7 @@ extension HTTPResponse {
         if let etag = headers["ETag"], let condition = request.headers["If-None-Match"],
            HTTPResponse.etagList(condition, matches: etag) {
             var notModified = HTTPResponse(status: 304, body: .empty)
-            for name in ["ETag", "Cache-Control", "Last-Modified", "Vary"] {
+            for name in ["ETag", "Repr-Digest", "Cache-Control", "Last-Modified", "Vary"] {
                 if let value = headers[name] { notModified.headers.set(name, value) }
             }
             notModified.copyCORSHeaders(from: self)
@@ -20,8 +23,10 @@ extension HTTPResponse {
 
         if case .stream = body { return response }  // made while sent: no ranges
         guard let rangeHeader = request.headers["Range"], body != .empty else { return response }
-        // If-Range with a different validator means: send the whole, current representation.
-        if let ifRange = request.headers["If-Range"], ifRange != headers["ETag"] { return response }
+        // If-Range: the range applies only when the validator is this representation's strong
+        // ETag (RFC 9110 §13.1.5 compares strongly); another tag, a weak one or a date means:
+        // send the whole, current representation.
+        if let ifRange = request.headers["If-Range"], !HTTPResponse.strongETag(ifRange, matches: headers["ETag"]) { return response }
         let size = body.count
         switch ByteRange.parse(rangeHeader, size: size) {
         case .none:
@@ -50,6 +55,13 @@ extension HTTPResponse {
         for field in original.headers where field.name.lowercased().hasPrefix("access-control-") {
             headers.add(field.name, field.value)
         }
+    }
+
+    /// RFC 9110's strong comparison: both tags strong (no `W/`) and the same characters.
+    private static func strongETag(_ validator: String, matches etag: String?) -> Bool {
+        guard let etag else { return false }
+        let given = validator.trimmingWhitespace(), own = etag.trimmingWhitespace()
+        return given.hasPrefix("\"") && !own.hasPrefix("W/") && given == own
     }
 
     private static func etagList(_ list: String, matches etag: String) -> Bool {

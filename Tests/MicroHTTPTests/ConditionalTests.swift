@@ -161,6 +161,32 @@ struct ConditionalTests {
         #expect(match.body == .bytes([0, 1]))
     }
 
+    @Test("If-Range compares strongly: a weak tag, given or answered, sends the whole body")
+    func ifRangeIsStrong() throws {
+        let weakGiven = Self.ok().applyingConditionals(for: try Self.request([("Range", "bytes=0-1"), ("If-Range", "W/\(Self.etag)")]))
+        #expect(weakGiven.status == 200)
+        #expect(weakGiven.body == .bytes(Self.body))
+        let weakOwn = Self.ok(etag: "W/\(Self.etag)").applyingConditionals(
+            for: try Self.request([("Range", "bytes=0-1"), ("If-Range", "W/\(Self.etag)")]))
+        #expect(weakOwn.status == 200)
+        let strong = Self.ok(etag: "\"sha256-0123\"").applyingConditionals(
+            for: try Self.request([("Range", "bytes=2-3"), ("If-Range", " \"sha256-0123\" ")]))
+        #expect(strong.status == 206)
+        #expect(strong.body == .bytes([2, 3]))
+    }
+
+    @Test("a 206 and a 304 keep the Repr-Digest of the whole representation")
+    func reprDigestKept() throws {
+        var ok = Self.ok()
+        ok.headers.add("Repr-Digest", "sha-256=:whole:")
+        let partial = ok.applyingConditionals(for: try Self.request([("Range", "bytes=0-1")]))
+        #expect(partial.status == 206)
+        #expect(partial.headers["Repr-Digest"] == "sha-256=:whole:")
+        let notModified = ok.applyingConditionals(for: try Self.request([("If-None-Match", Self.etag)]))
+        #expect(notModified.status == 304)
+        #expect(notModified.headers["Repr-Digest"] == "sha-256=:whole:")
+    }
+
     @Test("non-200 answers and other methods are left untouched")
     func untouched() throws {
         var notFound = Self.ok()

@@ -134,7 +134,9 @@ public final class FaultInjector: Sendable {
     }
 
     /// Does what `decision` says to `response`: the answer of the request, or, when the decision
-    /// answers instead of it, the refusal.
+    /// answers instead of it, the refusal. Only the body is shaped: the headers stay as the
+    /// handler made them, so a media body's `Repr-Digest` and ETag (`MediaResponse`) still say
+    /// what the body should have been, and a client can tell it was cut or corrupted.
     static func apply(_ decision: Decision, to response: inout HTTPResponse) {
         let rule = decision.rule
         var random = decision.random

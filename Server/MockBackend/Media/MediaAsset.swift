@@ -1,15 +1,13 @@
 import Foundation
 import Locking
-import MicroHTTP
 import WireModels
 
-/// One segment file of a fixture rendition, stat'ed once at start-up.
+/// One segment file of a fixture rendition, stat'ed once at start-up (its digest is the
+/// asset's `fileDigests`, on first use).
 struct SegmentFile: Sendable {
     var path: String
     var size: UInt64
     var duration: Double
-    /// nginx-style validator from modification time and size.
-    var etag: String
 }
 
 /// A fixture media set (`fixtures/media/NAME/asset.json` and the files it names): the raw
@@ -47,6 +45,9 @@ struct MediaAsset: Sendable {
     var subtitles: [SubtitleRendition]
     var posterPath: String
     var thumbnailPath: String
+    /// The `Repr-Digest` of every file above, each hashed on first use and kept (shared by
+    /// every copy of this value: the files never change while serving).
+    let fileDigests = FileDigests()
 
     /// The length of one pass over the asset, in seconds (from the video's EXTINF durations).
     var duration: Double { video.first?.segments.reduce(0) { $0 + $1.duration } ?? 0 }
@@ -100,11 +101,8 @@ struct MediaAsset: Sendable {
         }
         return try playlist.segments.map { segment throws(CatalogError) in
             let file = try existingFile(directory.appendingPathComponent(segment.uri))
-            let attributes = (try? FileManager.default.attributesOfItem(atPath: file.path)) ?? [:]
-            let size = (attributes[.size] as? UInt64) ?? 0
-            let mtime = Int((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0)
-            return SegmentFile(path: file.path, size: size, duration: segment.duration,
-                               etag: HTTPResponse.etag(mtime: mtime, size: size))
+            let size = ((try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? UInt64) ?? 0
+            return SegmentFile(path: file.path, size: size, duration: segment.duration)
         }
     }
 

@@ -1,10 +1,10 @@
 import Crypto
 import _CryptoExtras
 import Foundation
-import MicroHTTP
 import SampleAES
 import Locking
 import SystemFiles
+import WireModels
 
 /// Encrypted segments, made once per key and fixture segment, then kept in the data
 /// directory's cache and served like any file. Cache paths include the key id, so a new key
@@ -38,17 +38,23 @@ final class SegmentEncryptor: Sendable {
         }
     }
 
-    /// `directory/cacheName` under the cache, written from `make` unless it exists.
-    /// Concurrent first uses may both encrypt; the atomic rename makes that harmless.
+    /// `directory/cacheName` under the cache, written from `make` unless it exists, with its
+    /// digest: of the bytes written, or, for a file an earlier run left (a restart), read from
+    /// the file once. Concurrent first uses may both encrypt (or hash); the atomic rename makes
+    /// that harmless, and the bytes are the same either way.
     private func cached(directory name: String, cacheName: String, make: () throws -> Data) throws -> CachedSegment {
         let id = name + "/" + cacheName
         // One access() call: a cache folder deleted while the server runs is made again.
         if let segment = known.withLock({ $0[id] }), access(segment.path, F_OK) == 0 { return segment }
         let directory = cacheDirectory.appendingPathComponent(name)
         let destination = directory.appendingPathComponent(cacheName)
-        if !FileManager.default.fileExists(atPath: destination.path) {
+        let digest: ReprDigest
+        if FileManager.default.fileExists(atPath: destination.path) {
+            digest = try FileDigests.compute(path: destination.path)
+        } else {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let encrypted = try make()
+            digest = ReprDigest(of: encrypted)
             let temporary = directory.appendingPathComponent(".\(cacheName).\(UUID().uuidString).tmp")
             try encrypted.write(to: temporary)
             if rename(temporary.path, destination.path) != 0 {
@@ -57,16 +63,16 @@ final class SegmentEncryptor: Sendable {
             }
         }
         guard let status = FileStatus(path: destination.path) else { throw CocoaError(.fileReadNoSuchFile) }
-        let size = UInt64(status.size)
-        let segment = CachedSegment(path: destination.path, size: size, etag: HTTPResponse.etag(mtime: status.modifiedSeconds, size: size))
+        let segment = CachedSegment(path: destination.path, size: UInt64(status.size), digest: digest)
         known.withLock { $0[id] = segment }
         return segment
     }
 }
 
-/// An encrypted segment in the cache: where it is, its size and its ETag.
+/// An encrypted segment in the cache: where it is, its size and its `Repr-Digest` (the
+/// strong ETag is made from it).
 struct CachedSegment: Sendable, Equatable {
     var path: String
     var size: UInt64
-    var etag: String
+    var digest: ReprDigest
 }

@@ -1,5 +1,6 @@
 import Foundation
 import MicroHTTP
+import SystemFiles
 import WireModels
 
 /// Poster and thumbnail images, and sideband WebVTT text tracks. Public, like a CDN's.
@@ -15,17 +16,23 @@ extension MockBackendApp {
             case "160x90": path = video.asset.thumbnailPath
             default: throw HTTPError.notFound(request)
             }
-            guard let response = HTTPResponse.file(at: path, contentType: "image/jpeg") else { throw HTTPError.notFound(request) }
-            return response
+            return try app.fixtureFile(path, of: video, contentType: "image/jpeg", request)
         }
         router.add(["GET"], "/text/v1/:account/:video/:language/subtitles.vtt") { app, request, p in
             guard let video = app.catalog.video(uuid: p["video"]), video.accountID == p["account"],
                   let track = video.sidebandSubtitles.lazy.map({ video.asset.subtitles[$0] }).first(where: { $0.language == p["language"] })
             else { throw HTTPError.notFound(request) }
-            guard let response = HTTPResponse.file(at: track.sidebandPath, contentType: "text/vtt; charset=utf-8") else {
-                throw HTTPError.notFound(request)
-            }
-            return response
+            return try app.fixtureFile(track.sidebandPath, of: video, contentType: "text/vtt; charset=utf-8", request)
         }
+    }
+
+    /// A fixture file of `video`'s asset served whole, with its digest (hashed on first use);
+    /// a 404 when it is not a readable regular file.
+    private func fixtureFile(_ path: String, of video: CatalogVideo, contentType: String,
+                             _ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
+        guard let status = FileStatus(path: path), status.isRegularFile,
+              let digest = try? video.asset.fileDigests.digest(ofFile: path)
+        else { throw HTTPError.notFound(request) }
+        return MediaResponse.file(path: path, size: UInt64(status.size), digest: digest, contentType: contentType)
     }
 }

@@ -28,12 +28,16 @@ extension MockBackendApp {
         guard let video = catalog.video(uuid: p["video"]), video.accountID == p["account"],
               video.protection == protection, let key = contentKeys[video.id], key.keyID == p["key"]
         else { throw HTTPError.notFound(request) }
-        return Self.secretBytes(key.key)
+        return Self.secretBytes(key.key, digested: true)
     }
 
-    /// Key material (a content key, a CKC): never cached.
-    private static func secretBytes(_ bytes: [UInt8]) -> HTTPResponse {
-        var response = HTTPResponse.bytes(bytes, contentType: "application/octet-stream")
+    /// Key material (a content key, a CKC): never cached. A content key is a media body like
+    /// the segments it opens, with its `Repr-Digest` (of 16 bytes, made as it goes) and ETag;
+    /// a CKC, the answer to a POST, is not.
+    private static func secretBytes(_ bytes: [UInt8], digested: Bool = false) -> HTTPResponse {
+        let contentType = "application/octet-stream"
+        var response = digested ? MediaResponse.bytes(bytes, digest: ReprDigest(of: bytes), contentType: contentType)
+                                : HTTPResponse.bytes(bytes, contentType: contentType)
         response.headers.add("Cache-Control", "no-store")
         return response
     }

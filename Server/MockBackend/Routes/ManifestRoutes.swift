@@ -16,11 +16,11 @@ extension MockBackendApp {
             let ttl = app.catalog.accounts[video.accountID]?.manifestTokenTTL ?? 21600
             let expiry = Links.expiry(now: now, ttl: ttl)
             let links = app.links(for: request)
-            let body = app.cache.body(for: "master|\(links.base)|\(video.id)|\(video.generation)|\(expiry.timeIntervalSince1970)",
-                                      validUntil: Links.bucketEnd(now: now, ttl: ttl), now: now) {
+            let (body, digest) = app.cache.media(for: "master|\(links.base)|\(video.id)|\(video.generation)|\(expiry.timeIntervalSince1970)",
+                                                 validUntil: Links.bucketEnd(now: now, ttl: ttl), now: now) {
                 Array(app.packager.master(video, key: app.contentKeys[video.id], expiresAt: expiry, links: links).render().utf8)
             }
-            return .bytes(body, contentType: playlistContentType)
+            return MediaResponse.bytes(body, digest: digest, contentType: playlistContentType)
         }
         router.add(["GET"], "/manifest/v1/hls/v5/:protection/:account/:video/:rendition/:label/rendition.m3u8") { app, request, p in
             let video = try app.mediaVideo(request, p)
@@ -30,12 +30,12 @@ extension MockBackendApp {
             let now = app.clock.now()
             let expiry = Links.expiry(now: now, ttl: app.configuration.mediaTokenTTL)
             let links = app.links(for: request)
-            let body = app.cache.body(for: "media|\(links.base)|\(rendition.uuid)|\(video.generation)|\(expiry.timeIntervalSince1970)",
-                                      validUntil: Links.bucketEnd(now: now, ttl: app.configuration.mediaTokenTTL), now: now) {
+            let (body, digest) = app.cache.media(for: "media|\(links.base)|\(rendition.uuid)|\(video.generation)|\(expiry.timeIntervalSince1970)",
+                                                 validUntil: Links.bucketEnd(now: now, ttl: app.configuration.mediaTokenTTL), now: now) {
                 Array(app.packager.media(video, rendition, key: app.contentKeys[video.id], keyExpiresAt: expiry,
                                          expiresAt: expiry, links: links).render().utf8)
             }
-            return .bytes(body, contentType: playlistContentType)
+            return MediaResponse.bytes(body, digest: digest, contentType: playlistContentType)
         }
         router.add(["GET"], "/media/v1/hls/v5/:protection/:account/:video/:rendition/:segment") { app, request, p in
             let video = try app.mediaVideo(request, p)
@@ -81,16 +81,18 @@ extension MockBackendApp {
                 let segment = video.protection == .fairplay
                     ? try encryptor.sampleAESSegment(source: file.path, cacheName: cacheName, key: key)
                     : try encryptor.aes128Segment(source: file.path, cacheName: cacheName, key: key)
-                var headers = HTTPHeaders([("Content-Type", contentType)])
-                headers.add("ETag", segment.etag)
-                return HTTPResponse(status: 200, headers: headers, body: .file(path: segment.path, offset: 0, length: segment.size))
+                return MediaResponse.file(path: segment.path, size: segment.size, digest: segment.digest, contentType: contentType)
             } catch {
                 logger.error("cannot encrypt \(file.path): \(error)")
             }
             throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "cannot prepare the encrypted segment")
         }
-        var headers = HTTPHeaders([("Content-Type", contentType)])
-        headers.add("ETag", file.etag)
-        return HTTPResponse(status: 200, headers: headers, body: .file(path: file.path, offset: 0, length: file.size))
+        do {
+            let digest = try video.asset.fileDigests.digest(ofFile: file.path)
+            return MediaResponse.file(path: file.path, size: file.size, digest: digest, contentType: contentType)
+        } catch {
+            logger.error("cannot read \(file.path): \(error)")
+        }
+        throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "cannot read the segment")
     }
 }
