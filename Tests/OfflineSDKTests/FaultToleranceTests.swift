@@ -70,6 +70,35 @@ struct FaultToleranceTests {
         } }
     }
 
+    @Test("5 % of segment answers with 3 bytes flipped: each is caught by its Repr-Digest and fetched again; the download completes byte-identical, digests recorded; a segment changed on disk later is found by the deep check")
+    func corruptBodies() async throws {
+        try await withBackend({ $0.faultSeed = 5 }) { server in try await withHarness(server) { h in
+            try server.app.faults.add(FaultRule(id: "flips", route: .segment, probability: 0.05, corruptBytes: 3))
+            let token = try await h.request(Catalog.tenMinuteVideo)
+            let failure = try await h.events.finished(token, timeout: .seconds(600))
+            #expect(failure == nil, "\(String(describing: failure))")
+            #expect(Self.applied(server)["flips"] ?? 0 > 10, "the fault was in force")
+            server.app.faults.removeAll()
+            try await Self.expectWhole(server, h, token)
+            let states = try await h.manager.store.segments(token).count
+            var digests = 0
+            try await h.manager.store.forEachSegmentState(token) { if $0.digest?.count == 64 { digests += 1 } }
+            #expect(digests == states, "every segment's digest recorded")
+
+            // At rest: one byte changed in one segment. The quick check sees nothing; the deep one
+            // finds it, deletes it and makes the download stale; resumed, it is whole again.
+            let segment = try #require(try await h.manager.store.segments(token).dropFirst(40).first)
+            let path = await h.manager.packageFolder(token).appendingPathComponent(segment.file).path
+            var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+            bytes[bytes.count / 2] ^= 0x01
+            try bytes.write(to: URL(fileURLWithPath: path))
+            #expect(try await h.manager.checkStorage() == false)
+            #expect(try await h.manager.checkStorage(deep: true) == true)
+            #expect(try await h.manager.status(token).downloadState == .stale)
+            #expect(!FileManager.default.fileExists(atPath: path))
+        } }
+    }
+
     @Test("a license answered 503 with Retry-After: 2 is asked again about 2 s later (the request log's times), with a fresh SPC, and the download completes")
     func licenseRetryAfter() async throws {
         try await withBackend { server in try await withHarness(server) { h in

@@ -18,18 +18,25 @@ extension OfflineVideoManager {
     /// default). When anything changed, `offlineVideoStorageDidChange` (and `.storageChanged`)
     /// follow, and the answer is true. Call it when the app becomes active: files can vanish
     /// while it is away, and the check at start runs before anyone listens. Owners only.
+    ///
+    /// `deep` also reads every segment of every completed download and checks its bytes (against
+    /// the digest its server sent, else as whole transport-stream packets): a segment changed on
+    /// disk is deleted, to be fetched again, and makes its download stale as a missing one does.
+    /// It reads the whole library, on a queue of its own.
     @discardableResult
-    public func checkStorage() async throws(OfflineVideoError) -> Bool {
-        try await checkStorage(during: .query)
+    public func checkStorage(deep: Bool = false) async throws(OfflineVideoError) -> Bool {
+        try await checkStorage(during: .query, deep: deep)
     }
 
     /// `checkStorage`, its store failures reported as part of `operation` (opening the manager at start).
-    private func checkStorage(during operation: StoreOperation) async throws(OfflineVideoError) -> Bool {
+    private func checkStorage(during operation: StoreOperation, deep: Bool = false) async throws(OfflineVideoError) -> Bool {
         try requireOwner()
         var changed = false
         let records = try storeCall(operation) { try store.allDownloads() }
         for record in records where record.downloadState == .completed {
-            if let missing = missingFile(record) {
+            var missing = missingFile(record)
+            if missing == nil, deep { missing = await damagedFile(record) }
+            if let missing {
                 if try await applyUnlessMoved(.filesMissing(missing), to: record.token, announcesStorageChange: false) { changed = true }
             }
         }
@@ -45,6 +52,23 @@ extension OfflineVideoManager {
         }
         if changed { hub.emit(.storageChanged) }
         return changed
+    }
+
+    /// The first segment of a completed download whose bytes are not what they should be, after
+    /// deleting every such segment's file and marking it unfinished; nil when all are right.
+    private func damagedFile(_ record: DownloadRecord) async -> String? {
+        var files: [(file: String, digest: String?)] = []
+        var keys: [String: SegmentKey] = [:]
+        try? store.forEachSegmentState(record.token) { segment in
+            files.append((segment.file, segment.digest))
+            keys[segment.file] = SegmentKey(track: segment.track, sequence: segment.sequence)
+        }
+        let folder = packageFolder(record.token).path
+        let damaged = await SegmentCheck.damagedFiles(in: folder, files)
+        guard !damaged.isEmpty else { return nil }
+        for file in damaged { unlink(folder + "/" + file) }
+        try? store.markMissing(token: record.token, damaged.compactMap { keys[$0] })
+        return damaged.first
     }
 
     /// The first file of a completed download that is not on disk (playlists, segments,
