@@ -20,17 +20,7 @@ struct ReprDigestLiveTests {
     /// Runs `body` with a server on `directory`, its clock standing still (the playlists' signed
     /// URLs, and so their bytes, stay the same for the whole test), then shuts it down.
     static func withServer(directory: URL, _ body: (MockBackendServer) async throws -> Void) async throws {
-        var configuration = BackendConfiguration(dataDirectory: directory)
-        configuration.port = 0
-        let server = try MockBackendServer.start(configuration: configuration, clock: BackendClock(fixedAt: Date()),
-                                                 logger: quietLogger)
-        do {
-            try await body(server)
-        } catch {
-            await server.shutdown(gracePeriod: .seconds(5))
-            throw error
-        }
-        await server.shutdown(gracePeriod: .seconds(5))
+        try await withLiveServer(directory: directory, clock: BackendClock(fixedAt: Date()), { _ in }, body)
     }
 
     /// One URL of every kind of media body, from the server's Playback API and playlists.

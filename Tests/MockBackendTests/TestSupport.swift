@@ -234,18 +234,27 @@ func withLiveServer(
     _ body: (MockBackendServer) async throws -> Void
 ) async throws {
     try await withTemporaryDirectory { directory in
-        var configuration = BackendConfiguration(dataDirectory: directory)
-        configuration.port = 0
-        configure(&configuration)
-        let server = try MockBackendServer.start(configuration: configuration, logger: quietLogger)
-        do {
-            try await body(server)
-        } catch {
-            await server.shutdown(gracePeriod: .seconds(5))
-            throw error
-        }
-        await server.shutdown(gracePeriod: .seconds(5))
+        try await withLiveServer(directory: directory, configure, body)
     }
+}
+
+/// The same on `directory`, which stays (a restart on the same data), with `clock`.
+func withLiveServer(
+    directory: URL, clock: BackendClock = BackendClock(),
+    _ configure: (inout BackendConfiguration) -> Void = { _ in },
+    _ body: (MockBackendServer) async throws -> Void
+) async throws {
+    var configuration = BackendConfiguration(dataDirectory: directory)
+    configuration.port = 0
+    configure(&configuration)
+    let server = try MockBackendServer.start(configuration: configuration, clock: clock, logger: quietLogger)
+    do {
+        try await body(server)
+    } catch {
+        await server.shutdown(gracePeriod: .seconds(5))
+        throw error
+    }
+    await server.shutdown(gracePeriod: .seconds(5))
 }
 
 extension MockBackendServer {

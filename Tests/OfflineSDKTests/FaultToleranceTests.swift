@@ -86,7 +86,7 @@ struct FaultToleranceTests {
             #expect(digests == states, "every segment's digest recorded")
 
             // At rest: one byte changed in one segment. The quick check sees nothing; the deep one
-            // finds it, deletes it and makes the download stale; resumed, it is whole again.
+            // finds it, deletes it, marks it to be fetched again and makes the download stale.
             let segment = try #require(try await h.manager.store.segments(token).dropFirst(40).first)
             let path = await h.manager.packageFolder(token).appendingPathComponent(segment.file).path
             var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -96,6 +96,28 @@ struct FaultToleranceTests {
             #expect(try await h.manager.checkStorage(deep: true) == true)
             #expect(try await h.manager.status(token).downloadState == .stale)
             #expect(!FileManager.default.fileExists(atPath: path))
+            let after = try await h.manager.store.segments(token).first { $0.file == segment.file }
+            #expect(after?.done == false, "marked to be fetched again")
+        } }
+    }
+
+    @Test("a rendition whose every answer arrives damaged is no progress: the download fails, saying so, and keeps none of those bodies")
+    func alwaysDamaged() async throws {
+        try await withBackend { server in try await withHarness(server, {
+            $0.failuresWithoutProgress = 3
+            $0.timeWithoutProgress = .zero
+        }) { h in
+            let video = try await h.service.findVideo(id: Catalog.clearVideo)
+            let lowest = try #require(try await h.manager.variantBitrates(for: video).first)
+            let master = try MasterPlaylist(parsing: try await Curl.fetch(try #require(video.sources.first { $0.isHLS }?.src)).text)
+            let rendition = try #require(master.variants.first { $0.bandwidth == lowest }?.resolution?.description)
+            try server.app.faults.add(FaultRule(id: "flips", route: .segment, rendition: rendition, corruptBytes: 2))
+            let token = try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: DownloadParameters(requestedBitrate: lowest))
+            let error = try #require(try await h.events.finished(token))
+            #expect(error.code == .downloadFailure && error.message.contains("arrived damaged"), "\(error)")
+            #expect(try await h.manager.status(token).downloadState == .error)
+            let video0 = try await h.manager.store.segments(token).filter { $0.track == 0 }
+            #expect(!video0.isEmpty && video0.allSatisfy { !$0.done }, "no damaged body kept as done")
         } }
     }
 

@@ -135,7 +135,7 @@ struct RulesTests {
         flipped.withUnsafeBytes { #expect(SegmentCheck.problem($0, file: "a.ts", digest: nil)?.contains("sync byte") == true) }
         Array(stream.dropLast()).withUnsafeBytes { #expect(SegmentCheck.problem($0, file: "a.ts", digest: nil) != nil) }
         flipped.withUnsafeBytes { #expect(SegmentCheck.problem($0, file: "sub/00001.vtt", digest: nil) == nil, "only .ts has a structure to check") }
-        let verifier = SegmentCheck.verifier(file: "a.ts", reprDigest: ReprDigest(of: stream).headerValue)
+        let verifier = SegmentCheck.verifier(file: "a.ts", digest: ReprDigest(of: stream))
         #expect(flipped.withUnsafeBytes { verifier($0) }?.code == .contentMismatch)
         #expect(stream.withUnsafeBytes { verifier($0) } == nil)
     }

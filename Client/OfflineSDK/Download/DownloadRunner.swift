@@ -142,8 +142,6 @@ struct DownloadRunner: Sendable {
                 case .received(let segment, let file):
                     running -= 1
                     committing += 1
-                    // A body that arrived whole is progress, whatever its commit takes on a slow disk.
-                    watch.recordSuccess(of: segment.key, at: .now)
                     refreshedAfterFailure = false
                     group.addTask { await self.commit(segment, file) }
                 case .due(let segment):
@@ -151,6 +149,8 @@ struct DownloadRunner: Sendable {
                     pending.putBack(segment)
                 case .finished(let segment, let bytes, let digest):
                     committing -= 1
+                    // Progress is a body kept: checked and in place. One that arrives damaged is not.
+                    watch.recordSuccess(of: segment.key, at: .now)
                     arrived(segment.key)
                     trackDone[segment.track, default: 0] += bytes
                     trackRemaining[segment.track, default: 0] -= segment.estimatedBytes
@@ -192,8 +192,7 @@ struct DownloadRunner: Sendable {
                             group.cancelAll()
                             return .failure(DownloadRunner.failure(error, watch.summary(at: now, noun: "segment")))
                         }
-                        let asked = error.retryAfter.flatMap { RetryAfter.delay(from: $0, now: clock()) }
-                        backOff(segment, for: retry.delay(afterFailures: failures, retryAfter: asked))
+                        backOff(segment, for: retry.delay(afterFailures: failures, retryAfter: RetryPolicy.retryAfter(error.retryAfter)))
                     }
                 }
                 // Refill the request slots first: recording and reporting must not keep them idle.
@@ -267,8 +266,8 @@ struct DownloadRunner: Sendable {
         await beforeCommit?()
         let digest = file.result.reprDigest.flatMap(ReprDigest.init(headerValue:))
         do {
-            let verifier = SegmentCheck.verifier(file: segment.file, reprDigest: file.result.reprDigest)
-            return .finished(segment, try await file.commit(verifying: verifier).totalSize, digest: digest?.hex)
+            let committed = try await file.commit(verifying: SegmentCheck.verifier(file: segment.file, digest: digest))
+            return .finished(segment, committed.totalSize, digest: digest?.hex)
         } catch {
             return .failed(segment, error, whileCommitting: true)
         }

@@ -35,9 +35,8 @@ enum SegmentCheck {
 
     /// The check CurlTransfer runs on a finished body before it is kept: a mismatch is a
     /// `.contentMismatch` (the body is deleted and fetched again).
-    static func verifier(file: String, reprDigest: String?) -> FileVerifier {
-        let digest = reprDigest.flatMap(ReprDigest.init(headerValue:))
-        return { bytes in
+    static func verifier(file: String, digest: ReprDigest?) -> FileVerifier {
+        { bytes in
             problem(bytes, file: file, digest: digest).map {
                 TransferError(.contentMismatch, "\(file) arrived damaged: \($0)")
             }

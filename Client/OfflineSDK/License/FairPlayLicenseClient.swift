@@ -66,11 +66,7 @@ struct FairPlayLicenseClient: Sendable {
         let response = try await retry.retrying { _ -> Attempt<KeyExchangeResponse, OfflineVideoError> in
             let response: KeyExchangeResponse
             do {
-                if let keyExchange {
-                    response = try await keyExchange.applicationCertificate(request, send: send)
-                } else {
-                    response = try await send(request)
-                }
+                response = try await deliver(request)
             } catch {
                 let failure = OfflineVideoError(.applicationCertificateRequestFailed, .network,
                                                 "Cannot fetch the application certificate: \(Self.describe(error))", underlying: error)
@@ -166,11 +162,7 @@ struct FairPlayLicenseClient: Sendable {
                                                 accountID: accountID, contentKeyID: contentKeyID)
             let response: KeyExchangeResponse
             do {
-                if let keyExchange {
-                    response = try await keyExchange.contentKey(keyRequest, send: send)
-                } else {
-                    response = try await send(keyRequest)
-                }
+                response = try await deliver(keyRequest)
             } catch {
                 let failure = OfflineVideoError(.contentKeyRequestFailed, .network, "Cannot reach the license server: \(Self.describe(error))",
                                                 underlying: error)
@@ -207,6 +199,13 @@ struct FairPlayLicenseClient: Sendable {
         return response.body
     }
 
+    /// Sends a key-exchange request through the app's hook when there is one, else straight.
+    private func deliver(_ request: KeyExchangeRequest) async throws -> KeyExchangeResponse {
+        guard let keyExchange else { return try await send(request) }
+        return request.purpose == .certificate ? try await keyExchange.applicationCertificate(request, send: send)
+                                               : try await keyExchange.contentKey(request, send: send)
+    }
+
     /// Whether a failure to send may pass: a transport failure the retry rule retries (an app's
     /// key-exchange hook that throws something else is taken at its word).
     private static func mayPass(_ error: any Error) -> Bool {
@@ -225,16 +224,5 @@ struct FairPlayLicenseClient: Sendable {
     /// A transport error's message, or any other error's description.
     private static func describe(_ error: any Error) -> String {
         (error as? TransferError)?.message ?? "\(error)"
-    }
-}
-
-/// HTTP's `Date` header format (RFC 9110 IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`).
-enum HTTPDate {
-    static func parse(_ text: String) -> Date? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        return formatter.date(from: text)
     }
 }

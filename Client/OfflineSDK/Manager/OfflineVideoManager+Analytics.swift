@@ -102,9 +102,9 @@ extension OfflineVideoManager {
             while let batch = try? store.pendingAnalytics(origin: origin, count: Self.analyticsBatch.count, bytes: Self.analyticsBatch.bytes),
                   !batch.isEmpty {
                 let seqs = batch.compactMap(\.seq)
-                guard await upload(batch, to: url) else {
+                if let later = await upload(batch, to: url) {
                     try? store.countAnalyticsAttempt(seqs)
-                    result = .unreachable
+                    result = later
                     break
                 }
                 // A store that cannot forget them now would send them again: the collector
@@ -115,8 +115,10 @@ extension OfflineVideoManager {
         return result
     }
 
-    /// Posts one batch; true when the collector is done with it (accepted, or refused for good).
-    private func upload(_ batch: [AnalyticsRecord], to url: String) async -> Bool {
+    /// Posts one batch; nil when the collector is done with it (accepted, or refused for good),
+    /// else how the pass ends: the collector could not take it now (by `RetryPolicy`'s rule),
+    /// with the `Retry-After` it sent.
+    private func upload(_ batch: [AnalyticsRecord], to url: String) async -> OutboxPassResult? {
         var body: [UInt8] = [UInt8(ascii: "[")]
         for (index, record) in batch.enumerated() {
             if index > 0 { body.append(UInt8(ascii: ",")) }
@@ -126,9 +128,10 @@ extension OfflineVideoManager {
         do {
             let response = try await client.send(HTTPClientRequest(url: url, method: .post,
                                                                    headers: [("Content-Type", "application/json")], body: body))
-            return !Outbox.isTransient(status: response.status)
+            guard RetryPolicy.isRetryable(status: response.status) else { return nil }
+            return RetryPolicy.retryAfter(response.headers["Retry-After"]).map { .serverBusy(retryAfter: $0) } ?? .unreachable
         } catch {
-            return false
+            return .unreachable
         }
     }
 

@@ -87,7 +87,8 @@ extension OfflineVideoManager {
                     continue
                 }
                 if error.reason == .licenseRevoked, let token = report.token { forgetLicense(token) }
-                let unreachable = error.reason == .network || (error.httpStatus.map(Outbox.isTransient) ?? false)
+                // The license client has already retried what may pass (honouring Retry-After).
+                let unreachable = error.reason == .network || (error.httpStatus.map(RetryPolicy.isRetryable) ?? false)
                 return !unreachable
             }
         }

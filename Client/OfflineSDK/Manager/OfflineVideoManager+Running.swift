@@ -222,28 +222,26 @@ extension OfflineVideoManager {
         hub.emit(.staticImagesDownloaded(token))
     }
 
-    /// The sideband subtitle files of the selected languages, tried up to three times each.
+    /// The sideband subtitle files of the selected languages, each tried again by the retry rule.
     func fetchSidebandSubtitles(_ token: OfflineVideoToken) async -> OfflineVideoError? {
         guard let record = try? store.download(token), let video = try? record.video() else { return nil }
         for track in OfflineVideoManager.sidebandTracks(record: record, video: video) {
             let destination = packageFolder(token).appendingPathComponent(PackageLayout.sidebandFile(track)).path
             if FileManager.default.fileExists(atPath: destination) { continue }
-            var lastError: TransferError?
-            for attempt in 0..<3 {
-                if attempt > 0 { try? await Task.sleep(for: transferConfiguration.retryPolicy.delay(afterFailures: attempt)) }
-                do {
-                    _ = try await engine.download(FileDownload(url: track.src, destination: destination))
-                    lastError = nil
-                    break
-                } catch {
-                    lastError = error
-                    if error.code == .cancelled { return nil }
+            do {
+                try await transferConfiguration.retryPolicy.retrying { [engine] _ -> Attempt<Void, TransferError> in
+                    do throws(TransferError) {
+                        _ = try await engine.download(FileDownload(url: track.src, destination: destination))
+                        return .done(())
+                    } catch {
+                        return RetryPolicy.isRetryable(error) ? .again(error, retryAfter: RetryPolicy.retryAfter(error.retryAfter)) : .failed(error)
+                    }
                 }
-            }
-            if let lastError {
-                return OfflineVideoError(.downloadFailure, lastError.code.httpStatus != nil ? .http : .network,
-                                         "The \(track.srclang) subtitle file failed: \(lastError.message)", httpStatus: lastError.code.httpStatus,
-                                         underlying: lastError)
+            } catch {
+                if error.code == .cancelled { return nil }
+                return OfflineVideoError(.downloadFailure, error.code.httpStatus != nil ? .http : .network,
+                                         "The \(track.srclang) subtitle file failed: \(error.message)", httpStatus: error.code.httpStatus,
+                                         underlying: error)
             }
         }
         return nil

@@ -8,6 +8,9 @@ enum OutboxPassResult: Sendable, Equatable {
     case waitingForNetwork
     /// A server could not be reached (no answer, 5xx, 429): the pass runs again after a back-off.
     case unreachable
+    /// A server asked to be asked later (`Retry-After`): the pass runs again after the back-off,
+    /// or after this long when that is longer.
+    case serverBusy(retryAfter: Duration)
 }
 
 /// The sending side of a durable queue the manager owns (its items are stored first and
@@ -51,13 +54,16 @@ final class Outbox {
         running = false
         for waiter in waiters { waiter.resume() }
         waiters = []
-        if result == .unreachable {
+        switch result {
+        case .unreachable, .serverBusy:
             failures += 1
-            scheduleRetry()
-        } else if result == .finished {
+            if case .serverBusy(let asked) = result { scheduleRetry(after: max(backOff, asked)) } else { scheduleRetry(after: backOff) }
+        case .finished:
             failures = 0
             retry?.cancel()
             retry = nil
+        case .waitingForNetwork:
+            break
         }
     }
 
@@ -78,12 +84,6 @@ final class Outbox {
         Task { await startPass() }
     }
 
-    /// Whether an HTTP status says the server cannot take the request now (5xx, 429, 408): the
-    /// item waits for a later pass. Other refusals are for good: the item is dropped.
-    static func isTransient(status: Int) -> Bool {
-        status >= 500 || status == 429 || status == 408
-    }
-
     /// Stops a retry waiting for its back-off.
     func cancel() {
         retry?.cancel()
@@ -97,10 +97,9 @@ final class Outbox {
         return min(delay, maximumDelay)
     }
 
-    private func scheduleRetry() {
+    private func scheduleRetry(after delay: Duration) {
         retry?.cancel()
         guard let startPass else { return }
-        let delay = backOff
         retry = Task {
             try? await Task.sleep(for: delay)
             guard !Task.isCancelled else { return }

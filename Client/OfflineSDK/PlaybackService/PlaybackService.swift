@@ -21,6 +21,10 @@ public struct PlaybackService: Sendable {
     /// A playback-restriction JWT, sent as `Authorization: Bearer`.
     public var authToken: String?
     private let client: HTTPClient
+    /// How a lookup that failed on the way is tried again (`RetryPolicy`: transport failures,
+    /// 408, 429, 5xx; `Retry-After` honoured). A lookup is interactive: three tries, no time floor,
+    /// so a dead server is an error within a second, and a busy one is asked again when it says.
+    static let retry = RetryPolicy(failuresWithoutProgress: 3, timeWithoutProgress: .zero)
 
     /// Creates a service. Give a policy key, a JWT, or both. Services share one HTTP client
     /// (and its connections).
@@ -131,18 +135,23 @@ public struct PlaybackService: Sendable {
         var headers: [(String, String)] = [("Accept", "application/json")]
         if let policyKey { headers.append(("BCOV-Policy", policyKey)) }
         if let authToken { headers.append(("Authorization", "Bearer \(authToken)")) }
-        let response: HTTPClientResponse
-        do {
-            response = try await client.send(HTTPClientRequest(url: url, headers: headers))
-        } catch {
-            throw PlaybackServiceError(code: .transport, status: nil, errors: [], message: error.message, underlying: error)
+        return try await Self.retry.retrying { [client] _ -> Attempt<[UInt8], PlaybackServiceError> in
+            let response: HTTPClientResponse
+            do throws(TransferError) {
+                response = try await client.send(HTTPClientRequest(url: url, headers: headers))
+            } catch {
+                let failure = PlaybackServiceError(code: .transport, status: nil, errors: [], message: error.message, underlying: error)
+                return RetryPolicy.isRetryable(error) ? .again(failure, retryAfter: nil) : .failed(failure)
+            }
+            guard response.isSuccess else {
+                let errors = (try? WireJSON.decoder().decode([APIError].self, from: Data(response.body))) ?? []
+                let failure = PlaybackServiceError(code: .http, status: response.status, errors: errors,
+                                                   message: errors.first?.message ?? "HTTP \(response.status)", underlying: nil)
+                guard RetryPolicy.isRetryable(status: response.status) else { return .failed(failure) }
+                return .again(failure, retryAfter: RetryPolicy.retryAfter(response.headers["Retry-After"]))
+            }
+            return .done(response.body)
         }
-        guard response.isSuccess else {
-            let errors = (try? WireJSON.decoder().decode([APIError].self, from: Data(response.body))) ?? []
-            throw PlaybackServiceError(code: .http, status: response.status, errors: errors,
-                                       message: errors.first?.message ?? "HTTP \(response.status)", underlying: nil)
-        }
-        return response.body
     }
 
     /// A path segment: refused if empty or holding "/", so ids cannot walk the URL.

@@ -19,20 +19,8 @@ public enum RetryAfter {
             guard let seconds = Int(trimmed.prefix(9)) else { return nil }
             return min(.seconds(seconds), longest)
         }
-        guard let date = httpDate(trimmed) else { return nil }
+        guard let date = HTTPDate.parse(trimmed) else { return nil }
         let seconds = max(0, date.timeIntervalSince(now))
         return min(.milliseconds(Int64(seconds * 1000)), longest)
-    }
-
-    /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), or the obsolete RFC 850 and asctime forms.
-    static func httpDate(_ text: String) -> Date? {
-        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "GMT")
-            formatter.dateFormat = format
-            if let date = formatter.date(from: text) { return date }
-        }
-        return nil
     }
 }
