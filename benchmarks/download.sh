@@ -83,6 +83,30 @@ sdk, aria, yt = map(float, sys.argv[1:])
 print(f"SDK wall time: {sdk / aria:.2f}x aria2c's (target <= 0.8), {sdk / yt:.2f}x yt-dlp's (target <= 0.6)")
 PY
 
+# A bad network: the same SDK download with 10 % of segment bodies cut after 20,000 bytes and 5 %
+# answered 503 (Retry-After 1), the mock's own fault rules; median of $rounds beside the clean one.
+admin=$(awk '/admin token/ {print $3}' "$work/out")
+curl -sf -X POST -H "Authorization: Bearer $admin" "$base/_admin/v1/faults" -d '[
+    {"id": "cuts", "route": "segment", "probability": 0.1, "cut_after_bytes": 20000},
+    {"id": "busy", "route": "segment", "probability": 0.05, "status": 503, "retry_after": 1}]' >/dev/null
+for round in $(seq "$rounds"); do
+    rm -rf "$work/sdk-faults"
+    measure sdk-faults .build/release/offline download --base-url "$base" --account "$account" \
+        --policy-key "$key" --storage "$work/sdk-faults" --reserve-mb 0 --parallel 8 "$video" >>"$work/runs.faults"
+    files=$(find "$work/sdk-faults/packages" -name '*.ts' | wc -l)
+    [ "$files" -eq "$count" ] || { echo "with faults the SDK stored $files segments, expected $count" >&2; exit 1; }
+done
+applied=$(curl -sf -H "Authorization: Bearer $admin" "$base/_admin/v1/faults" |
+    python3 -c 'import json,sys; print(", ".join("%s %s" % (r["rule"]["id"], r["applied"]) for r in json.load(sys.stdin)["rules"]))')
+curl -sf -X DELETE -H "Authorization: Bearer $admin" "$base/_admin/v1/faults" >/dev/null
+read -r faults_wall faults_cpu faults_rss < <(median "$work/runs.faults")
+echo "with 10 % cut bodies and 5 % 503 (faults applied over all rounds: $applied): wall ${faults_wall} s, CPU ${faults_cpu} s"
+python3 - "$faults_wall" "$sdk_wall" <<'PY'
+import sys
+faulted, clean = map(float, sys.argv[1:])
+print(f"SDK wall time on the bad network: {faulted / clean:.2f}x the clean download's (target <= 1.5)")
+PY
+
 # Peak memory does not grow with the length of the video.
 read -r long_wall long_cpu long_rss < <(measure sdk-2h .build/release/offline download --base-url "$base" --account "$account" \
     --policy-key "$key" --storage "$work/sdk-long" --reserve-mb 0 --parallel 8 6415818918106)
