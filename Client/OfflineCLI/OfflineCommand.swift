@@ -134,6 +134,16 @@ struct StorageOptions: ParsableArguments {
     func manager(role: StorageRole = .owner, trustedCAFile: URL? = StorageOptions.environmentCAFile) async throws -> OfflineVideoManager {
         try await OfflineVideoManager(configuration: configuration(role: role, trustedCAFile: trustedCAFile))
     }
+
+    /// The owner, or, while another process owns the folder (an `offline download` running), a
+    /// reader beside it: for commands a reader can do too, such as playing.
+    func ownerOrReader() async throws -> OfflineVideoManager {
+        do {
+            return try await manager()
+        } catch let error as OfflineVideoError where error.reason == .storageInUse {
+            return try await manager(role: .reader)
+        }
+    }
 }
 
 extension StorageOptions {

@@ -8,7 +8,9 @@ struct PlayCommand: AsyncParsableCommand {
         discussion: """
             By default (or with --serve) the video is served on a loopback URL any HLS player opens \
             (ffplay, mpv, VLC) until Ctrl-C. --output FILE writes the clear stream to one MPEG-TS file instead. \
-            The first play of a rental with a play window starts that window.
+            The first play of a rental with a play window starts that window. It plays beside a running \
+            `offline download` of the same folder too, the video being downloaded included: segments on disk \
+            are served at once, the others as the download brings them.
             """)
     @OptionGroup var storage: StorageOptions
     @OptionGroup var format: OutputOptions
@@ -19,7 +21,7 @@ struct PlayCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runCommand(json: format.json, refusal: ExitStatus.playbackRefused) {
-            let manager = try await storage.manager()
+            let manager = try await storage.ownerOrReader()
             let token = try await resolveToken(token, in: manager)
             let name = await manager.videoObject(fromOfflineVideoToken: token)?.name ?? token
             let before = try? await manager.licenseInfo(token)

@@ -1,3 +1,4 @@
+import CurlTransfer
 import Foundation
 @testable import MockBackend
 @testable import OfflineSDK
@@ -84,6 +85,52 @@ struct CommandLineTests {
             let resumed = try await cli.run(["resume", String(token.prefix(8)), "--json"] + cli.store)
             #expect(resumed.exitCode == 0 && resumed.stdoutText.contains("\"state\":\"completed\""), "\(resumed.stdoutText) \(resumed.stderrText)")
             _ = try await Run.process("/usr/bin/tmux", ["kill-session", "-t", session])
+        }
+    }
+
+    @Test("offline play beside a download that another process runs in the same folder: it plays as a reader, serves the segments on disk while the download runs, and the download then completes byte-identical")
+    func playBesideADownload() async throws {
+        try await withCLI { cli in
+            // The owner is this test process (another process to the command): its download runs,
+            // and is held mid-way (no network) until the test has played beside it.
+            let network = ManualNetworkMonitor(path: .wifi)
+            var configuration = testConfiguration(cli.storage)
+            configuration.network = network
+            configuration.segmentsInParallel = 2
+            let owner = try await OfflineVideoManager(configuration: configuration)
+            let events = EventRecorder(owner)
+            let service = PlaybackService(baseURL: cli.server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
+            let token = try await owner.requestVideoDownload(try await service.findVideo(id: Catalog.tenMinuteVideo), mediaSelections: nil,
+                                                             parameters: nil)
+            #expect(try await eventually { try await owner.status(token).downloadPercent > 1 })
+            network.currentPath = .none
+
+            let player = try RunningProcess(cli.executable, ["play", String(token.prefix(8)), "--json"] + cli.store)
+            var url: String?
+            let serving = try await player.waitForOutput { text in
+                url = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["url"] as? String
+                return url != nil
+            }
+            try #require(serving, "offline play: \(player.stdoutSoFar)")
+            let base = try #require(url.flatMap(URL.init(string:))).deletingLastPathComponent().absoluteString
+            let first = try await Curl.fetch(base + "0-video/00000.ts")
+            let folder = await owner.packageFolder(token)
+            let stored = try Data(contentsOf: folder.appendingPathComponent("0-video/00000.ts"))
+            #expect(first.status == 200 && first.body == Array(stored), "\(first.status)")
+            #expect(try await owner.status(token).downloadState == .downloading, "played while the download runs")
+            player.kill(SIGINT)
+            let stopped = await player.wait()
+            #expect(stopped.exitCode == 0, "\(stopped.stdoutText) \(stopped.stderrText)")
+
+            network.currentPath = .wifi
+            #expect(try await events.finished(token, timeout: .seconds(600)) == nil)
+            let client = HTTPClient()
+            for segment in try await owner.store.segments(token) {
+                let served = try await client.send(HTTPClientRequest(url: segment.url))
+                let local = Array(try Data(contentsOf: folder.appendingPathComponent(segment.file)))
+                #expect(served.status == 200 && local == served.body, "\(segment.file)")
+            }
+            await owner.close()
         }
     }
 

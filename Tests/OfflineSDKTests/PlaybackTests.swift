@@ -330,6 +330,50 @@ struct PlaybackTests {
         }
     }
 
+    @Test("a reader beside the owner plays a video the owner is downloading: segments on disk at once, a later one as the owner writes it (the folder watched), none once the download is paused")
+    func readerDuringDownload() async throws {
+        let ownerNetwork = ManualNetworkMonitor(path: .wifi)
+        try await withBackend { server in
+            try await withHarness(server, { configuration in
+                configuration.network = ownerNetwork
+                configuration.segmentsInParallel = 2
+            }) { h in
+                let token = try await h.request(Catalog.marathonVideo)
+                #expect(try await eventually { try await h.manager.status(token).downloadPercent > 1 })
+                // Held: no new request starts while the owner has no network, so segment 902 is not
+                // on disk yet, however fast this machine is.
+                ownerNetwork.currentPath = .none
+                // The reader may not use the network at all: what it serves comes from the folder.
+                var configuration = testConfiguration(h.storage)
+                configuration.role = .reader
+                configuration.network = ManualNetworkMonitor(path: .none)
+                let reader = try await OfflineVideoManager(configuration: configuration)
+                let playback = try await reader.openPlayback(token)
+                let base = try playback.serve().deletingLastPathComponent().absoluteString
+                let first = try await Curl.fetch(base + "0-video/00000.ts")
+                try #expect(first.status == 200 && first.body == ClearFixture.bytes("video/416x234/seg_000.ts"))
+                let later = await h.manager.packageFolder(token).appendingPathComponent("0-video/00902.ts").path
+                #expect(!FileManager.default.fileExists(atPath: later))
+                let waiting = try Curl.start(base + "0-video/00902.ts", ["--max-time", "300"])
+                #expect(try await eventually { FolderWatch.waiting > 0 }, "the request waits, watching the folder")
+                ownerNetwork.currentPath = .wifi  // the owner goes on and brings it
+                let late = waiting.finish(await waiting.process.wait())
+                try #expect(late.status == 200 && late.body == ClearFixture.bytes("video/416x234/seg_002.ts"), "\(late.status) \(late.text.prefix(200))")
+                #expect(try await h.manager.status(token).downloadState == .downloading, "the download went on while the reader played")
+
+                // Paused by its owner, the download brings nothing more: a segment not on disk is
+                // refused at once instead of waited for.
+                try await h.manager.pauseVideoDownload(token)
+                let missing = await h.manager.packageFolder(token).appendingPathComponent("0-video/07000.ts").path
+                #expect(!FileManager.default.fileExists(atPath: missing))
+                let refused = try await Curl.fetch(base + "0-video/07000.ts")
+                #expect(refused.status != 200 && refused.exitCode == 0, "\(refused.status) \(refused.exitCode)")
+                await playback.close()
+                await reader.close()
+            }
+        }
+    }
+
     @Test("opening checks in order: unknown token, nothing downloaded, missing files (the download becomes stale)")
     func openRefusals() async throws {
         try await withBackend { server in try await withHarness(server) { h in

@@ -43,7 +43,10 @@ extension OfflineVideoManager {
     /// download it paused for playback).
     func openPlayback(_ token: OfflineVideoToken, options: PlaybackOptions,
                       whenClosed: (@Sendable () async -> Void)?) async throws(OfflineVideoError) -> OfflinePlayback {
-        try requireOwner()
+        // A reader plays too, beside the owner that may be downloading the video: its first-play
+        // and trusted-time records go to the store (SQLite serializes them with the owner's
+        // writes), and the owner sends the first-play report.
+        if configuration.role == .owner { try requireOwner() }
         let record = try existing(token)
         let now = configuration.clock()
         switch record.downloadState {
@@ -174,10 +177,13 @@ extension OfflineVideoManager {
 
     /// Where the reader gets a segment's stored bytes: the package folder; during a download,
     /// the network when the playback policy allows it (fresh URLs on a 403), else the download
-    /// itself once it brings the segment.
+    /// itself once it brings the segment: this manager's (it announces each segment), or, for a
+    /// reader, the owner's in another process (the package folder is watched while the store says
+    /// the download is under way and an owner holds the folder).
     func segmentSource(token: OfflineVideoToken, folder: String) -> ClearMediaReader.Source {
         let store = self.store, arrivals = self.arrivals, client = self.client, network = configuration.network
         let allowsCellular = options.allowsCellularPlayback
+        let ownerLock = configuration.role == .reader ? configuration.storageDirectory.appendingPathComponent("owner.lock").path : nil
         return { [weak self] track, sequence in
             let path = folder + "/" + track.folder + "/" + track.names[sequence]
             if let bytes = OfflineVideoManager.readFile(path) { return bytes }
@@ -189,6 +195,13 @@ extension OfflineVideoManager {
                 if let response, response.status == 200 { return response.body }
                 guard attempt == 0, response?.status == 403, let self else { break }
                 try await self.refreshURLs(token)
+            }
+            if let ownerLock {
+                let arrived = await FolderWatch.waitForFile(path) {
+                    OfflineVideoManager.isDownloadingElsewhere(token, store: store, ownerLock: ownerLock)
+                }
+                if arrived, let bytes = OfflineVideoManager.readFile(path) { return bytes }
+                try Task.checkCancellation()
             }
             while await self?.isDownloading(token) == true {
                 await arrivals.wait(token, key) { access(path, F_OK) == 0 }
@@ -204,6 +217,14 @@ extension OfflineVideoManager {
     /// Whether `token` is queued or running.
     func isDownloading(_ token: OfflineVideoToken) -> Bool {
         running[token] != nil || queue.contains(token)
+    }
+
+    /// Whether another process's manager is downloading `token`: the store says it is requested
+    /// or downloading, and an owner holds the folder (one killed mid-download leaves the state,
+    /// not the lock). Reads the store and the lock file: call it off the cooperative pool.
+    static func isDownloadingElsewhere(_ token: OfflineVideoToken, store: OfflineStore, ownerLock: String) -> Bool {
+        guard let state = try? store.download(token)?.downloadState, state == .requested || state == .downloading else { return false }
+        return StorageLock.isHeld(at: ownerLock)
     }
 
     /// A whole file's bytes, or nil when it is not there.

@@ -29,7 +29,9 @@ public enum StorageRole: Sendable, Equatable {
     /// Runs downloads and changes what is stored. Holds the folder's `owner.lock` while open:
     /// a second owner, in this process or another, is refused with `storageInUse`.
     case owner
-    /// Reads what is stored beside an owner; every change is refused with `readOnly`.
+    /// Reads what is stored beside an owner, and plays (a video the owner is still downloading
+    /// too: segments on disk at once, the others as the owner writes them); every change is
+    /// refused with `readOnly`.
     case reader
 }
 

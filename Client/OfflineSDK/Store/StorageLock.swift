@@ -54,6 +54,19 @@ final class StorageLock: Sendable {
         return StorageLock(descriptor: descriptor, path: path)
     }
 
+    /// Whether a manager holds the lock at `path` now (an owner runs the folder's downloads):
+    /// a shared lock is asked for and, when granted, let go at once.
+    static func isHeld(at path: String) -> Bool {
+        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        if flock(descriptor, LOCK_SH | LOCK_NB) == 0 {
+            flock(descriptor, LOCK_UN)
+            return false
+        }
+        return errno == EWOULDBLOCK
+    }
+
     private static func open(_ path: String) throws(OfflineVideoError) -> Int32 {
         let descriptor = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
