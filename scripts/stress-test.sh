@@ -76,8 +76,10 @@ for run in $(seq "$runs"); do
     set -e
     took=$(( $(date +%s) - started ))
     summary=$(grep -E "^(✔|✘|􁁛|􀢄)? ?Test run with" "$log" | tail -n 1 || true)
-    # Swift Testing names a failing test on its "✘ Test NAME recorded an issue" and "failed" lines.
-    names=$(grep -E "Test .* (recorded an issue|failed after)" "$log" | sed -E 's/.*Test (.*) (recorded an issue|failed after).*/\1/' | sort -u || true)
+    # Swift Testing names a failing test on its "✘ Test NAME recorded an issue at FILE:LINE" lines
+    # (NAME is «unknown» for an issue recorded off the test's task: the place says which).
+    names=$(grep -E "^✘ Test .* recorded an issue at " "$log" |
+        sed -E 's/^✘ Test (.*) recorded an issue at ([^:]+:[0-9]+).*/\1 (\2)/' | sort -u || true)
     if [ "$status" -eq 0 ]; then
         echo "run $run: passed in ${took}s  ${summary}"
     else

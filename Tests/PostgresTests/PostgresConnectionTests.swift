@@ -189,7 +189,9 @@ struct PostgresConnectionTests {
 
             let victim = try PostgresConnection(url: url)
             let killer = try PostgresConnection(url: url)
-            try killer.query("SELECT pg_terminate_backend($1::int)", [.int(Int64(victim.serverProcessID))])
+            // With a timeout the call returns once the backend has exited (PostgreSQL 14+), not when
+            // the signal is sent: on a loaded machine the victim's next query could still run.
+            try killer.query("SELECT pg_terminate_backend($1::int, 600000)", [.int(Int64(victim.serverProcessID))])
             do {
                 try victim.query("SELECT 1")
                 Issue.record("a terminated connection answered")
@@ -203,7 +205,7 @@ struct PostgresConnectionTests {
         let first = try await offPool { try pool.withConnection { $0.serverProcessID } }
         try await offPool {
             let killer = try PostgresConnection(url: url)
-            try killer.query("SELECT pg_terminate_backend($1::int)", [.int(Int64(first))])
+            try killer.query("SELECT pg_terminate_backend($1::int, 600000)", [.int(Int64(first))])
             #expect(throws: PostgresError.self) { try pool.withConnection { try $0.query("SELECT 1") } }
             let second = try pool.withConnection { connection in
                 _ = try connection.query("SELECT 1")
