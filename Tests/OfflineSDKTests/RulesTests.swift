@@ -117,7 +117,7 @@ struct RulesTests {
         #expect(watch.shouldGiveUp(at: start + .seconds(19)))
         #expect(watch.summary(at: start + .seconds(21), noun: "segment") == "3 failures on 2 segments over 12 s without progress; the last: HTTP 503")
         // An item that succeeds starts its own back-off again.
-        watch.recordSuccess(of: 1, at: start + .seconds(22))
+        watch.recordProgress(of: 1, at: start + .seconds(22))
         #expect(watch.recordFailure(of: 1, cause: "x") == 1)
     }
 

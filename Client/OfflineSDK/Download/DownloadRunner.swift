@@ -21,7 +21,8 @@ struct RunnerProgress: Sendable {
 /// files, checks the length, syncs and renames); a `.part` left by a crash or a pause is
 /// resumed with a Range request. Every body is checked before it is kept (`SegmentCheck`: its
 /// `Repr-Digest`, else the transport-stream structure); a damaged one is deleted and fetched
-/// again. Errors are retried by `RetryPolicy`: each segment backs off on its own (a server's
+/// again. A body cut short after some bytes is resumed at once (its bytes are kept). Other
+/// errors are retried by `RetryPolicy`: each segment backs off on its own (a server's
 /// `Retry-After` wins when longer) without holding a request slot, and the download fails only
 /// after `retry.failuresWithoutProgress` failures and `retry.timeWithoutProgress` with no byte
 /// received and kept across all its transfers, or at once when the disk is full. A 403 or an
@@ -150,7 +151,7 @@ struct DownloadRunner: Sendable {
                 case .finished(let segment, let bytes, let digest):
                     committing -= 1
                     // Progress is a body kept: checked and in place. One that arrives damaged is not.
-                    watch.recordSuccess(of: segment.key, at: .now)
+                    watch.recordProgress(of: segment.key, at: .now)
                     arrived(segment.key)
                     trackDone[segment.track, default: 0] += bytes
                     trackRemaining[segment.track, default: 0] -= segment.estimatedBytes
@@ -183,10 +184,13 @@ struct DownloadRunner: Sendable {
                         }
                         try pending.reloadURLs()
                         pending.retryLater(try reload(segment) ?? segment)
+                    } else if error.bytesReceived > 0 {
+                        // A body cut short after some bytes: they stay in its .part file, the server
+                        // answers, and the rest is asked for at once (a range), first in line.
+                        watch.recordProgress(of: segment.key, at: .now)
+                        pending.putBack(segment)
                     } else {
                         let now = ContinuousClock.now
-                        // Bytes of a body cut short stay in its .part file and are not asked for again.
-                        if error.bytesReceived > 0 { watch.recordProgress(at: now) }
                         let failures = watch.recordFailure(of: segment.key, cause: DownloadRunner.cause(error, segment))
                         if watch.shouldGiveUp(at: now) {
                             group.cancelAll()

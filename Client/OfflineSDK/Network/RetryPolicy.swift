@@ -88,8 +88,8 @@ struct ProgressWatch<Item: Hashable & Sendable>: Sendable {
         failingItems = []
     }
 
-    /// An item finished: its own back-off starts again too.
-    mutating func recordSuccess(of item: Item, at now: ContinuousClock.Instant) {
+    /// An item finished, or brought bytes that are kept: its own back-off starts again too.
+    mutating func recordProgress(of item: Item, at now: ContinuousClock.Instant) {
         itemFailures[item] = nil
         recordProgress(at: now)
     }
