@@ -8,10 +8,13 @@ import WireModels
 /// certificates fetched once per URL and kept in the store, a stable device id, and the
 /// SPC/CKC round trips for acquiring, renewing and releasing licenses.
 ///
-/// The device key that seals stored licenses lives in the offline store; it stands in for
-/// a platform keychain. Only the sealed license (CKC + wrapped client key) is ever written.
+/// The key that seals stored licenses comes from the device identity (`DeviceIdentity`: a
+/// secret outside the store, bound to the machine); it stands in for a platform keychain. Only
+/// the sealed license (CKC + wrapped client key) is ever written.
 struct FairPlayLicenseClient: Sendable {
     var store: OfflineStore
+    /// This device, or why it cannot be had (every license operation then fails with that).
+    var device: Result<DeviceIdentity, OfflineVideoError>
     var client: HTTPClient
     var clock: @Sendable () -> Date
     /// How failed certificate and license requests are tried again (5xx, 429, 408, transport
@@ -31,23 +34,21 @@ struct FairPlayLicenseClient: Sendable {
         }
     }
 
-    /// This installation's device id, made on first use and kept.
+    /// This device's id for the license server (its device limit), made on first use and kept
+    /// per device: a copied storage folder is a new device to the server.
     func deviceID() throws(OfflineVideoError) -> String {
+        let setting = try device.get().deviceIDSetting
         do {
-            let data = try store.setting("device_id") { Data(UUID().uuidString.lowercased().utf8) }
+            let data = try store.setting(setting) { Data(UUID().uuidString.lowercased().utf8) }
             return String(decoding: data, as: UTF8.self)
         } catch {
             throw OfflineVideoError.storeFailure(error, during: .licenseRequest, "Cannot read the device id")
         }
     }
 
-    /// The 256-bit key stored licenses are sealed with, made on first use and kept.
+    /// The 256-bit key stored licenses are sealed with.
     func deviceKey() throws(OfflineVideoError) -> SymmetricKey {
-        do {
-            return SymmetricKey(data: try store.setting("device_key") { SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) } })
-        } catch {
-            throw OfflineVideoError.storeFailure(error, during: .licenseRequest, "Cannot read the device key")
-        }
+        try device.get().licenseKey
     }
 
     /// The certificate for a video of `accountID` whose certificate URL is `url`: one fetched or
@@ -114,15 +115,19 @@ struct FairPlayLicenseClient: Sendable {
         return try store(request, answer)
     }
 
-    /// Verifies a CKC against its request and seals it for the store; its issue time raises the
-    /// trusted-time mark.
+    /// Verifies a CKC against its request and seals it for the store; its signed issue time
+    /// raises the trusted-time mark first (so a stored license always has a mark beside it),
+    /// and replaces a mark that was edited.
     private func store(_ request: PendingLicenseRequest, _ answer: [UInt8]) throws(OfflineVideoError) -> StoredLicense {
         let license: License
         do { license = try request.open(answer) } catch {
             throw OfflineVideoError(.contentKeyRequestFailed, .license, "The license server's answer does not verify: \(error)")
         }
-        try? store.raiseTrustedTime(to: license.terms.issuedAt.timeIntervalSince1970)
-        return try StoredLicense(license, deviceKey: deviceKey())
+        let key = try deviceKey()
+        do { try store.observeTime(license.terms.issuedAt.timeIntervalSince1970, signed: true) } catch {
+            throw OfflineVideoError.storeFailure(error, during: .licenseRequest, "Cannot record the license's issue time")
+        }
+        return try StoredLicense(license, deviceKey: key)
     }
 
     /// Gives a license back to the server (frees its device slot). 204 expected.
@@ -181,6 +186,10 @@ struct FairPlayLicenseClient: Sendable {
 
     /// The body of a license server's success; its refusal as the error it stands for.
     private func answer(_ response: KeyExchangeResponse) throws(OfflineVideoError) -> [UInt8] {
+        // Every answer's date raises the mark, a refusal's too (never lowers it; an edited mark stays refused).
+        if let date = response.header("Date").flatMap(HTTPDate.parse) {
+            _ = try? store.observeTime(date.timeIntervalSince1970)
+        }
         guard (200...299).contains(response.status) else {
             let detail = (try? WireJSON.decoder().decode([APIError].self, from: Data(response.body)))?.first
             let reason: OfflineVideoError.Reason = switch (response.status, detail?.errorSubcode) {
@@ -192,9 +201,6 @@ struct FairPlayLicenseClient: Sendable {
                                     "The license server refused: HTTP \(response.status)"
                                         + (detail.map { " \($0.errorCode)/\($0.errorSubcode ?? "-"): \($0.message ?? "")" } ?? ""),
                                     httpStatus: response.status, responseBody: response.body)
-        }
-        if let date = response.header("Date").flatMap(HTTPDate.parse) {
-            try? store.raiseTrustedTime(to: date.timeIntervalSince1970)
         }
         return response.body
     }

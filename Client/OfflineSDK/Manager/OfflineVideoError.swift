@@ -118,6 +118,15 @@ public struct OfflineVideoError: Error, Sendable, Equatable, CustomStringConvert
         public static let licenseExpired = Reason(rawValue: "license_expired")
         /// The device clock stands behind the latest trusted time: licensed playback is refused.
         public static let clockRollback = Reason(rawValue: "clock_rollback")
+        /// A stored value that decides a license's expiry (its terms, first play, the
+        /// trusted-time mark) was edited outside the SDK: licensed playback is refused.
+        public static let recordAltered = Reason(rawValue: "record_altered")
+        /// The license was stored on another device (the storage folder was copied): renew it
+        /// here with `renewFairPlayLicense`, as a lost one.
+        public static let otherDevice = Reason(rawValue: "other_device")
+        /// The device secret (`OfflineVideoManagerConfiguration.deviceSecretFile`) cannot be
+        /// read or made, is damaged, or may be read by other users.
+        public static let deviceSecret = Reason(rawValue: "device_secret")
         /// The license server revoked the license (403 `LICENSE_REVOKED`): the SDK forgot it;
         /// `renewFairPlayLicense` acquires a new one.
         public static let licenseRevoked = Reason(rawValue: "license_revoked")

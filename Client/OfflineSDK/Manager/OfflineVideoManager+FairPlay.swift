@@ -151,7 +151,8 @@ extension OfflineVideoManager {
     /// video without FairPlay, nil when a FairPlay video holds no license. After the first
     /// play of a rental with a play duration, the earlier of its end and the play window's.
     public func fairPlayLicenseExpiration(_ token: OfflineVideoToken) throws(OfflineVideoError) -> Date? {
-        licenseExpiration(of: try existing(token))
+        _ = observeClock()
+        return licenseExpiration(of: try existing(token))
     }
 
     /// Deletes downloads whose license has expired (`autoPurgesExpiredDownloads`), except those

@@ -47,8 +47,10 @@ extension OfflineVideoManager {
         // and trusted-time records go to the store (SQLite serializes them with the owner's
         // writes), and the owner sends the first-play report.
         if configuration.role == .owner { try requireOwner() }
+        // Every open, refused or not, raises the trusted-time mark before anything is decided
+        // on the clock: an open refused as expired still moves the mark past the license's end.
+        let (now, mark) = observeClock()
         let record = try existing(token)
-        let now = configuration.clock()
         switch record.downloadState {
         case .completed:
             if let missing = missingFile(record) {
@@ -76,10 +78,10 @@ extension OfflineVideoManager {
         if video.usesFairPlay {
             let license = try verifiedLicense(record)
             var firstPlay = record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:))
-            let trusted = (try? store.trustedTime()).flatMap { $0 }.map(Date.init(timeIntervalSince1970:))
+            // Fail closed: a mark that cannot be read or was edited refuses the open.
+            let trusted = try mark.get().map(Date.init(timeIntervalSince1970:))
             try LicenseRules.checkPlayable(license.terms, localFirstPlay: firstPlay, now: now, trustedTime: trusted,
                                            tolerance: configuration.clockTolerance, token: token)
-            try? store.raiseTrustedTime(to: now.timeIntervalSince1970)
             if LicenseRules.startsPlayWindow(license.terms, localFirstPlay: firstPlay) {
                 try startPlayWindow(record, terms: license.terms, at: now)
                 firstPlay = now
@@ -130,19 +132,43 @@ extension OfflineVideoManager {
     /// duration, first play, effective expiry, both remaining windows); nil for a video
     /// without FairPlay or without a license. A damaged license is `invalidLicense`.
     public func licenseInfo(_ token: OfflineVideoToken) throws(OfflineVideoError) -> OfflineLicenseInfo? {
+        let now = observeClock().now
         let record = try existing(token)
         guard record.license != nil else { return nil }
         let license = try verifiedLicense(record)
-        return LicenseRules.info(license.terms, localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:)),
-                                 now: configuration.clock())
+        return LicenseRules.info(license.terms, localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:)), now: now)
+    }
+
+    /// The wall clock now, raising the trusted-time mark to it first, and the mark as it was
+    /// before (a failure: the mark was edited or removed, cannot be read, or there is no device
+    /// secret). Every wall time a license decision or query reads comes from here.
+    func observeClock() -> (now: Date, mark: Result<Double?, OfflineVideoError>) {
+        let now = configuration.clock()
+        let mark = Result { () throws(OfflineVideoError) in
+            try storeCall { try store.observeTime(now.timeIntervalSince1970) }
+        }
+        return (now, mark)
     }
 
     /// The record's license, opened with the device key and its signature checked again: a
-    /// missing, unreadable or edited license, or one for another video, is `invalidLicense`.
+    /// missing, unreadable or edited license, or one for another video, is `invalidLicense`;
+    /// so is a record whose license fields (terms, expiry, first play) were edited outside the
+    /// SDK (`recordAltered`) or stored on another device (`otherDevice`: a copied folder).
     func verifiedLicense(_ record: DownloadRecord) throws(OfflineVideoError) -> License {
         guard let sealed = record.license else {
             throw OfflineVideoError(.invalidLicense, .license,
                                     "Offline video \(record.token) holds no license; renew it with renewFairPlayLicense")
+        }
+        switch try licenseClient.device.get().check(LicenseFields(record), stamp: record.licenseSeal) {
+        case .valid: break
+        case .otherDevice:
+            throw OfflineVideoError(.invalidLicense, .otherDevice,
+                                    "The license of offline video \(record.token) was stored on another device (a copied storage folder); "
+                                        + "renew it on this one with renewFairPlayLicense")
+        case .altered:
+            throw OfflineVideoError(.invalidLicense, .recordAltered,
+                                    "The license record of offline video \(record.token) was altered outside the SDK (its terms, expiry "
+                                        + "or first play); renew the license with renewFairPlayLicense")
         }
         let license: License
         do { license = try License(sealed: Array(sealed), deviceKey: try licenseClient.deviceKey()) } catch {

@@ -99,13 +99,16 @@ public actor OfflineVideoManager {
         self.configuration = configuration
         options = configuration.options
         packagesDirectory = configuration.storageDirectory.appendingPathComponent("packages", isDirectory: true)
+        // Without the device secret the store still opens: clear videos download and play, and
+        // every license operation fails with why the secret cannot be had.
+        let device = Result { () throws(OfflineVideoError) in try DeviceIdentity.load(configuration.deviceSource) }
         do {
             try FileManager.default.createDirectory(at: packagesDirectory, withIntermediateDirectories: true)
             if configuration.role == .owner {
                 ownership = try StorageLock.owner(at: configuration.storageDirectory.appendingPathComponent("owner.lock").path,
                                                   folder: configuration.storageDirectory.path)
             }
-            store = try OfflineStore(directory: configuration.storageDirectory)
+            store = try OfflineStore(directory: configuration.storageDirectory, device: try? device.get())
         } catch {
             throw OfflineVideoError.storeFailure(error, during: .open, "Cannot open the offline store in \(configuration.storageDirectory.path)")
         }
@@ -116,7 +119,8 @@ public actor OfflineVideoManager {
         engine = TransferEngine(configuration: transferConfiguration.engineConfiguration(trustedCAFile: configuration.trustedCAFile))
         client = HTTPClient(engine: engine)
         planner = DownloadPlanner(client: client, retry: transferConfiguration.retryPolicy)
-        licenseClient = FairPlayLicenseClient(store: store, client: client, clock: configuration.clock, retry: transferConfiguration.retryPolicy,
+        licenseClient = FairPlayLicenseClient(store: store, device: device, client: client, clock: configuration.clock,
+                                              retry: transferConfiguration.retryPolicy,
                                               keyExchange: configuration.keyExchange)
         reportOutbox = Outbox(initialDelay: configuration.retryInitialDelay)
         analyticsOutbox = Outbox(initialDelay: configuration.retryInitialDelay)

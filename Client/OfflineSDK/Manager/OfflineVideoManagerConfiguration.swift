@@ -85,6 +85,17 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     /// issue and first-play times, earlier opens) before licensed playback is refused as a
     /// clock set back (default 10 minutes).
     public var clockTolerance: TimeInterval = 600
+    /// The device secret that binds stored licenses to this user on this machine: 32 random
+    /// bytes, made on first use, mode 0600 (refused when others may read it). It must live
+    /// outside `storageDirectory`, so a copied storage folder carries no key (default
+    /// `$XDG_CONFIG_HOME/OfflineSDK/device-secret`, else `~/.config/OfflineSDK/device-secret`).
+    /// Every manager of one device should use the same file; a new file is a new device (its
+    /// licenses must be renewed).
+    public var deviceSecretFile: URL = OfflineVideoManagerConfiguration.defaultDeviceSecretFile
+    /// Where the machine id mixed into the device's keys is read (tests stand in another machine).
+    var machineIDFiles = DeviceIdentity.Source(secretFile: URL(fileURLWithPath: "/")).machineIDFiles
+    /// The device identity's source: the secret file and the machine id files.
+    var deviceSource: DeviceIdentity.Source { DeviceIdentity.Source(secretFile: deviceSecretFile, machineIDFiles: machineIDFiles) }
     /// Runs before each segment's commit (sync and rename): tests stand in for a slow disk with it.
     var beforeCommit: (@Sendable () async -> Void)?
     /// The app's hook on the FairPlay key exchange (certificate and license requests), in the
@@ -98,6 +109,14 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     /// A configuration storing under `storageDirectory`, defaults elsewhere.
     public init(storageDirectory: URL = OfflineVideoManagerConfiguration.defaultStorageDirectory) {
         self.storageDirectory = storageDirectory
+    }
+
+    /// `$XDG_CONFIG_HOME/OfflineSDK/device-secret`, else `~/.config/OfflineSDK/device-secret`.
+    public static var defaultDeviceSecretFile: URL {
+        if let xdg = ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"], !xdg.isEmpty {
+            return URL(fileURLWithPath: xdg).appendingPathComponent("OfflineSDK/device-secret")
+        }
+        return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config/OfflineSDK/device-secret")
     }
 
     /// `$XDG_DATA_HOME/OfflineSDK`, else `~/.local/share/OfflineSDK`.

@@ -7,6 +7,10 @@ import SQLiteSupport
 /// before it is announced, so a crash never leaves an announced state unrecorded.
 final class OfflineStore: Sendable {
     let pool: DatabasePool
+    /// The device whose stamp every write that changes a record's license fields carries, and
+    /// whose trusted-time mark it keeps; nil (a store opened without one, or a device secret
+    /// that cannot be read): such writes leave the fields unstamped, so they read as altered.
+    let device: DeviceIdentity?
 
     /// How the store is opened: WAL with `synchronous = NORMAL` (a committed transaction
     /// survives a process crash, not always a power loss); a small page cache per connection
@@ -20,7 +24,8 @@ final class OfflineStore: Sendable {
 
     /// Opens (creating) `offline.sqlite` in `directory` and migrates it (`setup`: tests give a
     /// shorter busy timeout). Throws the mapped `OfflineVideoError` (`StoreOperation.open`).
-    init(directory: URL, setup: SQLiteSetup = OfflineStore.setup) throws(OfflineVideoError) {
+    init(directory: URL, setup: SQLiteSetup = OfflineStore.setup, device: DeviceIdentity? = nil) throws(OfflineVideoError) {
+        self.device = device
         do {
             pool = try SQLiteDatabase.open(in: directory, setup, migrator: OfflineStore.migrator)
         } catch {
@@ -156,6 +161,12 @@ final class OfflineStore: Sendable {
             // was renamed into place but not yet recorded). `checkStorage(deep: true)` checks against it.
             try db.alter(table: "segment") { t in t.add(column: "digest", .text) }
         }
+        migrator.registerMigration("v7: license stamps") { db in
+            // The device's MAC over a record's license fields (`DownloadRecord.licenseSeal`). The
+            // trusted-time mark and the device id move to per-device settings; a store of an older
+            // SDK is adopted by its first owner (`adoptLegacyDeviceKey`).
+            try db.alter(table: "download") { t in t.add(column: "license_seal", .text) }
+        }
         return migrator
     }
 
@@ -181,9 +192,10 @@ final class OfflineStore: Sendable {
     /// in one transaction; false when a first play was already recorded.
     func recordFirstPlay(_ token: String, at time: Double, report: LicenseReport) throws -> Bool {
         try pool.write { db in
-            guard var record = try DownloadRecord.fetchOne(db, key: token), record.initialPlaybackAt == nil else { return false }
+            guard let before = try DownloadRecord.fetchOne(db, key: token), before.initialPlaybackAt == nil else { return false }
+            var record = before
             record.initialPlaybackAt = time
-            try record.update(db)
+            try save(record, before: before, db)
             var report = report
             try report.insert(db)
             return true
@@ -282,23 +294,86 @@ final class OfflineStore: Sendable {
         }
     }
 
-    /// The trusted-time mark (seconds since 1970), if any time was recorded yet.
-    func trustedTime() throws -> Double? {
-        try pool.read { db in
-            try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'trusted_time'", arguments: [])
-                .flatMap { Double(String(decoding: $0, as: UTF8.self)) }
+    /// Raises this device's trusted-time mark to `time` (seconds since 1970; never lowers it)
+    /// and returns the mark as it was, in one transaction: every wall time the SDK observes
+    /// goes through here before any decision is taken on it. The mark is stamped by the device:
+    /// an edited mark, or none while a license this device stamped is stored (the mark is
+    /// raised before a license is stored), throws 69304 `recordAltered`, unless `signed`: a
+    /// license server's signed issue time replaces a mark that cannot be trusted.
+    @discardableResult
+    func observeTime(_ time: Double, signed: Bool = false) throws -> Double? {
+        guard let device else { throw OfflineVideoError(.invalidLicense, .deviceSecret, "The offline store was opened without the device secret") }
+        return try pool.write { db in
+            var previous: Double?
+            if let stored = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = ?", arguments: [device.markSetting]) {
+                previous = device.openMark(stored)
+                if previous == nil && !signed {
+                    throw OfflineVideoError(.invalidLicense, .recordAltered,
+                                            "The trusted-time mark in the offline store was edited: licensed playback is refused until a license is renewed")
+                }
+            } else if !signed, try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM download WHERE license_seal LIKE ?)",
+                                                   arguments: [device.binding + ".%"]) == true {
+                throw OfflineVideoError(.invalidLicense, .recordAltered,
+                                        "The trusted-time mark was removed from the offline store: licensed playback is refused until a license is renewed")
+            }
+            if time.isFinite, previous.map({ time > $0 }) ?? true {
+                try db.execute(sql: "INSERT OR REPLACE INTO setting (name, value) VALUES (?, ?)",
+                               arguments: [device.markSetting, device.stampMark(time)])
+            }
+            return previous
         }
     }
 
-    /// Raises the trusted-time mark to `time` if it is later; never lowers it.
-    func raiseTrustedTime(to time: Double) throws {
-        try pool.write { db in
-            let current = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'trusted_time'", arguments: [])
-                .flatMap { Double(String(decoding: $0, as: UTF8.self)) }
-            guard current.map({ time > $0 }) ?? true else { return }
-            try db.execute(sql: "INSERT OR REPLACE INTO setting (name, value) VALUES ('trusted_time', ?)",
-                           arguments: [Data(String(time).utf8)])
+    /// A store an SDK before device binding wrote kept its license key in the store
+    /// (`device_key`): its licenses are sealed again with this device's key (`reseal` gets the
+    /// sealed license and the old key; nil leaves it, to read as altered), every record is
+    /// stamped, the trusted-time mark and the device id become this device's, and the old key
+    /// is deleted, in one transaction. Returns how many licenses were sealed again; nothing to
+    /// do (0) on a store without `device_key`. A store copied to another machine before its
+    /// first owner ran this SDK is adopted there too: the one case binding cannot catch.
+    func adoptLegacyDeviceKey(reseal: (Data, Data) -> Data?) throws -> Int {
+        guard let device else { return 0 }
+        return try pool.write { db in
+            guard let legacyKey = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'device_key'") else { return 0 }
+            var count = 0
+            for before in try DownloadRecord.fetchAll(db) where !LicenseFields(before).isEmpty {
+                var record = before
+                if let sealed = before.license, let resealed = reseal(sealed, legacyKey) {
+                    record.license = resealed
+                    count += 1
+                }
+                record.licenseSeal = record.license == before.license && before.license != nil ? nil : device.stamp(LicenseFields(record))
+                try record.update(db)
+            }
+            if let mark = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'trusted_time'")
+                .flatMap({ Double(String(decoding: $0, as: UTF8.self)) }) {
+                try db.execute(sql: "INSERT OR REPLACE INTO setting (name, value) VALUES (?, ?)", arguments: [device.markSetting, device.stampMark(mark)])
+            }
+            try db.execute(sql: "UPDATE OR IGNORE setting SET name = ? WHERE name = 'device_id'", arguments: [device.deviceIDSetting])
+            try db.execute(sql: "DELETE FROM setting WHERE name IN ('device_key', 'trusted_time', 'device_id')")
+            return count
         }
+    }
+
+    /// Writes a record (a new one when `before` is nil), stamping its license fields when this
+    /// write changes them: the one place a stamp is made. A record whose stamp does not check
+    /// keeps it when the write leaves its license as it was (a first play on an edited record
+    /// does not vouch for the edit); a new license is stamped afresh.
+    private func save(_ record: DownloadRecord, before: DownloadRecord?, _ db: Database) throws {
+        var record = record
+        let fields = LicenseFields(record)
+        record.licenseSeal = before?.licenseSeal
+        if fields != before.map(LicenseFields.init) {
+            if fields.isEmpty || device == nil {
+                record.licenseSeal = nil
+            } else if let device, let before, before.license != nil, before.license == record.license,
+                      device.check(LicenseFields(before), stamp: before.licenseSeal) != .valid {
+                // kept: still does not check
+            } else {
+                record.licenseSeal = device?.stamp(fields)
+            }
+        }
+        if before == nil { try record.insert(db) } else { try record.update(db) }
     }
 
     // MARK: Downloads
@@ -307,7 +382,7 @@ final class OfflineStore: Sendable {
     func insert(_ record: DownloadRecord, tracks: [TrackRecord], segments: some Sequence<SegmentRecord>,
                 playlists: [String: Data] = [:]) throws {
         try pool.write { db in
-            try record.insert(db)
+            try save(record, before: nil, db)
             try OfflineStore.insertPlan(db, token: record.token, tracks: tracks, segments: segments, playlists: playlists)
         }
     }
@@ -316,7 +391,7 @@ final class OfflineStore: Sendable {
     func attachPlan(_ record: DownloadRecord, tracks: [TrackRecord], segments: some Sequence<SegmentRecord>,
                     playlists: [String: Data]) throws {
         try pool.write { db in
-            try record.update(db)
+            try save(record, before: try DownloadRecord.fetchOne(db, key: record.token), db)
             for table in ["segment", "track", "playlist"] {
                 try db.execute(sql: "DELETE FROM \(table) WHERE token = ?", arguments: [record.token])
             }
@@ -378,10 +453,11 @@ final class OfflineStore: Sendable {
     @discardableResult
     func update(_ token: String, _ change: @Sendable (inout DownloadRecord) -> Void) throws -> DownloadRecord? {
         try pool.write { db in
-            guard var record = try DownloadRecord.fetchOne(db, key: token) else { return nil }
+            guard let before = try DownloadRecord.fetchOne(db, key: token) else { return nil }
+            var record = before
             change(&record)
-            try record.update(db)
-            return record
+            try save(record, before: before, db)
+            return try DownloadRecord.fetchOne(db, key: token)
         }
     }
 
@@ -409,7 +485,7 @@ final class OfflineStore: Sendable {
             case .clear: record.error = nil
             case .set(let error): record.error = try JSONEncoder().encode(StoredError(error))
             }
-            try record.update(db)
+            try save(record, before: before, db)
             if transition.dropsPlan {
                 for table in ["segment", "track", "playlist"] {
                     try db.execute(sql: "DELETE FROM \(table) WHERE token = ?", arguments: [token])

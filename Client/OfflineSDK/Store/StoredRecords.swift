@@ -51,6 +51,9 @@ struct DownloadRecord: Codable, Sendable, Equatable, FetchableRecord, Persistabl
     var contentID: String? = nil
     /// The task's metadata string, the app's own.
     var taskMetadata: String? = nil
+    /// The device's stamp over the license fields (`LicenseFields`: license, terms, expiry,
+    /// first play): `binding.mac`; set by the store on every write that changes them, never by callers.
+    var licenseSeal: String? = nil
 
     enum CodingKeys: String, CodingKey {
         case token, state, parameters, selections, error, bitrate, license, sequence
@@ -59,7 +62,7 @@ struct DownloadRecord: Codable, Sendable, Equatable, FetchableRecord, Persistabl
         case serviceBaseURL = "service_base_url", allowsCellular = "allows_cellular", licenseTerms = "license_terms"
         case licenseRequestedAt = "license_requested_at", licenseExpiresAt = "license_expires_at"
         case initialPlaybackAt = "initial_playback_at", posterFile = "poster_file", thumbnailFile = "thumbnail_file"
-        case contentID = "content_id", taskMetadata = "task_metadata"
+        case contentID = "content_id", taskMetadata = "task_metadata", licenseSeal = "license_seal"
     }
 
     var downloadState: OfflineVideoDownloadState { OfflineVideoDownloadState(rawValue: state) ?? .error }
