@@ -201,7 +201,7 @@ let package = Package(
         .testTarget(name: "MockBackendTestingTests", dependencies: ["MockBackendTesting", "OfflineSDK", "CurlTransfer"],
                     path: "Tests/MockBackendTestingTests", swiftSettings: swiftSettings),
         .testTarget(name: "OfflineSDKTests", dependencies: ["OfflineSDK", "MockBackend", "WireModels", "CurlTransfer", "TestKit", "Locking",
-                                                            "LicenseProtocol", "SampleAES", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                                                            "LicenseProtocol", "SampleAES", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
                                                             .product(name: "Logging", package: "swift-log")],
                     path: "Tests/OfflineSDKTests", swiftSettings: swiftSettings),
         .testTarget(name: "SampleAESTests", dependencies: ["SampleAES", "TestKit", .product(name: "Crypto", package: "swift-crypto"),

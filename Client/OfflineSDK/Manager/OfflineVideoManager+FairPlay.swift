@@ -61,7 +61,9 @@ extension OfflineVideoManager {
     /// rental turned into a purchase), or, after `invalidateFairPlayLicense`, acquires a new
     /// one for it: the video plays again without downloading it again. `video` is a fresh
     /// object from the Playback API (its license URL must be valid). No bitrate may be given.
-    /// A renewed rental's play window starts again at its next first play. Returns the same token.
+    /// A renewed rental's play window starts again at its next first play. A license stored on
+    /// another device (`otherDevice`: the storage folder was copied) is replaced by a new one
+    /// for this device. Returns the same token.
     public func renewFairPlayLicense(_ token: OfflineVideoToken, video: PlaybackVideo, authToken: String? = nil,
                                      parameters: DownloadParameters) async throws(OfflineVideoError) -> OfflineVideoToken {
         try requireOwner()
@@ -76,7 +78,10 @@ extension OfflineVideoManager {
             throw OfflineVideoError(.unsupported, .license, "Video \(video.id) is not protected with FairPlay")
         }
         let renewed: StoredLicense
-        if let current = StoredLicense.terms(of: record) {
+        // A license stored on another device (a copied folder) is not this device's to renew:
+        // this one acquires its own, as for a license given back.
+        let storedHere = (try? licenseClient.device.get().check(LicenseFields(record), stamp: record.licenseSeal)) != .otherDevice
+        if let current = StoredLicense.terms(of: record), storedHere {
             do {
                 renewed = try await licenseClient.offlineLicense(terms, fairPlay: fairPlay, contentKeyID: current.contentKeyID,
                                                                  accountID: record.accountID, licenseID: current.licenseID,
