@@ -109,7 +109,7 @@ enum LicenseTargets {
 
     private static func useTerms(_ terms: LicenseTerms) {
         _ = terms.isExpired(at: LicenseFixtures.now)
-        _ = terms.expiry(ifFirstPlayedAt: LicenseFixtures.now)
+        _ = terms.verdict(at: LicenseFixtures.now, localFirstPlay: LicenseFixtures.now)
         _ = terms.jsonBytes()
         guard let stored = try? JSONEncoder().encode(terms) else { return }
         _ = try? JSONDecoder().decode(LicenseTerms.self, from: stored)

@@ -29,10 +29,11 @@ struct LicenseOptions: ParsableArguments {
 
     /// `rental 48 h, 6 h play window` or `purchase`.
     static func describe(_ license: RequestedLicense?) -> String? {
-        switch license {
-        case nil: nil
-        case .purchase: "purchase"
-        case .rental(let duration, let play): "rental \(Format.duration(duration))" + (play.map { ", \(Format.duration($0)) play window" } ?? "")
+        guard let license else { return nil }
+        switch license.kind {
+        case .purchase: return "purchase"
+        case .rental:
+            return "rental \(Format.duration(license.rentalDuration ?? 0))" + (license.playDuration.map { ", \(Format.duration($0)) play window" } ?? "")
         }
     }
 }

@@ -58,19 +58,6 @@ public struct LicenseTerms: Sendable, Equatable, Codable {
         self.requestNonce = requestNonce
     }
 
-    /// Whether the license has ended at `date`.
-    public func isExpired(at date: Date) -> Bool { expiresAt.map { date >= $0 } ?? false }
-
-    /// When the license would end if it were first played at `date`: what an offline client
-    /// enforces before the server has heard of the playback.
-    public func expiry(ifFirstPlayedAt date: Date) -> Date? {
-        guard kind == .rental else { return expiresAt }
-        let start = firstPlay ?? date
-        guard let duration = playDuration else { return expiresAt }
-        let playEnd = start.addingTimeInterval(duration)
-        return expiresAt.map { min($0, playEnd) } ?? playEnd
-    }
-
     // MARK: JSON (times in milliseconds, snake_case members, version 1)
 
     enum CodingKeys: String, CodingKey {

@@ -5,7 +5,7 @@ import Darwin
 #endif
 
 /// What `stat(2)` or `fstat(2)` says about a file: its size, when it changed, whether it is a
-/// regular file.
+/// regular file, its permissions and owner.
 ///
 /// The one place the project reads `struct stat`. Its declaration reaches Swift through
 /// whichever C module happens to include the header first (Glibc, CoreFoundation, CDispatch),
@@ -18,6 +18,10 @@ public struct FileStatus: Sendable, Equatable {
     public var modifiedSeconds: Int
     /// Whether it is a regular file (not a folder, link target aside, device or socket).
     public var isRegularFile: Bool
+    /// The permission bits (`st_mode & 0o7777`).
+    public var permissions: UInt32
+    /// The owner's user id.
+    public var owner: UInt32
 
     /// The status of the file at `path` (links followed); nil when it cannot be read.
     public init?(path: String) {
@@ -41,6 +45,8 @@ public struct FileStatus: Sendable, Equatable {
         modifiedSeconds = Int(info.st_mtim.tv_sec)
         #endif
         isRegularFile = (info.st_mode & S_IFMT) == S_IFREG
+        permissions = UInt32(info.st_mode & 0o7777)
+        owner = UInt32(info.st_uid)
     }
 }
 

@@ -61,7 +61,7 @@ struct ExchangeTests {
         #expect(license.contentKey == Keys.contentKey)
         #expect(license.iv == Keys.iv)
         #expect(license.terms == Keys.terms(for: request.context))
-        #expect(license.terms.expiry(ifFirstPlayedAt: Keys.now) == Keys.now.addingTimeInterval(86400))
+        #expect(license.terms.expiry(localFirstPlay: Keys.now) == Keys.now.addingTimeInterval(86400))
         let terms = try License.verifiedTerms(ofCKC: license.ckc, certificate: Keys.northwind.certificate)
         #expect(terms.licenseID == "lic-1")
     }

@@ -54,7 +54,8 @@ struct RulesTests {
         #expect(try ParameterRules.validateNewLicense(.purchase) == .purchase)
         #expect(try ParameterRules.validateNewLicense(.rental(duration: 60, playDuration: 30)) == .rental(duration: 60, playDuration: 30))
         for bad: RequestedLicense? in [nil, .rental(duration: 0), .rental(duration: -5), .rental(duration: 60, playDuration: 0),
-                                    .rental(duration: .infinity)] {
+                                    .rental(duration: .infinity), RequestedLicense(kind: .rental, playDuration: 60),
+                                    RequestedLicense(kind: .purchase, rentalDuration: 60), RequestedLicense(kind: .purchase, playDuration: 60)] {
             let error = #expect(throws: OfflineVideoError.self) { try ParameterRules.validateNewLicense(bad) }
             #expect(error?.code == .invalidParameter)
             #expect(error?.reason == .invalidLicenseParameters)
@@ -64,6 +65,21 @@ struct RulesTests {
         }
         #expect(try ParameterRules.validateRenewal(DownloadParameters(license: .purchase)) == .purchase)
         #expect(throws: OfflineVideoError.self) { try ParameterRules.validateBitrate(0) }
+    }
+
+    @Test("license terms are a struct that reads what SDKs before it stored (an enum) and round-trips")
+    func requestedLicenseCoding() throws {
+        let decoder = JSONDecoder()
+        #expect(try decoder.decode(RequestedLicense.self, from: Data(#"{"purchase":{}}"#.utf8)) == .purchase)
+        #expect(try decoder.decode(RequestedLicense.self, from: Data(#"{"rental":{"duration":86400}}"#.utf8)) == .rental(duration: 86400))
+        #expect(try decoder.decode(RequestedLicense.self, from: Data(#"{"rental":{"duration":86400,"playDuration":3600}}"#.utf8))
+                    == .rental(duration: 86400, playDuration: 3600))
+        let stored = try decoder.decode(DownloadParameters.self, from: Data(#"{"requestedBitrate":900000,"license":{"rental":{"duration":60}}}"#.utf8))
+        #expect(stored == DownloadParameters(requestedBitrate: 900_000, license: .rental(duration: 60)))
+        for terms in [RequestedLicense.purchase, .rental(duration: 60), .rental(duration: 60, playDuration: 30)] {
+            #expect(try decoder.decode(RequestedLicense.self, from: JSONEncoder().encode(terms)) == terms)
+        }
+        #expect(throws: DecodingError.self) { try decoder.decode(RequestedLicense.self, from: Data(#"{"lease":{}}"#.utf8)) }
     }
 
     @Test("each item backs off exponentially with jitter up to a cap, never shorter than a Retry-After")

@@ -3,6 +3,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemFiles
 
 /// This device's secret identity, the stand-in for a platform keychain: a random 256-bit
 /// secret kept outside the offline store (a file only its user can read, made on first use),
@@ -166,13 +167,12 @@ enum DeviceSecretFile {
             throw failure("Cannot open the device secret \(path): \(String(cString: strerror(errno)))")
         }
         defer { close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+        guard let status = FileStatus(descriptor: descriptor), status.isRegularFile else {
             throw failure("The device secret \(path) is not a regular file")
         }
-        guard status.st_uid == geteuid() else { throw failure("The device secret \(path) belongs to another user") }
-        guard status.st_mode & 0o077 == 0 else {
-            throw failure("The device secret \(path) may be read by other users (mode \(String(status.st_mode & 0o777, radix: 8))); "
+        guard status.owner == geteuid() else { throw failure("The device secret \(path) belongs to another user") }
+        guard status.permissions & 0o077 == 0 else {
+            throw failure("The device secret \(path) may be read by other users (mode \(String(status.permissions & 0o777, radix: 8))); "
                             + "licenses are not opened with it: chmod 600 it if it never left this user, else delete it and renew the licenses")
         }
         var bytes = [UInt8](repeating: 0, count: 33)

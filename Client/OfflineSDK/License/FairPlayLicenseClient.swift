@@ -95,10 +95,10 @@ struct FairPlayLicenseClient: Sendable {
     func offlineLicense(_ terms: RequestedLicense, fairPlay: KeySystem, contentKeyID: String, accountID: String,
                         licenseID: String? = nil, authToken: String?) async throws(OfflineVideoError) -> StoredLicense {
         let profile: LicenseProfile
-        switch terms {
+        switch terms.kind {
         case .purchase: profile = LicenseProfile(.purchase)
-        case .rental(let duration, let playDuration):
-            profile = LicenseProfile(.rental(absoluteExpiration: clock().addingTimeInterval(duration), playDuration: playDuration))
+        case .rental:
+            profile = LicenseProfile(.rental(absoluteExpiration: clock().addingTimeInterval(terms.rentalDuration ?? 0), playDuration: terms.playDuration))
         }
         let (request, answer) = try await exchange(licenseID == nil ? .acquire : .renew, fairPlay: fairPlay, contentKeyID: contentKeyID,
                                                    accountID: accountID, licenseID: licenseID, authToken: authToken,

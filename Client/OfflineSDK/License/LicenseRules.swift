@@ -28,42 +28,16 @@ public struct OfflineLicenseInfo: Sendable, Equatable {
     public var isExpired: Bool
 }
 
-/// The license rules the SDK enforces on the device, as pure functions of the signed terms,
-/// the locally recorded first play and the clock.
+/// What the device adds to the license rules (which live on `LicenseTerms`, shared with the
+/// server): the picture an app shows, the clock-rollback rule, and a verdict as its error.
 enum LicenseRules {
     /// How far the wall clock may stand behind the trusted-time mark before playback is refused.
     static let defaultClockTolerance: TimeInterval = 600
 
-    /// The first play that counts: the earlier of the local one and the server's.
-    static func firstPlay(_ terms: LicenseTerms, localFirstPlay: Date?) -> Date? {
-        switch (terms.firstPlay, localFirstPlay) {
-        case (let server?, let local?): min(server, local)
-        case (let server?, nil): server
-        case (nil, let local): local
-        }
-    }
-
-    /// When the license ends: the server's expiry, shortened by the play window from the first
-    /// play the device knows of (the server's expiry may not include it yet). Nil: never.
-    static func expiration(_ terms: LicenseTerms, localFirstPlay: Date?) -> Date? {
-        guard terms.kind == .rental else { return terms.expiresAt }
-        var end = terms.expiresAt ?? terms.rentalEnd
-        if let duration = terms.playDuration, let first = firstPlay(terms, localFirstPlay: localFirstPlay) {
-            let playEnd = first.addingTimeInterval(duration)
-            end = end.map { min($0, playEnd) } ?? playEnd
-        }
-        return end
-    }
-
-    /// Whether opening the video now starts its play window (and so must record and report a first play).
-    static func startsPlayWindow(_ terms: LicenseTerms, localFirstPlay: Date?) -> Bool {
-        terms.kind == .rental && terms.playDuration != nil && firstPlay(terms, localFirstPlay: localFirstPlay) == nil
-    }
-
     /// The license picture at `now`.
     static func info(_ terms: LicenseTerms, localFirstPlay: Date?, now: Date) -> OfflineLicenseInfo {
-        let expiration = expiration(terms, localFirstPlay: localFirstPlay)
-        let first = firstPlay(terms, localFirstPlay: localFirstPlay)
+        let expiration = terms.expiry(localFirstPlay: localFirstPlay)
+        let first = terms.effectiveFirstPlay(local: localFirstPlay)
         let playRemaining = terms.playDuration.map { duration in
             first.map { $0.addingTimeInterval(duration).timeIntervalSince(now) } ?? duration
         }
@@ -78,7 +52,7 @@ enum LicenseRules {
     /// `tolerance` behind the trusted-time mark (turning the clock back cannot extend a rental).
     static func checkPlayable(_ terms: LicenseTerms, localFirstPlay: Date?, now: Date, trustedTime: Date?,
                               tolerance: TimeInterval, token: OfflineVideoToken) throws(OfflineVideoError) {
-        if let end = expiration(terms, localFirstPlay: localFirstPlay), now >= end {
+        if case .expired(let end) = terms.verdict(at: now, localFirstPlay: localFirstPlay) {
             throw OfflineVideoError(.expiredLicense, .licenseExpired,
                                     "The license of offline video \(token) expired at \(Self.format(end))")
         }

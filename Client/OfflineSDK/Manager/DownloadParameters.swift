@@ -2,12 +2,72 @@ public import Foundation
 
 /// The license an offline FairPlay video is downloaded with (the reference's purchase and
 /// rental-duration keys, plus the play duration of "dual expiry"). Durations in seconds.
-public enum RequestedLicense: Sendable, Equatable, Codable {
+/// A struct of terms, so a term added later (with a default) breaks no caller:
+///
+/// ```swift
+/// let bought = RequestedLicense.purchase
+/// let rented = RequestedLicense.rental(duration: 48 * 3600, playDuration: 6 * 3600)
+/// ```
+public struct RequestedLicense: Sendable, Equatable, Codable {
+    /// Purchase or rental.
+    public enum Kind: String, Sendable, Equatable, Codable {
+        /// Never expires.
+        case purchase
+        /// Ends `rentalDuration` after the license request (and `playDuration` after the first play, if earlier).
+        case rental
+    }
+
+    /// Purchase or rental.
+    public var kind: Kind
+    /// Rentals: seconds from the license request to the rental's end (required for a rental).
+    public var rentalDuration: TimeInterval?
+    /// Rentals: seconds from the first playback ("dual expiry"); nil: no play window.
+    public var playDuration: TimeInterval?
+
+    /// Terms of `kind`; `ParameterRules` checks they go together.
+    public init(kind: Kind, rentalDuration: TimeInterval? = nil, playDuration: TimeInterval? = nil) {
+        self.kind = kind
+        self.rentalDuration = rentalDuration
+        self.playDuration = playDuration
+    }
+
     /// Never expires.
-    case purchase
-    /// Ends `duration` seconds after the license request; with `playDuration`, also that
-    /// many seconds after the first playback, whichever comes first.
-    case rental(duration: TimeInterval, playDuration: TimeInterval? = nil)
+    public static let purchase = RequestedLicense(kind: .purchase)
+
+    /// Ends `duration` seconds after the license request; with `playDuration`, also that many
+    /// seconds after the first playback, whichever comes first.
+    public static func rental(duration: TimeInterval, playDuration: TimeInterval? = nil) -> RequestedLicense {
+        RequestedLicense(kind: .rental, rentalDuration: duration, playDuration: playDuration)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case kind, rentalDuration, playDuration
+        // How SDKs before the struct stored it (an enum): {"purchase":{}} or {"rental":{"duration":…,"playDuration":…}}.
+        case purchase, rental, duration
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        if c.contains(.kind) {
+            self.init(kind: try c.decode(Kind.self, forKey: .kind), rentalDuration: try c.decodeIfPresent(TimeInterval.self, forKey: .rentalDuration),
+                      playDuration: try c.decodeIfPresent(TimeInterval.self, forKey: .playDuration))
+        } else if c.contains(.rental) {
+            let rental = try c.nestedContainer(keyedBy: CodingKeys.self, forKey: .rental)
+            self = .rental(duration: try rental.decode(TimeInterval.self, forKey: .duration),
+                           playDuration: try rental.decodeIfPresent(TimeInterval.self, forKey: .playDuration))
+        } else if c.contains(.purchase) {
+            self = .purchase
+        } else {
+            throw DecodingError.dataCorrupted(.init(codingPath: c.codingPath, debugDescription: "not license terms"))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(kind, forKey: .kind)
+        try c.encodeIfPresent(rentalDuration, forKey: .rentalDuration)
+        try c.encodeIfPresent(playDuration, forKey: .playDuration)
+    }
 }
 
 /// What `requestVideoDownload` is asked for.
@@ -58,8 +118,7 @@ enum ParameterRules {
         return terms
     }
 
-    /// Terms for a renewal: no bitrate, and not purchase and rental together (the enum makes
-    /// the latter impossible; a bitrate is the caller's mistake to report).
+    /// Terms for a renewal: no bitrate (a bitrate is the caller's mistake to report).
     static func validateRenewal(_ parameters: DownloadParameters) throws(OfflineVideoError) -> RequestedLicense {
         if parameters.requestedBitrate != nil {
             throw OfflineVideoError(.invalidParameter, .invalidLicenseParameters,
@@ -68,9 +127,18 @@ enum ParameterRules {
         return try validateNewLicense(parameters.license)
     }
 
+    /// A purchase has no durations; a rental has a rental duration, and both durations are
+    /// more than 0 seconds.
     private static func validateDurations(_ terms: RequestedLicense) throws(OfflineVideoError) {
-        guard case .rental(let duration, let playDuration) = terms else { return }
-        guard duration > 0, duration.isFinite else {
+        guard terms.kind == .rental else {
+            if terms.rentalDuration != nil || terms.playDuration != nil {
+                throw OfflineVideoError(.invalidParameter, .invalidLicenseParameters,
+                                        "A purchase takes no rental or play duration: ask for purchase or a rental, not both")
+            }
+            return
+        }
+        let playDuration = terms.playDuration
+        guard let duration = terms.rentalDuration, duration > 0, duration.isFinite else {
             throw OfflineVideoError(.invalidParameter, .invalidLicenseParameters, "The rental duration must be more than 0 seconds")
         }
         if let playDuration, !(playDuration > 0 && playDuration.isFinite) {

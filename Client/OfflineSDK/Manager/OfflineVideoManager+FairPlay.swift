@@ -103,7 +103,7 @@ extension OfflineVideoManager {
             }
         }
         videoCache[token] = nil
-        hub.emit(.licenseExpirationChanged(token, expiration: LicenseRules.expiration(renewed.terms, localFirstPlay: nil) ?? .distantFuture))
+        hub.emit(.licenseExpirationChanged(token, expiration: renewed.terms.expiry(localFirstPlay: nil) ?? .distantFuture))
         return token
     }
 
@@ -166,7 +166,7 @@ extension OfflineVideoManager {
         let now = configuration.clock()
         for record in (try? store.allDownloads()) ?? [] where openSessions[record.token] == nil {
             guard let terms = StoredLicense.terms(of: record),
-                  let end = LicenseRules.expiration(terms, localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:))),
+                  let end = terms.expiry(localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:))),
                   now >= end else { continue }
             _ = try? await applyUnlessMoved(.purgeExpired, to: record.token)
         }
@@ -177,7 +177,7 @@ extension OfflineVideoManager {
         let now = configuration.clock()
         return ((try? store.allDownloads()) ?? []).compactMap { record -> Date? in
             guard let terms = StoredLicense.terms(of: record) else { return nil }
-            return LicenseRules.expiration(terms, localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:)))
+            return terms.expiry(localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:)))
         }.filter { $0 > now }.min()
     }
 

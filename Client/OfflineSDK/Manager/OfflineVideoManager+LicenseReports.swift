@@ -101,10 +101,10 @@ extension OfflineVideoManager {
         guard let token, let record = try? store.download(token), let current = StoredLicense.terms(of: record),
               current.licenseID == license.terms.licenseID else { return }
         let local = record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:))
-        let before = LicenseRules.expiration(current, localFirstPlay: local)
+        let before = current.expiry(localFirstPlay: local)
         guard (try? store.update(token, { license.apply(to: &$0) })) != nil else { return }
         videoCache[token] = nil
-        let after = LicenseRules.expiration(license.terms, localFirstPlay: local)
+        let after = license.terms.expiry(localFirstPlay: local)
         if after != before { hub.emit(.licenseExpirationChanged(token, expiration: after ?? .distantFuture)) }
     }
 

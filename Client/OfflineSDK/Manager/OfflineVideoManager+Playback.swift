@@ -82,7 +82,7 @@ extension OfflineVideoManager {
             let trusted = try mark.get().map(Date.init(timeIntervalSince1970:))
             try LicenseRules.checkPlayable(license.terms, localFirstPlay: firstPlay, now: now, trustedTime: trusted,
                                            tolerance: configuration.clockTolerance, token: token)
-            if LicenseRules.startsPlayWindow(license.terms, localFirstPlay: firstPlay) {
+            if license.terms.startsPlayWindow(localFirstPlay: firstPlay) {
                 try startPlayWindow(record, terms: license.terms, at: now)
                 firstPlay = now
             }
@@ -190,7 +190,7 @@ extension OfflineVideoManager {
         let recorded = try storeCall { try store.recordFirstPlay(record.token, at: now.timeIntervalSince1970, report: report) }
         guard recorded else { return }
         videoCache[record.token] = nil
-        hub.emit(.licenseExpirationChanged(record.token, expiration: LicenseRules.expiration(terms, localFirstPlay: now) ?? .distantFuture))
+        hub.emit(.licenseExpirationChanged(record.token, expiration: terms.expiry(localFirstPlay: now) ?? .distantFuture))
         reportOutbox.passSoon()
     }
 

@@ -51,7 +51,7 @@ extension OfflineVideoManager {
     func licenseExpiration(of record: DownloadRecord) -> Date? {
         guard let video = try? record.video(), video.usesFairPlay else { return .distantFuture }
         guard record.license != nil, let terms = StoredLicense.terms(of: record) else { return nil }
-        return LicenseRules.expiration(terms, localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:))) ?? .distantFuture
+        return terms.expiry(localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:))) ?? .distantFuture
     }
 
     /// Purges a download task: its files and plan go; a license it holds stays, and its record

@@ -84,8 +84,6 @@ extension HTTPError {
 
 /// The license rules: one pure function of (request, existing license, devices, clock).
 enum LicensePolicy {
-    /// How long a streaming (non-offline) license lives.
-    static let streamingLifetime: TimeInterval = 5 * 60
     /// How old an SPC may be.
     static let spcMaximumAge: TimeInterval = 10 * 60
     /// How far in the future an SPC's creation time may be (clock skew).
@@ -146,10 +144,7 @@ enum LicensePolicy {
             guard !record.terms.isExpired(at: now) else {
                 throw .denied("LICENSE_EXPIRED", "License \(record.terms.licenseID) expired at \(WireDate.string(from: record.terms.expiresAt ?? now))")
             }
-            var terms = record.terms
-            terms.firstPlay = terms.firstPlay ?? now
-            terms.expiresAt = expiry(kind: terms.kind, issuedAt: terms.issuedAt, rentalEnd: terms.rentalEnd,
-                                     playDuration: terms.playDuration, firstPlay: terms.firstPlay)
+            var terms = record.terms.firstPlayed(at: now)
             terms.requestNonce = context.nonce
             let registering = try checkDeviceLimit(request, devices)
             return .issue(LicenseRecord(terms: terms, userID: record.userID, releasedAt: nil), registerDevice: registering)
@@ -160,19 +155,6 @@ enum LicensePolicy {
         }
     }
 
-    /// When a license ends: never for a purchase; a rental at its end, or at first play +
-    /// play duration if earlier; a streaming license a few minutes after issue.
-    static func expiry(kind: LicenseKind, issuedAt: Date, rentalEnd: Date?, playDuration: TimeInterval?, firstPlay: Date?) -> Date? {
-        switch kind {
-        case .purchase: return nil
-        case .streaming: return issuedAt.addingTimeInterval(streamingLifetime)
-        case .rental:
-            guard let firstPlay, let playDuration else { return rentalEnd }
-            let playEnd = firstPlay.addingTimeInterval(playDuration)
-            return rentalEnd.map { min($0, playEnd) } ?? playEnd
-        }
-    }
-
     /// The terms an acquire or a renewal asks for.
     private static func newTerms(_ request: LicenseRequest, licenseID: String, now: Date, renewal: Bool) throws(HTTPError) -> LicenseTerms {
         let context = request.context
@@ -180,7 +162,7 @@ enum LicensePolicy {
             LicenseTerms(licenseID: licenseID, kind: kind, accountID: context.accountID, videoID: request.videoID,
                          contentKeyID: context.contentKeyID, deviceID: context.deviceID, issuedAt: now,
                          rentalEnd: rentalEnd, playDuration: playDuration, firstPlay: nil,
-                         expiresAt: expiry(kind: kind, issuedAt: now, rentalEnd: rentalEnd, playDuration: playDuration, firstPlay: nil),
+                         expiresAt: LicenseTerms.expiry(kind: kind, issuedAt: now, rentalEnd: rentalEnd, playDuration: playDuration, firstPlay: nil),
                          persistable: kind != .streaming, requestNonce: context.nonce)
         }
         guard request.offline else {
