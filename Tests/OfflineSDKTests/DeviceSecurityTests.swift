@@ -86,6 +86,8 @@ struct DeviceSecurityTests {
                                                                                mediaSelections: nil, parameters: DownloadParameters(license: .purchase)))
             #expect(try await EventRecorder(manager).finished(other) == nil)
             await (try await manager.openPlayback(token)).close()  // a first play is recorded
+            // Its report answered, the server's license (with the first play) stored: nothing else writes the record.
+            #expect(try await eventually { try await manager.store.pendingReports().isEmpty })
             let pool = await manager.store.pool
             let otherSeal = try #require(try await manager.store.download(other)?.licenseSeal)
 
@@ -132,6 +134,32 @@ struct DeviceSecurityTests {
             _ = try await manager.renewFairPlayLicense(other, video: try await Self.service(server).findVideo(id: Catalog.fairPlayVideo),
                                                        parameters: DownloadParameters(license: .purchase))
             #expect(await Self.refusal(manager, other) == nil, "renewed, it plays")
+            await manager.close()
+        }
+    }
+
+    @Test("a first play removed while its report waits offline stays refused once the report's answer (the server's later first play) is stored: the answer does not vouch for the edit")
+    func answerDoesNotLaunderAnEdit() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let network = ManualNetworkMonitor(path: .wifi)
+        try await withBackend { server in
+            var configuration = Self.configuration(server, storage: folder.url.appendingPathComponent("storage"),
+                                                   secret: folder.url.appendingPathComponent("secret/device-secret"))
+            configuration.network = network
+            let (manager, token) = try await Self.download(server, configuration, Self.rentalVideo, .rental(duration: 2 * 86400, playDuration: 3600))
+            network.currentPath = .none
+            await (try await manager.openPlayback(token)).close()  // the first play, its report queued
+            #expect(try await manager.store.pendingReports().count == 1)
+            try await manager.store.pool.write { db in
+                try db.execute(sql: "UPDATE download SET initial_playback_at = NULL WHERE token = ?", arguments: [token])
+            }
+            server.app.clock.offset += 1800  // the server will record its own, later, first play
+            network.currentPath = .wifi
+            #expect(try await eventually { try await manager.store.pendingReports().isEmpty })
+            #expect(try await eventually { try await manager.store.download(token).flatMap(StoredLicense.terms)?.firstPlay != nil })
+            let refused = await Self.refusal(manager, token)
+            #expect(refused?.code == .invalidLicense && refused?.reason == .recordAltered, "\(String(describing: refused))")
             await manager.close()
         }
     }

@@ -97,7 +97,7 @@ extension OfflineVideoManager {
                                                              authToken: authToken ?? video.origin?.authToken)
         }
         try storeCall {
-            try store.update(token) { stored in
+            try store.update(token, freshLicense: true) { stored in
                 renewed.apply(to: &stored)
                 stored.initialPlaybackAt = nil  // a renewed rental's play window starts again
             }

@@ -357,17 +357,18 @@ final class OfflineStore: Sendable {
 
     /// Writes a record (a new one when `before` is nil), stamping its license fields when this
     /// write changes them: the one place a stamp is made. A record whose stamp does not check
-    /// keeps it when the write leaves its license as it was (a first play on an edited record
-    /// does not vouch for the edit); a new license is stamped afresh.
-    private func save(_ record: DownloadRecord, before: DownloadRecord?, _ db: Database) throws {
+    /// (edited outside the SDK, or stored on another device) keeps it, whatever the write
+    /// changes (a first play, a license the server sent back after a report: neither vouches
+    /// for the rest), unless the write is a `freshLicense` (a renewal: a new license, its play
+    /// window not started) or clears the license.
+    private func save(_ record: DownloadRecord, before: DownloadRecord?, freshLicense: Bool = false, _ db: Database) throws {
         var record = record
         let fields = LicenseFields(record)
         record.licenseSeal = before?.licenseSeal
         if fields != before.map(LicenseFields.init) {
             if fields.isEmpty || device == nil {
                 record.licenseSeal = nil
-            } else if let device, let before, before.license != nil, before.license == record.license,
-                      device.check(LicenseFields(before), stamp: before.licenseSeal) != .valid {
+            } else if let device, let before, !freshLicense, device.check(LicenseFields(before), stamp: before.licenseSeal) != .valid {
                 // kept: still does not check
             } else {
                 record.licenseSeal = device?.stamp(fields)
@@ -450,13 +451,15 @@ final class OfflineStore: Sendable {
     }
 
     /// Applies `change` to the stored record and writes it back, in one transaction.
+    /// `freshLicense`: the change puts a new license from the server in place, its play window
+    /// not started (a renewal), which is stamped even on a record whose stamp did not check.
     @discardableResult
-    func update(_ token: String, _ change: @Sendable (inout DownloadRecord) -> Void) throws -> DownloadRecord? {
+    func update(_ token: String, freshLicense: Bool = false, _ change: @Sendable (inout DownloadRecord) -> Void) throws -> DownloadRecord? {
         try pool.write { db in
             guard let before = try DownloadRecord.fetchOne(db, key: token) else { return nil }
             var record = before
             change(&record)
-            try save(record, before: before, db)
+            try save(record, before: before, freshLicense: freshLicense, db)
             return try DownloadRecord.fetchOne(db, key: token)
         }
     }

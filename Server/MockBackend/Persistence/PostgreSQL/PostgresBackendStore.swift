@@ -94,6 +94,18 @@ final class PostgresBackendStore: StoreMaintenance {
         (2, "state shared by instances (clock offset, fault rules)", """
             CREATE TABLE shared_state (topic text PRIMARY KEY, value bytea NOT NULL, updated_at float8 NOT NULL);
             """),
+        (3, "license terms as one value", """
+            ALTER TABLE license ADD COLUMN terms text;
+            UPDATE license SET terms = json_build_object(
+                'account_id', account_id, 'content_key_id', key_id, 'device_id', device_id,
+                'expires_at', round(expires_at * 1000)::bigint, 'first_play', round(first_play * 1000)::bigint,
+                'issued_at', round(issued_at * 1000)::bigint, 'kind', kind, 'license_id', id, 'persistable', persistable,
+                'play_duration', round(play_duration * 1000)::bigint, 'rental_end', round(rental_end * 1000)::bigint,
+                'request_nonce', replace(encode(request_nonce, 'base64'), E'\\n', ''), 'version', 1, 'video_id', video_id)::text;
+            ALTER TABLE license ALTER COLUMN terms SET NOT NULL,
+                DROP COLUMN key_id, DROP COLUMN kind, DROP COLUMN rental_end, DROP COLUMN play_duration, DROP COLUMN first_play,
+                DROP COLUMN expires_at, DROP COLUMN request_nonce;
+            """),
     ]
 
     /// Applies the missing migrations, each in its own transaction, holding a session

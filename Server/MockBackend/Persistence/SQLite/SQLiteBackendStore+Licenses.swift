@@ -4,38 +4,14 @@ import LicenseProtocol
 import Synchronization
 
 /// Licenses, their history, devices per user and used nonces in SQLite. Each license
-/// request is one write transaction (SQLite has one writer at a time): the nonce is
-/// consumed, the license and devices are read, `LicensePolicy` decides, and the decision is
-/// written, so two concurrent requests can never both take a user's last device slot.
+/// request is one write transaction (`LicenseTransaction`; SQLite has one writer at a time,
+/// so no user lock is needed): two concurrent requests can never both take a user's last
+/// device slot.
 extension SQLiteBackendStore: LicenseStorage {
     func process(_ request: LicenseRequest, accountID: String, now: Date) throws -> LicenseDecision {
         let prune = sincePrune.add(1, ordering: .relaxed).newValue % Self.pruneEvery == 0
         return try pool.write { db in
-            if prune {
-                try db.execute(sql: "DELETE FROM used_nonce WHERE expires_at < ?", arguments: [now.timeIntervalSince1970])
-            }
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO used_nonce (nonce, expires_at) VALUES (?, ?)")
-                .execute(arguments: [Data(request.context.nonce),
-                                     request.context.createdAt.addingTimeInterval(LicensePolicy.spcMaximumAge).timeIntervalSince1970])
-            let nonceAlreadyUsed = db.changesCount == 0
-            let existing = try request.namedLicenseID.flatMap { try Self.license(db, id: $0) }
-            var devices = DeviceState()
-            let deviceUser = request.context.kind == .release ? existing?.userID : request.user?.userID
-            if let user = deviceUser {
-                devices.registered = Set(try String.fetchAll(
-                    db.cachedStatement(sql: "SELECT device_id FROM device WHERE account_id = ? AND user_id = ?"),
-                    arguments: [accountID, user]))
-                if let existing {
-                    devices.otherLicensesOnDevice = try Int.fetchOne(db, sql: """
-                        SELECT COUNT(*) FROM license WHERE account_id = ? AND user_id = ? AND device_id = ?
-                        AND released_at IS NULL AND persistable = 1 AND id != ?
-                        """, arguments: [accountID, user, existing.terms.deviceID, existing.terms.licenseID]) ?? 0
-                }
-            }
-            let decision = LicensePolicy.decide(request, nonceAlreadyUsed: nonceAlreadyUsed, existing: existing, devices: devices, now: now,
-                                                newLicenseID: LicenseID.timeOrdered(now: now))
-            try Self.apply(decision, kind: request.context.kind, db: db, now: now)
-            return decision
+            try LicenseTransaction.run(request, accountID: accountID, now: now, pruneNonces: prune, in: LicenseSteps(db: db))
         }
     }
 
@@ -120,50 +96,91 @@ extension SQLiteBackendStore: LicenseStorage {
 
     // MARK: Rows
 
-    private static func license(_ db: Database, id: String) throws -> LicenseRecord? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM license WHERE id = ?"), arguments: [id]),
-              let kind = LicenseKind(rawValue: row["kind"])
+    static func license(_ db: Database, id: String) throws -> LicenseRecord? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT terms, user_id, released_at, revoked_at FROM license WHERE id = ?"),
+                                         arguments: [id])
         else { return nil }
         func date(_ column: String) -> Date? { (row[column] as Double?).map(Date.init(timeIntervalSince1970:)) }
-        let terms = LicenseTerms(
-            licenseID: row["id"], kind: kind, accountID: row["account_id"], videoID: row["video_id"],
-            contentKeyID: row["key_id"], deviceID: row["device_id"], issuedAt: date("issued_at") ?? .distantPast,
-            rentalEnd: date("rental_end"), playDuration: row["play_duration"], firstPlay: date("first_play"),
-            expiresAt: date("expires_at"), persistable: row["persistable"], requestNonce: Array(row["request_nonce"] as Data))
-        return LicenseRecord(terms: terms, userID: row["user_id"], releasedAt: date("released_at"), revokedAt: date("revoked_at"))
+        return try LicenseRecord(storedTerms: row["terms"], userID: row["user_id"], releasedAt: date("released_at"), revokedAt: date("revoked_at"))
     }
 
-    private static func apply(_ decision: LicenseDecision, kind: LicenseRequestKind, db: Database, now: Date) throws {
-        switch decision {
-        case .refuse: return
-        case .issue(let record, let device):
+    /// The license transaction's steps in SQLite, inside one write transaction.
+    struct LicenseSteps: LicenseTransactionSteps {
+        let db: Database
+
+        func pruneNonces(before: Date) throws {
+            try db.execute(sql: "DELETE FROM used_nonce WHERE expires_at < ?", arguments: [before.timeIntervalSince1970])
+        }
+
+        func consumeNonce(_ nonce: [UInt8], until: Date) throws -> Bool {
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO used_nonce (nonce, expires_at) VALUES (?, ?)")
+                .execute(arguments: [Data(nonce), until.timeIntervalSince1970])
+            return db.changesCount > 0
+        }
+
+        func lockUser(accountID: String, userID: String) throws {}  // the write transaction is the only writer
+
+        func license(id: String) throws -> LicenseRecord? { try SQLiteBackendStore.license(db, id: id) }
+
+        func devices(accountID: String, userID: String) throws -> Set<String> {
+            Set(try String.fetchAll(db.cachedStatement(sql: "SELECT device_id FROM device WHERE account_id = ? AND user_id = ?"),
+                                    arguments: [accountID, userID]))
+        }
+
+        func otherLicensesOnDevice(accountID: String, userID: String, deviceID: String, excluding licenseID: String) throws -> Int {
+            try Int.fetchOne(db, sql: """
+                SELECT COUNT(*) FROM license WHERE account_id = ? AND user_id = ? AND device_id = ?
+                AND released_at IS NULL AND persistable = 1 AND id != ?
+                """, arguments: [accountID, userID, deviceID, licenseID]) ?? 0
+        }
+
+        func write(_ record: LicenseRecord, event: LicenseRequestKind, registering device: String?, now: Date) throws {
             let t = record.terms
             try db.cachedStatement(sql: """
-                INSERT OR REPLACE INTO license (id, account_id, video_id, key_id, device_id, user_id, kind, issued_at, rental_end,
-                  play_duration, first_play, expires_at, persistable, request_nonce, released_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)
-                """).execute(arguments: [
-                    t.licenseID, t.accountID, t.videoID, t.contentKeyID, t.deviceID, record.userID, t.kind.rawValue,
-                    t.issuedAt.timeIntervalSince1970, t.rentalEnd?.timeIntervalSince1970, t.playDuration,
-                    t.firstPlay?.timeIntervalSince1970, t.expiresAt?.timeIntervalSince1970, t.persistable,
-                    Data(t.requestNonce), now.timeIntervalSince1970,
-                ])
+                INSERT OR REPLACE INTO license (id, account_id, video_id, device_id, user_id, issued_at, persistable, terms, released_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)
+                """).execute(arguments: [t.licenseID, t.accountID, t.videoID, t.deviceID, record.userID, t.issuedAt.timeIntervalSince1970,
+                                         t.persistable, LicenseRecord.storedTerms(t), now.timeIntervalSince1970])
             try db.cachedStatement(sql: "INSERT INTO license_event (license_id, event, at, kind, expires_at, first_play) VALUES (?, ?, ?, ?, ?, ?)")
-                .execute(arguments: [t.licenseID, kind.rawValue, now.timeIntervalSince1970, t.kind.rawValue,
+                .execute(arguments: [t.licenseID, event.rawValue, now.timeIntervalSince1970, t.kind.rawValue,
                                      t.expiresAt?.timeIntervalSince1970, t.firstPlay?.timeIntervalSince1970])
             if let device, let user = record.userID {
                 try db.execute(sql: "INSERT OR IGNORE INTO device (account_id, user_id, device_id, registered_at) VALUES (?, ?, ?, ?)",
                                arguments: [t.accountID, user, device, now.timeIntervalSince1970])
             }
-        case .release(let id, let at, let user, let device):
+        }
+
+        func release(licenseID: String, at: Date, userID: String?, freeing device: String?) throws {
             try db.execute(sql: "UPDATE license SET released_at = ?, updated_at = ? WHERE id = ?",
-                           arguments: [at.timeIntervalSince1970, at.timeIntervalSince1970, id])
+                           arguments: [at.timeIntervalSince1970, at.timeIntervalSince1970, licenseID])
             try db.execute(sql: "INSERT INTO license_event (license_id, event, at) VALUES (?, 'release', ?)",
-                           arguments: [id, at.timeIntervalSince1970])
-            if let device, let user {
+                           arguments: [licenseID, at.timeIntervalSince1970])
+            if let device, let userID {
                 try db.execute(sql: "DELETE FROM device WHERE account_id = (SELECT account_id FROM license WHERE id = ?) AND user_id = ? AND device_id = ?",
-                               arguments: [id, user, device])
+                               arguments: [licenseID, userID, device])
             }
+        }
+    }
+
+    /// The "v5" change: a license's signed terms as one value (`terms`, the CKC's terms JSON)
+    /// beside the queried columns; the columns that only held terms are filled into it and dropped.
+    static func storeLicenseTermsAsOneValue(_ db: Database) throws {
+        try db.alter(table: "license") { t in t.add(column: "terms", .text) }
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT id, account_id, video_id, key_id, device_id, kind, issued_at, rental_end, play_duration, first_play, expires_at,
+                   persistable, request_nonce FROM license
+            """)
+        for row in rows {
+            func date(_ column: String) -> Date? { (row[column] as Double?).map(Date.init(timeIntervalSince1970:)) }
+            let terms = LicenseTerms(
+                licenseID: row["id"], kind: LicenseKind(rawValue: row["kind"]) ?? .streaming, accountID: row["account_id"],
+                videoID: row["video_id"], contentKeyID: row["key_id"], deviceID: row["device_id"], issuedAt: date("issued_at") ?? .distantPast,
+                rentalEnd: date("rental_end"), playDuration: row["play_duration"], firstPlay: date("first_play"), expiresAt: date("expires_at"),
+                persistable: row["persistable"], requestNonce: Array(row["request_nonce"] as Data))
+            try db.execute(sql: "UPDATE license SET terms = ? WHERE id = ?", arguments: [LicenseRecord.storedTerms(terms), terms.licenseID])
+        }
+        for column in ["key_id", "kind", "rental_end", "play_duration", "first_play", "expires_at", "request_nonce"] {
+            try db.execute(sql: "ALTER TABLE license DROP COLUMN \(column)")
         }
     }
 

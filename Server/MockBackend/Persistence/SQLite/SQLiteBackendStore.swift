@@ -56,6 +56,9 @@ final class SQLiteBackendStore: StoreMaintenance {
         migrator.registerMigration("v4: analytics events") { db in
             try SQLiteBackendStore.createTrackerTables(db)
         }
+        migrator.registerMigration("v5: license terms as one value") { db in
+            try SQLiteBackendStore.storeLicenseTermsAsOneValue(db)
+        }
         return migrator
     }
 

@@ -1,0 +1,85 @@
+import Foundation
+import LicenseProtocol
+
+/// The license transaction, written once for both stores: the SPC's nonce is consumed, the
+/// users whose devices the decision reads are locked, the license and the devices are read,
+/// `LicensePolicy` decides, and the decision is written, all inside one transaction of the
+/// store (`steps` runs in it). So two requests at once, on any instances sharing the store,
+/// never both take a user's last device slot, and a nonce is taken once.
+enum LicenseTransaction {
+    static func run(_ request: LicenseRequest, accountID: String, now: Date, pruneNonces: Bool,
+                    in steps: some LicenseTransactionSteps) throws -> LicenseDecision {
+        // Nonces of SPCs too old to be accepted anyway go now and then.
+        if pruneNonces { try steps.pruneNonces(before: now) }
+        let fresh = try steps.consumeNonce(request.context.nonce,
+                                           until: request.context.createdAt.addingTimeInterval(LicensePolicy.spcMaximumAge))
+        var lockedUser = request.user?.userID
+        if let user = lockedUser { try steps.lockUser(accountID: accountID, userID: user) }
+        var existing = try request.namedLicenseID.flatMap { try steps.license(id: $0) }
+        let deviceUser = request.context.kind == .release ? existing?.userID : request.user?.userID
+        if let user = deviceUser, user != lockedUser {
+            // A release names its user only through the license: lock that user, then read the license again.
+            try steps.lockUser(accountID: accountID, userID: user)
+            lockedUser = user
+            existing = try request.namedLicenseID.flatMap { try steps.license(id: $0) }
+        }
+        var devices = DeviceState()
+        if let user = deviceUser {
+            devices.registered = try steps.devices(accountID: accountID, userID: user)
+            if let existing {
+                devices.otherLicensesOnDevice = try steps.otherLicensesOnDevice(accountID: accountID, userID: user,
+                                                                                deviceID: existing.terms.deviceID,
+                                                                                excluding: existing.terms.licenseID)
+            }
+        }
+        let decision = LicensePolicy.decide(request, nonceAlreadyUsed: !fresh, existing: existing, devices: devices, now: now,
+                                            newLicenseID: LicenseID.timeOrdered(now: now))
+        switch decision {
+        case .refuse: break
+        case .issue(let record, let device):
+            try steps.write(record, event: request.context.kind, registering: device, now: now)
+        case .release(let licenseID, let at, let user, let device):
+            try steps.release(licenseID: licenseID, at: at, userID: user, freeing: device)
+        }
+        return decision
+    }
+}
+
+/// What the license transaction needs of a store, each step a statement or two in the store's
+/// SQL dialect, all run inside the one transaction `LicenseTransaction.run` is given. A license
+/// is stored as its signed terms (one value, `LicenseTerms`' JSON) beside the columns that are
+/// queried (ids, user, device, issue time, persistable, released and revoked times): a new term
+/// inside the signed terms needs no column and no migration.
+protocol LicenseTransactionSteps {
+    /// Forgets nonces that could no longer be accepted.
+    func pruneNonces(before: Date) throws
+    /// Records a nonce until `until`; false when it was recorded already (a replayed SPC).
+    func consumeNonce(_ nonce: [UInt8], until: Date) throws -> Bool
+    /// Holds, until the transaction ends, the lock of one user's licenses and devices (nothing
+    /// to do in a store with one writer at a time).
+    func lockUser(accountID: String, userID: String) throws
+    /// A license by id, locked for the rest of the transaction where the store locks rows.
+    func license(id: String) throws -> LicenseRecord?
+    /// The devices registered for a user.
+    func devices(accountID: String, userID: String) throws -> Set<String>
+    /// How many other persistable, unreleased licenses the user holds on the device.
+    func otherLicensesOnDevice(accountID: String, userID: String, deviceID: String, excluding licenseID: String) throws -> Int
+    /// Stores an issued license (new, or replacing the one with its id: a renewal, a first
+    /// play), its history entry, and the device it registers.
+    func write(_ record: LicenseRecord, event: LicenseRequestKind, registering device: String?, now: Date) throws
+    /// Marks a license released, with its history entry, and frees the device it names.
+    func release(licenseID: String, at: Date, userID: String?, freeing device: String?) throws
+}
+
+extension LicenseRecord {
+    /// The signed terms as stored (the CKC's terms JSON).
+    static func storedTerms(_ terms: LicenseTerms) -> String {
+        String(decoding: terms.jsonBytes(), as: UTF8.self)
+    }
+
+    /// A stored license: its signed terms and the columns kept beside them.
+    init(storedTerms: String, userID: String?, releasedAt: Date?, revokedAt: Date?) throws {
+        self.init(terms: try JSONDecoder().decode(LicenseTerms.self, from: Data(storedTerms.utf8)), userID: userID,
+                  releasedAt: releasedAt, revokedAt: revokedAt)
+    }
+}
