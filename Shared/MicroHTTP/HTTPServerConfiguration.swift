@@ -31,6 +31,9 @@ public struct HTTPServerConfiguration: Sendable {
 
     /// HTTPS with this key and certificate (through libmicrohttpd's GnuTLS); nil serves plain HTTP.
     public var tls: TLSCredentials?
+    /// The request target as the log line of each request shows it: a server whose URLs carry
+    /// secrets redacts them here. As it arrived by default.
+    public var loggedTarget: @Sendable (String) -> String = { $0 }
 
     /// Creates a configuration with the defaults above.
     public init() {}
