@@ -3,10 +3,10 @@ SWIFT ?= swift
 APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev pkg-config ffmpeg curl openssl python3 tmux
 # Only the tests need these: schemathesis' virtualenv, the dashboard's headless browser, and the
 # PostgreSQL server the store tests start in a temporary folder (TestKit's TestPostgres) and the nginx
-# the balancer test puts in front of two instances.
-TEST_APT_PACKAGES := python3-venv chromium iproute2 postgresql nginx
+# the balancer test puts in front of two instances; gnutls-cli (the TLS profile's test) and testssl.sh.
+TEST_APT_PACKAGES := python3-venv chromium iproute2 postgresql nginx gnutls-bin testssl.sh
 
-.PHONY: deps test-deps build test test-api test-stress test-tsan serve demo fixtures bench-server fuzz soak clean
+.PHONY: deps test-deps build test test-api test-tls test-stress test-tsan serve demo fixtures bench-server fuzz soak clean
 
 deps:
 	@scripts/install-deps.sh $(APT_PACKAGES)
@@ -21,6 +21,7 @@ test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	scripts/dashboard-browser-test.sh
+	scripts/testssl.sh
 	scripts/schemathesis.sh
 	SCHEMATHESIS_DATABASE=postgres scripts/schemathesis.sh
 
@@ -29,6 +30,12 @@ test-api: test-deps
 	$(SWIFT) build --product mock-backend
 	scripts/schemathesis.sh
 	SCHEMATHESIS_DATABASE=postgres scripts/schemathesis.sh
+
+# testssl.sh against a live mock-backend --tls: no HIGH or CRITICAL finding but the local CA's missing
+# revocation information; TLS 1.2 and 1.3 only, the server's order (about a minute; part of `make test`).
+test-tls: test-deps
+	$(SWIFT) build --product mock-backend
+	scripts/testssl.sh
 
 # The suite (FILTER: a part of it) RUNS times beside CPU hogs and a synchronous disk writer, as a
 # busy CI machine runs it (scripts/stress-test.sh; README: Tests on a loaded machine). Not part of `make test`.

@@ -3,7 +3,8 @@
 # signs in through the form, moves the clock through the form past a rental's end and sees the
 # license turn expired (live, then on the server's page), renames a video through its row's form,
 # adds a fault rule through the form, makes a request it takes and sees that request arrive in
-# the live request log. Saves a screenshot and prints its path; exits non-zero on any failure.
+# the live request log, then signs out and sees the session's cookie refused when replayed. Saves a
+# screenshot and prints its path; exits non-zero on any failure.
 #
 #   MOCK_BACKEND=path/to/mock-backend   the binary (default .build/debug/mock-backend)
 #   OFFLINE=path/to/offline             the SDK's command (default .build/debug/offline)

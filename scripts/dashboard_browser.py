@@ -311,6 +311,21 @@ def run(args):
         if browser.problems:
             raise Failure("the page reported problems:\n    " + "\n    ".join(browser.problems))
         print(f"screenshot: {os.path.abspath(args.screenshot)}", flush=True)
+
+        step("signed out through the button: the sign-in form again; the session's cookie, replayed, is refused")
+        cookies = browser.page("Network.getCookies", {"urls": [base + "/_dashboard"]})["cookies"]
+        session = next((c for c in cookies if c["name"] == "mock_admin"), None)
+        if not session or not session["httpOnly"] or session["sameSite"] != "Strict" or args.admin_token in session["value"]:
+            raise Failure(f"the session cookie is not an HttpOnly, SameSite=Strict session value: {session!r}")
+        browser.click("form[action='/_dashboard/logout'] button", navigates=True)
+        browser.wait_for("document.querySelector('#token') && !document.querySelector('#licenses')", "the sign-in form after signing out")
+        replay = urllib.request.Request(base + "/_dashboard", headers={"Cookie": f"mock_admin={session['value']}"})
+        try:
+            urllib.request.urlopen(replay, timeout=10)
+            raise Failure("the signed-out session's cookie still opens the dashboard")
+        except urllib.error.HTTPError as error:
+            if error.code != 401:
+                raise Failure(f"the signed-out session's cookie: expected 401, got {error.code}")
     except Failure:
         try:
             failed = os.path.splitext(args.screenshot)[0] + "-failed.png"

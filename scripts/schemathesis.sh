@@ -65,6 +65,11 @@ import json, sys
 print(json.load(sys.stdin)["poster"].split("/")[-3])
 ')
 
+# The dashboard is fuzzed signed in: a session from the sign-in form (its cookie holds a session, not the token).
+DASHBOARD_SESSION=$(curl -sS -o /dev/null -D - -X POST --data-urlencode "token=$ADMIN_TOKEN" "$BASE/_dashboard/login" |
+    sed -n 's/^[Ss]et-[Cc]ookie: mock_admin=\([^;]*\);.*/\1/p')
+[ -n "$DASHBOARD_SESSION" ] || { echo "signing in to the dashboard gave no session cookie" >&2; exit 1; }
+
 cat >"$WORK/schemathesis.toml" <<EOF
 [auth.openapi.policyKey]
 api_key = "$PLAYBACK_POLICY_KEY"
@@ -73,7 +78,7 @@ api_key = "$PLAYBACK_POLICY_KEY"
 bearer = "$ADMIN_TOKEN"
 
 [auth.openapi.dashboardCookie]
-api_key = "$ADMIN_TOKEN"
+api_key = "$DASHBOARD_SESSION"
 
 [[operations]]
 include-path-regex = "^/playback/"
@@ -112,7 +117,8 @@ status=0
 #   adminAddFaults: a rule turns later answers into injected errors, stalls and dropped connections.
 #   adminSetClock: moving the clock expires the license route's token; it runs alone, last.
 #   dashboardFollowRequests: the dashboard's copy of the request-log event stream, which never ends.
-#   (The dashboard's forms are fuzzed signed in: without the page's form token they answer 403, changing nothing.)
+#   (The dashboard's forms, sign-out included, are fuzzed signed in: without the page's form token they answer 403,
+#   changing nothing, so the session lasts the run.)
 run --exclude-operation-id getMasterPlaylist --exclude-operation-id getMediaPlaylist \
     --exclude-operation-id getSegment --exclude-operation-id getAES128Key \
     --exclude-operation-id getSampleAESTestKey --exclude-operation-id adminFollowRequests \

@@ -48,6 +48,9 @@ public final class MockBackendApp: Sendable {
     /// (answers to requests that came over TLS carry it).
     public init(configuration: BackendConfiguration, baseURL: String, secureBaseURL: String? = nil, clock: BackendClock = BackendClock(),
                 logger: Logger = Logger(label: "mock-backend")) throws {
+        if let token = configuration.adminToken, let problem = BackendConfiguration.adminTokenProblem(token) {
+            throw BackendConfigurationError(problem)
+        }
         self.configuration = configuration
         self.clock = clock
         self.logger = logger
@@ -202,7 +205,9 @@ public final class MockBackendApp: Sendable {
     /// Refuses an admin request without the admin token with a 401; every other request passes.
     func checkAdminToken(_ request: HTTPRequest) throws(HTTPError) {
         guard request.pathSegments.first == "_admin" else { return }
-        guard let given = PlaybackAuth.credential("Bearer", in: request.headers) ?? request.headers["X-Admin-Token"] else {
+        // An empty credential is no credential: never compared, whatever the token.
+        let credentials = [PlaybackAuth.credential("Bearer", in: request.headers), request.headers["X-Admin-Token"]]
+        guard let given = credentials.lazy.compactMap({ $0?.trimmingCharacters(in: .whitespaces) }).first(where: { !$0.isEmpty }) else {
             throw HTTPError(401, "UNAUTHORIZED", "ADMIN_TOKEN_REQUIRED",
                             "The admin API needs the admin token: send Authorization: Bearer TOKEN (mock-backend prints it at start)")
         }
@@ -212,9 +217,9 @@ public final class MockBackendApp: Sendable {
     }
 
     /// Whether `given` is the admin token, compared in constant time: the one check behind the
-    /// admin API's header and the dashboard's sign-in and cookie.
+    /// admin API's header and the dashboard's sign-in. Empty is never the token.
     func isAdminToken(_ given: String) -> Bool {
-        SecureBytes.constantTimeEqual(Array(given.utf8), Array(adminToken.utf8))
+        !given.isEmpty && SecureBytes.constantTimeEqual(Array(given.utf8), Array(adminToken.utf8))
     }
 
     /// Every route the app answers, one entry per method (GET's implied HEAD left out), in the

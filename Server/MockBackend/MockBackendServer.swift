@@ -73,6 +73,7 @@ public final class MockBackendServer: Sendable {
         // they may be mapped and sent from memory.
         httpConfiguration.mappedFileBytesLimit = configuration.mappedFileBytesLimit
         httpConfiguration.tls = tls
+        httpConfiguration.loggedTarget = SecretRedaction.redact
         let http = HTTPServer(configuration: httpConfiguration, logger: logger,
                               errorResponder: { status, message in
                                   var response = APIResponse.error(status: status, message: message)

@@ -68,7 +68,7 @@ struct MockBackendCommand: ParsableCommand {
 
     var publicBaseURL: String? { publicBaseURLOption ?? env("MOCK_BACKEND_PUBLIC_BASE_URL") }
     @Option(name: .customLong("admin-token"),
-            help: "The token the admin API (/_admin) asks for. [MOCK_BACKEND_ADMIN_TOKEN] (default: made on first start and kept in the data directory)")
+            help: "The token the admin API (/_admin) asks for, at least \(BackendConfiguration.minimumAdminTokenLength) characters. [MOCK_BACKEND_ADMIN_TOKEN] (default: made on first start and kept in the data directory)")
     var adminTokenOption: String?
 
     @Option(name: .customLong("fault"), help: ArgumentHelp(
@@ -121,7 +121,9 @@ struct MockBackendCommand: ParsableCommand {
         valueName: "path"))
     var readyFile: String?
 
-    var adminToken: String? { adminTokenOption ?? env("MOCK_BACKEND_ADMIN_TOKEN") }
+    /// The flag's or the variable's token. A variable set but empty counts (and is refused):
+    /// `MOCK_BACKEND_ADMIN_TOKEN="$UNSET"` is a mistake, not a wish for the made one.
+    var adminToken: String? { adminTokenOption ?? ProcessInfo.processInfo.environment["MOCK_BACKEND_ADMIN_TOKEN"] }
 
     /// The fault rules of --fault and --faults-file.
     func faultRules() throws -> [FaultRule] {
@@ -145,6 +147,10 @@ struct MockBackendCommand: ParsableCommand {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535") }
+        if let adminToken, let problem = BackendConfiguration.adminTokenProblem(
+            adminToken, option: adminTokenOption != nil ? "--admin-token" : "MOCK_BACKEND_ADMIN_TOKEN") {
+            throw ValidationError(problem)
+        }
         if let tlsPort = tlsPortOption {
             guard (0...65535).contains(tlsPort) else { throw ValidationError("--tls-port must be 0-65535") }
             guard tlsPort == 0 || tlsPort != port else { throw ValidationError("--tls-port must differ from --port") }

@@ -32,7 +32,8 @@ static inline struct MHD_Daemon *mhd_shim_start(unsigned int flags,
                                                 MHD_RequestCompletedCallback completed,
                                                 void *completed_cls,
                                                 const char *tls_key_pem,
-                                                const char *tls_cert_pem) {
+                                                const char *tls_cert_pem,
+                                                const char *tls_priorities) {
     uint16_t port = 0;
     if (address->sa_family == AF_INET) {
         port = ntohs(((const struct sockaddr_in *)address)->sin_port);
@@ -45,10 +46,12 @@ static inline struct MHD_Daemon *mhd_shim_start(unsigned int flags,
         { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)connection_memory_limit, NULL },
         { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)connection_timeout, NULL },
         { MHD_OPTION_LISTEN_BACKLOG_SIZE, (intptr_t)listen_backlog, NULL },
-        // With MHD_USE_TLS: the PEM key and certificate chain (leaf first), copied by GnuTLS at start;
+        // With MHD_USE_TLS: the PEM key and certificate chain (leaf first), copied by GnuTLS at start,
+        // and the GnuTLS priority string (protocol versions, cipher suites, the server's order);
         // without a key the array ends here.
         { tls_key_pem != NULL ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, (void *)tls_key_pem },
         { MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)tls_cert_pem },
+        { tls_priorities != NULL ? MHD_OPTION_HTTPS_PRIORITIES : MHD_OPTION_END, 0, (void *)tls_priorities },
         { MHD_OPTION_END, 0, NULL },
     };
     return MHD_start_daemon(flags, port, NULL, NULL, access_handler, access_cls,

@@ -95,14 +95,16 @@ public final class HTTPServer: Sendable {
         let started: OpaquePointer? = address.withSockaddr { sockaddr in
             config.tls?.privateKeyPEM.withCString { key in
                 config.tls?.certificateChainPEM.withCString { certificate in
-                    Self.startDaemon(flags, sockaddr, config, context, key, certificate)
+                    config.tls?.priorities.withCString { priorities in
+                        Self.startDaemon(flags, sockaddr, config, context, key, certificate, priorities)
+                    }
                 }
-            } ?? Self.startDaemon(flags, sockaddr, config, context, nil, nil)
+            } ?? Self.startDaemon(flags, sockaddr, config, context, nil, nil, nil)
         }
         guard let started else {
             if config.tls != nil {
                 throw HTTPServerError(.couldNotBind, "cannot serve HTTPS on \(config.host):\(config.port): the address is in use "
-                                      + "or not available, or GnuTLS refused the key or certificate (PEM, matching each other)")
+                                      + "or not available, or GnuTLS refused the key or certificate (PEM, matching each other) or the priority string")
             }
             throw HTTPServerError(.couldNotBind, "cannot listen on \(config.host):\(config.port) (address in use or not available)")
         }
@@ -112,11 +114,11 @@ public final class HTTPServer: Sendable {
 
     private static func startDaemon(_ flags: UInt32, _ sockaddr: UnsafePointer<sockaddr>, _ config: HTTPServerConfiguration,
                                     _ context: UnsafeMutableRawPointer, _ key: UnsafePointer<CChar>?,
-                                    _ certificate: UnsafePointer<CChar>?) -> OpaquePointer? {
+                                    _ certificate: UnsafePointer<CChar>?, _ priorities: UnsafePointer<CChar>?) -> OpaquePointer? {
         mhd_shim_start(
             flags, sockaddr, UInt32(max(1, config.threadCount)), config.connectionMemoryLimit,
             UInt32(max(1, config.idleTimeoutSeconds)), UInt32(max(16, config.listenBacklog)),
-            MHDCallbacks.access, context, MHDCallbacks.completed, context, key, certificate)
+            MHDCallbacks.access, context, MHDCallbacks.completed, context, key, certificate, priorities)
     }
 
     /// Stops accepting connections, lets requests in flight finish (up to `gracePeriod`),

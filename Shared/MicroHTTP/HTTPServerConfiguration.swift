@@ -31,22 +31,45 @@ public struct HTTPServerConfiguration: Sendable {
 
     /// HTTPS with this key and certificate (through libmicrohttpd's GnuTLS); nil serves plain HTTP.
     public var tls: TLSCredentials?
+    /// The request target as the log line of each request shows it: a server whose URLs carry
+    /// secrets redacts them here. As it arrived by default.
+    public var loggedTarget: @Sendable (String) -> String = { $0 }
 
     /// Creates a configuration with the defaults above.
     public init() {}
 }
 
-/// A server's TLS identity: its private key and its certificate chain, both PEM.
+/// A server's TLS identity: its private key and its certificate chain, both PEM; and what it
+/// speaks (a GnuTLS priority string).
 public struct TLSCredentials: Sendable {
     /// The private key (PKCS#8 `PRIVATE KEY`, `EC PRIVATE KEY` or `RSA PRIVATE KEY`).
     public var privateKeyPEM: String
     /// The certificate, then any intermediates.
     public var certificateChainPEM: String
+    /// The protocol versions, key exchanges, ciphers and signatures offered, as a GnuTLS
+    /// priority string (`gnutls-cli --priority STRING -l` lists what one allows).
+    public var priorities: String
 
-    public init(privateKeyPEM: String, certificateChainPEM: String) {
+    public init(privateKeyPEM: String, certificateChainPEM: String, priorities: String = TLSCredentials.intermediatePriorities) {
         self.privateKeyPEM = privateKeyPEM
         self.certificateChainPEM = certificateChainPEM
+        self.priorities = priorities
     }
+
+    /// Mozilla's "intermediate" server profile (ssl-config.mozilla.org, guidelines v5) in GnuTLS terms:
+    /// TLS 1.3 and 1.2 only; forward-secret ECDHE key exchange (ECDSA or RSA certificates) with
+    /// AEAD ciphers only (AES-128-GCM, AES-256-GCM, ChaCha20-Poly1305: no CBC, no SHA-1 MAC, no
+    /// RSA key transport); X25519, P-256 and P-384; no SHA-1 signatures; the server's order
+    /// (`%SERVER_PRECEDENCE`), which is this list's. Mozilla's DHE suites are left out: ECDHE
+    /// covers every client the profile names, and finite-field groups only add a weaker choice.
+    public static let intermediatePriorities = [
+        "NONE", "+VERS-TLS1.3", "+VERS-TLS1.2",
+        "+ECDHE-ECDSA", "+ECDHE-RSA",
+        "+AES-128-GCM", "+AES-256-GCM", "+CHACHA20-POLY1305", "+AEAD",
+        "+GROUP-X25519", "+GROUP-SECP256R1", "+GROUP-SECP384R1",
+        "+SIGN-ALL", "-SIGN-RSA-SHA1", "-SIGN-ECDSA-SHA1", "-SIGN-DSA-SHA1",
+        "+COMP-NULL", "%SERVER_PRECEDENCE",
+    ].joined(separator: ":")
 
     /// Whether this libmicrohttpd can serve HTTPS at all (Debian's is built with GnuTLS).
     public static var isSupported: Bool { mhd_shim_supports_tls() != 0 }

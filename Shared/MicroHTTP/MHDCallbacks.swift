@@ -142,7 +142,7 @@ nonisolated enum MHDCallbacks {
             state.bytesSent = stream.sent.withLock { $0 }
         }
         let completed = termination == .REQUEST_TERMINATED_COMPLETED_OK
-        core.logger.info("\(state.method) \(state.target) \(state.status) \(state.bytesSent)", metadata: [
+        core.logger.info("\(state.method) \(core.configuration.loggedTarget(state.target)) \(state.status) \(state.bytesSent)", metadata: [
             "ms": "\((milliseconds * 10).rounded() / 10)",
             "completed": "\(completed)",
         ])

@@ -20,14 +20,19 @@ struct DashboardTests {
             .joined(separator: "&").utf8)
     }
 
-    static func post(_ app: MockBackendApp, _ path: String, _ fields: [(String, String)], cookie: String?) throws -> HTTPResponse {
-        var headers = [("Content-Type", "application/x-www-form-urlencoded")]
+    static func post(_ app: MockBackendApp, _ path: String, _ fields: [(String, String)], cookie: String?,
+                     headers extra: [(String, String)] = [], secure: Bool = false) throws -> HTTPResponse {
+        var headers = [("Content-Type", "application/x-www-form-urlencoded")] + extra
         if let cookie { headers.append(("Cookie", cookie)) }
-        return try app.request("POST", path, headers: headers, body: form(fields))
+        var request = try HTTPRequest(method: "POST", target: path, headers: HTTPHeaders(headers), body: form(fields))
+        request.isSecure = secure
+        return app.handle(request)
     }
 
-    static func page(_ app: MockBackendApp, cookie: String?) throws -> HTTPResponse {
-        try app.request("GET", "/_dashboard", headers: cookie.map { [("Cookie", $0)] } ?? [])
+    static func page(_ app: MockBackendApp, cookie: String?, secure: Bool = false) throws -> HTTPResponse {
+        var request = try HTTPRequest(method: "GET", target: "/_dashboard", headers: HTTPHeaders(cookie.map { [("Cookie", $0)] } ?? []))
+        request.isSecure = secure
+        return app.handle(request)
     }
 
     /// The `name=value` of a `Set-Cookie` named `name`, and its attributes.
@@ -40,8 +45,8 @@ struct DashboardTests {
     }
 
     /// Signs in through the form; the `Cookie` header value it earns.
-    static func signIn(_ app: MockBackendApp) throws -> String {
-        let response = try post(app, "/_dashboard/login", [("token", app.adminToken)], cookie: nil)
+    static func signIn(_ app: MockBackendApp, secure: Bool = false) throws -> String {
+        let response = try post(app, "/_dashboard/login", [("token", app.adminToken)], cookie: nil, secure: secure)
         try #require(response.status == 303, "\(response.debugText)")
         return try #require(setCookie(response, "mock_admin")).pair
     }
@@ -83,7 +88,7 @@ struct DashboardTests {
 
     // MARK: Signing in
 
-    @Test("GET / redirects; without a cookie the sign-in form; a wrong token is refused (401, the form and the reason); the right one sets an HttpOnly SameSite=Strict cookie for /_dashboard; sign-out removes it")
+    @Test("GET / redirects; without a cookie the sign-in form; a wrong token is refused (401, the form and the reason, no cookie touched); the right one starts a session: a signed value, not the token, in an HttpOnly SameSite=Strict cookie for /_dashboard with a 12-hour Max-Age")
     func signingIn() async throws {
         try await withApp { app, _ in
             let root = try app.request("GET", "/")
@@ -98,14 +103,24 @@ struct DashboardTests {
                 #expect(refused.status == 401, "token \(wrong)")
                 #expect(try refused.text().contains(#"action="/_dashboard/login""#))
                 #expect(try refused.text().contains(wrong.isEmpty ? "The dashboard needs the admin token" : "That is not this server&#39;s admin token"))
-                #expect(Self.setCookie(refused, "mock_admin")?.pair != "mock_admin=\(app.adminToken)")
+                #expect(refused.headers.values(for: "Set-Cookie").isEmpty, "a refused sign-in leaves any session alone")
             }
 
+            let before = Date()
             let accepted = try Self.post(app, "/_dashboard/login", [("token", app.adminToken)], cookie: nil)
             #expect(accepted.status == 303 && accepted.headers["Location"] == "/_dashboard")
             let cookie = try #require(Self.setCookie(accepted, "mock_admin"))
-            #expect(cookie.pair == "mock_admin=\(app.adminToken)")
-            #expect(cookie.attributes == ["Path=/_dashboard", "HttpOnly", "SameSite=Strict"])
+            #expect(cookie.attributes == ["Path=/_dashboard", "HttpOnly", "SameSite=Strict", "Max-Age=43200"], "no Secure over plain HTTP")
+            // EXPIRY.NONCE.MAC: never the token, nor anything made only from it.
+            let value = String(cookie.pair.dropFirst("mock_admin=".count))
+            #expect(!value.contains(app.adminToken) && value != app.adminToken)
+            let parts = value.split(separator: ".").map(String.init)
+            try #require(parts.count == 3, "\(value)")
+            let expiry = try #require(TimeInterval(parts[0]))
+            #expect(expiry >= (before.timeIntervalSince1970 + 43200).rounded(.down) && expiry <= Date().timeIntervalSince1970 + 43200)
+            #expect(parts[1].count == 32 && parts[2].count == 64 && (parts[1] + parts[2]).allSatisfy(\.isHexDigit))
+            let second = try Self.signIn(app)
+            #expect(second != cookie.pair, "every sign-in a new session")
 
             let signedIn = try Self.page(app, cookie: cookie.pair)
             #expect(signedIn.status == 200)
@@ -117,21 +132,137 @@ struct DashboardTests {
             #expect(policy.contains("default-src 'none'") && policy.contains("script-src 'sha256-") && !policy.contains("unsafe-inline"))
             #expect(signedIn.headers["Cache-Control"] == "no-store" && signedIn.headers["X-Frame-Options"] == "DENY")
 
-            // A cookie with another token (a restarted server): the form again, 401, the cookie removed.
-            let stale = try Self.page(app, cookie: "mock_admin=\(app.adminToken.dropLast())x")
-            #expect(try stale.status == 401 && stale.text().contains("sign in again"))
-            #expect(Self.setCookie(stale, "mock_admin")?.attributes.contains("Max-Age=0") == true)
-
-            let signOut = try Self.post(app, "/_dashboard/logout", [], cookie: cookie.pair)
-            #expect(signOut.status == 303 && signOut.headers["Location"] == "/_dashboard")
-            #expect(Self.setCookie(signOut, "mock_admin")?.pair == "mock_admin=" && Self.setCookie(signOut, "mock_admin")?.attributes.contains("Max-Age=0") == true)
+            // The admin token itself as the cookie (what the cookie used to hold), a forged MAC, another
+            // server's session: the form again, 401, the dead cookie removed.
+            let otherKey = DashboardSession.key(adminToken: "another-server-admin-token")
+            for stale in [app.adminToken, parts[0] + "." + parts[1] + "." + String(repeating: "0", count: 64),
+                          DashboardSession.start(now: Date(), key: otherKey).value] {
+                let refused = try Self.page(app, cookie: "mock_admin=\(stale)")
+                #expect(try refused.status == 401 && refused.text().contains("sign in again"), "\(stale)")
+                #expect(Self.setCookie(refused, "mock_admin")?.attributes.contains("Max-Age=0") == true)
+            }
         }
     }
 
-    @Test("without the sign-in cookie every form is refused (401, the sign-in form) and the event stream answers 401; nothing changes")
+    @Test("over HTTPS (or behind an HTTPS public base URL) the session and flash cookies are Secure")
+    func secureCookies() async throws {
+        try await withApp { app, _ in
+            let cookie = try Self.signIn(app, secure: true)
+            let login = try Self.post(app, "/_dashboard/login", [("token", app.adminToken)], cookie: nil, secure: true)
+            #expect(Self.setCookie(login, "mock_admin")?.attributes == ["Path=/_dashboard", "HttpOnly", "SameSite=Strict", "Max-Age=43200", "Secure"])
+            #expect(try Self.page(app, cookie: cookie, secure: true).status == 200)
+            let token = try Self.formToken(app, cookie: cookie)
+            let moved = try Self.post(app, "/_dashboard/clock", [("csrf", token), ("offset", "60")], cookie: cookie, secure: true)
+            #expect(moved.status == 303 && Self.setCookie(moved, "mock_flash")?.attributes.last == "Secure")
+        }
+        try await withTemporaryDirectory { directory in
+            // Plain HTTP behind a proxy that serves the public base URL over HTTPS.
+            let proxied = try MockBackendApp(configuration: BackendConfiguration(dataDirectory: directory),
+                                             baseURL: "https://mock.team.example", logger: quietLogger)
+            let login = try Self.post(proxied, "/_dashboard/login", [("token", proxied.adminToken)], cookie: nil)
+            #expect(Self.setCookie(login, "mock_admin")?.attributes.last == "Secure")
+        }
+    }
+
+    @Test("signing out ends the session: the same cookie replayed is refused by the page, every form and the event stream")
+    func signOutEndsTheSession() async throws {
+        try await withApp { app, _ in
+            let session = try Self.session(app)
+            let other = try Self.session(app)
+            // Without the form token (another page's post), nothing ends.
+            let forged = try Self.post(app, "/_dashboard/logout", [], cookie: session.cookie)
+            #expect(forged.status == 403 && Self.setCookie(forged, "mock_admin") == nil)
+            #expect(try Self.page(app, cookie: session.cookie).status == 200)
+
+            let signOut = try session.post(app, "/_dashboard/logout")
+            #expect(signOut.status == 303 && signOut.headers["Location"] == "/_dashboard")
+            #expect(Self.setCookie(signOut, "mock_admin")?.pair == "mock_admin=" && Self.setCookie(signOut, "mock_admin")?.attributes.contains("Max-Age=0") == true)
+
+            // A copy of the cookie kept from before: refused everywhere.
+            let replayed = try Self.page(app, cookie: session.cookie)
+            #expect(try replayed.status == 401 && replayed.text().contains("sign in again"))
+            let form = try session.post(app, "/_dashboard/clock", [("offset", "3600")])
+            #expect(form.status == 401 && app.clock.offset == 0)
+            try expectError(try app.request("GET", "/_dashboard/requests/stream", headers: [("Cookie", session.cookie)]),
+                            401, "UNAUTHORIZED", "INVALID_ADMIN_TOKEN")
+            // Another session goes on.
+            #expect(try Self.page(app, cookie: other.cookie).status == 200)
+            #expect(try other.post(app, "/_dashboard/clock", [("offset", "60")]).status == 303 && app.clock.offset == 60)
+        }
+    }
+
+    @Test("a session ends after 12 hours of real time; moving the mock's clock by days does not end it")
+    func sessionLifetime() async throws {
+        try await withApp { app, _ in
+            let key = DashboardSession.key(adminToken: app.adminToken)
+            let expired = DashboardSession.start(now: Date().addingTimeInterval(-DashboardSession.lifetime - 1), key: key).value
+            #expect(try Self.page(app, cookie: "mock_admin=\(expired)").status == 401)
+            let almost = DashboardSession.start(now: Date().addingTimeInterval(-DashboardSession.lifetime + 120), key: key).value
+            #expect(try Self.page(app, cookie: "mock_admin=\(almost)").status == 200)
+            // Forged far into the future: a MAC by this key never says more than 12 hours.
+            let session = DashboardSession.Session(expiresAt: Date().addingTimeInterval(30 * 86400), nonce: String(repeating: "ab", count: 16))
+            #expect(try Self.page(app, cookie: "mock_admin=\(DashboardSession.value(of: session, key: key))").status == 401)
+
+            let fresh = try Self.session(app)
+            #expect(try fresh.post(app, "/_dashboard/clock", [("advance", "30d")]).status == 303)
+            #expect(app.clock.offset == 30 * 86400)
+            #expect(try Self.page(app, cookie: fresh.cookie).status == 200)
+        }
+    }
+
+    @Test("a post from another site (no cookie under SameSite=Strict, or Sec-Fetch-Site cross-site) answers 403, changes nothing and leaves the real session's cookie alone")
+    func crossSitePosts() async throws {
+        try await withApp { app, _ in
+            let session = try Self.session(app)
+            let posts: [(String, [(String, String)])] = [
+                ("/_dashboard/clock", [("offset", "3600")]), ("/_dashboard/logout", []), ("/_dashboard/faults", [("status", "503")]),
+            ]
+            for (path, fields) in posts {
+                // What a browser sends from another site: no SameSite=Strict cookie.
+                let withoutCookie = try Self.post(app, path, [("csrf", session.token)] + fields, cookie: nil,
+                                                  headers: [("Sec-Fetch-Site", "cross-site"), ("Origin", "https://evil.example")])
+                #expect(withoutCookie.status == 403, "\(path)")
+                #expect(withoutCookie.headers.values(for: "Set-Cookie").isEmpty, "\(path) must not clear the session cookie")
+                let bare = try Self.post(app, path, [("csrf", session.token)] + fields, cookie: nil)
+                #expect(bare.status == 403 && bare.headers.values(for: "Set-Cookie").isEmpty, "\(path) without a cookie")
+                // Another port of localhost is the same site: the cookie comes along; the browser says where from.
+                for site in ["same-site", "cross-site"] {
+                    let sameSite = try Self.post(app, path, [("csrf", session.token)] + fields, cookie: session.cookie, headers: [("Sec-Fetch-Site", site)])
+                    #expect(sameSite.status == 403 && sameSite.headers.values(for: "Set-Cookie").isEmpty, "\(path) from \(site)")
+                }
+            }
+            let login = try Self.post(app, "/_dashboard/login", [("token", app.adminToken)], cookie: nil, headers: [("Sec-Fetch-Site", "cross-site")])
+            #expect(login.status == 403 && login.headers.values(for: "Set-Cookie").isEmpty)
+            #expect(app.clock.offset == 0 && app.faults.rules.isEmpty)
+            #expect(try Self.page(app, cookie: session.cookie).status == 200, "the real session still holds")
+            // The browser's own page says same-origin: accepted.
+            let own = try Self.post(app, "/_dashboard/clock", [("csrf", session.token), ("offset", "60")], cookie: session.cookie,
+                                    headers: [("Sec-Fetch-Site", "same-origin")])
+            #expect(own.status == 303 && app.clock.offset == 60)
+        }
+    }
+
+    @Test("instances sharing a store and an admin token accept each other's sessions, and a sign-out on one ends it on all", arguments: StoreKind.allCases)
+    func sessionsAcrossInstances(_ kind: StoreKind) async throws {
+        try await withSharedStore(kind) { makeApp in
+            let first = try makeApp()
+            let second = try makeApp()
+            #expect(first.adminToken == second.adminToken)
+            let session = try Self.session(first)
+            #expect(try Self.page(second, cookie: session.cookie).status == 200)
+            #expect(try session.post(second, "/_dashboard/logout").status == 303)
+            #expect(try Self.page(first, cookie: session.cookie).status == 401)
+            #expect(try Self.page(second, cookie: session.cookie).status == 401)
+            // A restarted instance still refuses it.
+            let third = try makeApp()
+            #expect(try Self.page(third, cookie: session.cookie).status == 401)
+        }
+    }
+
+    @Test("without the session cookie every form is refused (403, the sign-in form; a dead cookie: 401) and the event stream answers 401; nothing changes")
     func cookieRequired() async throws {
         try await withApp { app, _ in
-            let token = DashboardSession.formToken(adminToken: app.adminToken)
+            let token = try Self.session(app).token
             let forms: [(String, [(String, String)])] = [
                 ("/_dashboard/clock", [("offset", "3600")]),
                 ("/_dashboard/faults", [("route", "segment"), ("status", "503")]),
@@ -140,14 +271,14 @@ struct DashboardTests {
                 ("/_dashboard/faults/rule-1/delete", []),
             ]
             for (path, fields) in forms {
-                for cookie in [nil, "mock_admin=wrong", "other=\(app.adminToken)"] {
+                for (cookie, status) in [(nil, 403), ("mock_admin=wrong", 401), ("mock_admin=\(app.adminToken)", 401), ("other=\(app.adminToken)", 403)] {
                     let refused = try Self.post(app, path, [("csrf", token)] + fields, cookie: cookie)
-                    #expect(refused.status == 401, "\(path) with \(cookie ?? "no cookie")")
+                    #expect(refused.status == status, "\(path) with \(cookie ?? "no cookie")")
                     #expect(try refused.text().contains(#"action="/_dashboard/login""#))
                 }
                 // The admin API's header is not the dashboard's sign-in.
                 let header = try app.request("POST", path, headers: [("Authorization", "Bearer \(app.adminToken)")], body: Self.form([("csrf", token)] + fields))
-                #expect(header.status == 401)
+                #expect(header.status == 403)
             }
             #expect(app.clock.offset == 0 && app.faults.rules.isEmpty)
             #expect(try app.video(Fixture.clearVideo).name == "Color Bars (clear)")
@@ -158,14 +289,19 @@ struct DashboardTests {
         }
     }
 
-    @Test("a form without this server's form token (missing, another server's, cut short) is refused with 403 and changes nothing")
+    @Test("a form without its session's form token (missing, another session's, another server's, cut short) is refused with 403 and changes nothing")
     func formTokenRequired() async throws {
         try await withApp { app, _ in
             let cookie = try Self.signIn(app)
             let token = try Self.formToken(app, cookie: cookie)
-            #expect(token == DashboardSession.formToken(adminToken: app.adminToken) && token.count == 64)
-            #expect(token != DashboardSession.formToken(adminToken: app.adminToken + "x"))
-            for wrong in [nil, "", DashboardSession.formToken(adminToken: "another-server"), String(token.dropLast()), token.uppercased()] {
+            let key = DashboardSession.key(adminToken: app.adminToken)
+            let value = try #require(DashboardSession.cookies(try HTTPRequest(method: "GET", target: "/", headers: HTTPHeaders([("Cookie", cookie)])))["mock_admin"])
+            let session = try #require(DashboardSession.session(from: value, key: key, now: Date()))
+            #expect(token == DashboardSession.formToken(for: session, key: key) && token.count == 64)
+            let otherSession = try Self.session(app)
+            #expect(otherSession.token != token, "each session its own form token")
+            let otherServer = DashboardSession.formToken(for: session, key: DashboardSession.key(adminToken: "another-server-admin-token"))
+            for wrong in [nil, "", otherSession.token, otherServer, String(token.dropLast()), token.uppercased()] {
                 let fields = (wrong.map { [("csrf", $0)] } ?? []) + [("offset", "3600")]
                 let refused = try Self.post(app, "/_dashboard/clock", fields, cookie: cookie)
                 #expect(refused.status == 403, "form token \(wrong ?? "missing")")
@@ -370,7 +506,7 @@ struct DashboardTests {
     @Test("the page's event stream is the admin API's request log, signed in by the cookie, and resumes after Last-Event-ID")
     func liveStream() async throws {
         try await withLiveServer { server in
-            let cookie = "mock_admin=\(URLToken.percentEncode(server.app.adminToken))"
+            let cookie = try Self.signIn(server.app)
             let follower = try RunningProcess("/usr/bin/curl", ["-sS", "-N", "-H", "Cookie: \(cookie)",
                                                                 server.baseURL + "/_dashboard/requests/stream?path_prefix=/playback"])
             #expect(try await eventually { server.activeRequests >= 1 })

@@ -36,12 +36,12 @@ struct LicenseMigrationTests {
           expires_at, persistable, request_nonce, updated_at) VALUES
         """
 
-    @Test("SQLite: licenses in the v4 columns read back identical from v5's terms value")
+    @Test("SQLite: licenses in the v5 columns read back identical from v6's terms value")
     func sqlite() throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let pool = try DatabasePool(path: folder.url.appendingPathComponent("backend.sqlite").path)
-        try SQLiteBackendStore.migrator.migrate(pool, upTo: "v4: analytics events")
+        try SQLiteBackendStore.migrator.migrate(pool, upTo: "v5: ended dashboard sessions")
         try pool.write { db in
             for terms in Self.licenses {
                 try db.execute(sql: Self.oldInsert + " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -59,16 +59,16 @@ struct LicenseMigrationTests {
         #expect(!columns.contains("key_id") && !columns.contains("play_duration") && columns.contains("terms"), "\(columns)")
     }
 
-    @Test("PostgreSQL: licenses in the version-2 columns read back identical from version 3's terms value")
+    @Test("PostgreSQL: licenses in the version-3 columns read back identical from version 4's terms value")
     func postgres() async throws {
         let server = try await TestPostgres.shared()
         let url = try await server.makeDatabase()
         var sql = ""
-        for migration in PostgresBackendStore.migrations where migration.version <= 2 {
+        for migration in PostgresBackendStore.migrations where migration.version <= 3 {
             sql += migration.sql + "\n"
         }
         sql += "CREATE TABLE schema_migration (version int PRIMARY KEY, name text NOT NULL, applied_at float8 NOT NULL);\n"
-        sql += "INSERT INTO schema_migration VALUES (1, 'one', 0), (2, 'two', 0);\n"
+        sql += "INSERT INTO schema_migration VALUES (1, 'one', 0), (2, 'two', 0), (3, 'three', 0);\n"
         func literal(_ value: (any DatabaseValueConvertible)?) -> String {
             switch value {
             case nil: "NULL"

@@ -129,6 +129,66 @@ struct TLSTests {
         }
     }
 
+    /// `openssl s_client` to `port` with `options`: whether the handshake succeeded, and what it printed.
+    static func handshake(_ port: Int, caFile: URL, _ options: [String]) async throws -> (connected: Bool, output: String) {
+        // At security level 0 OpenSSL's client still offers TLS 1.0 and 1.1 and SHA-1: a refusal is the server's.
+        let result = try await Run.process("/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-CAfile", caFile.path,
+                                                                "-verify_return_error"] + options)
+        let output = result.stdoutText + result.stderrText
+        return (result.exitCode == 0 && !output.contains("Cipher is (NONE)"), output)
+    }
+
+    @Test("TLS 1.2 and 1.3 only (openssl s_client -tls1 and -tls1_1 refused), AEAD suites only, in the server's order; no HSTS")
+    func protocolVersions() async throws {
+        try await withTemporaryDirectory { directory in
+            let server = try Self.start(directory) { $0.tls = TLSSettings() }
+            defer { server.shutdown(gracePeriod: .zero) }
+            let caFile = try #require(server.caFile)
+            for old in ["-tls1", "-tls1_1"] {
+                let refused = try await Self.handshake(server.port, caFile: caFile, [old, "-cipher", "DEFAULT@SECLEVEL=0"])
+                #expect(!refused.connected, "\(old) accepted: \(refused.output)")
+            }
+            let tls12 = try await Self.handshake(server.port, caFile: caFile, ["-tls1_2"])
+            #expect(tls12.connected && tls12.output.contains("New, TLSv1.2, Cipher is ECDHE-ECDSA-AES128-GCM-SHA256"), "\(tls12.output)")
+            let tls13 = try await Self.handshake(server.port, caFile: caFile, ["-tls1_3"])
+            #expect(tls13.connected && tls13.output.contains("New, TLSv1.3, Cipher is TLS_AES_128_GCM_SHA256"), "\(tls13.output)")
+
+            // CBC suites (with SHA-1 or SHA-256 MACs) are not offered at all.
+            let cbc = try await Self.handshake(server.port, caFile: caFile, ["-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-SHA:ECDHE-ECDSA-AES256-SHA384@SECLEVEL=0"])
+            #expect(!cbc.connected, "\(cbc.output)")
+            // The server's order wins over the client's (ChaCha20 preferred by the client, AES-128-GCM chosen).
+            let ordered12 = try await Self.handshake(server.port, caFile: caFile, [
+                "-tls1_2", "-cipher", "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256",
+            ])
+            #expect(ordered12.output.contains("Cipher is ECDHE-ECDSA-AES128-GCM-SHA256"), "\(ordered12.output)")
+            let ordered13 = try await Self.handshake(server.port, caFile: caFile, [
+                "-tls1_3", "-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256",
+            ])
+            #expect(ordered13.output.contains("Cipher is TLS_AES_128_GCM_SHA256"), "\(ordered13.output)")
+
+            // curl limited to TLS 1.1 is refused; curl at 1.2 is answered, without Strict-Transport-Security (README: HTTPS).
+            let capped = try await Curl.fetch("\(server.baseURL)/healthz", ["--cacert", caFile.path, "--tlsv1.0", "--tls-max", "1.1", "--ciphers", "DEFAULT@SECLEVEL=0"])
+            #expect(capped.exitCode != 0 && capped.status != 200, "\(capped.stderr)")
+            let answered = try await Curl.fetch("\(server.baseURL)/healthz", ["--cacert", caFile.path, "--tlsv1.2", "--tls-max", "1.2"])
+            #expect(answered.status == 200, "\(answered.stderr)")
+            #expect(answered.header("Strict-Transport-Security") == nil)
+        }
+    }
+
+    @Test("the TLS profile is Mozilla's intermediate in GnuTLS terms: gnutls-cli lists TLS 1.2 and 1.3 and nine AEAD suites, ECDHE only")
+    func priorityString() async throws {
+        let listed = try await Run.process("/usr/bin/gnutls-cli", ["--priority", TLSCredentials.intermediatePriorities, "-l"])
+        try #require(listed.exitCode == 0, "gnutls-cli (Debian's gnutls-bin) refused it: \(listed.stderrText)")
+        let suites = listed.stdoutText.split(separator: "\n").filter { $0.hasPrefix("TLS_") }.map { String($0.split(separator: " ")[0].split(separator: "\t")[0]) }
+        #expect(suites == ["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256",
+                           "TLS_ECDHE_ECDSA_AES_128_GCM_SHA256", "TLS_ECDHE_ECDSA_AES_256_GCM_SHA384", "TLS_ECDHE_ECDSA_CHACHA20_POLY1305",
+                           "TLS_ECDHE_RSA_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_AES_256_GCM_SHA384", "TLS_ECDHE_RSA_CHACHA20_POLY1305"], "\(listed.stdoutText)")
+        #expect(listed.stdoutText.contains("Protocols: VERS-TLS1.3, VERS-TLS1.2\n"))
+        // Below its first line (which repeats the string, "-SIGN-RSA-SHA1" and all): nothing with SHA-1 or CBC.
+        let allowed = listed.stdoutText.split(separator: "\n").dropFirst().joined(separator: "\n")
+        #expect(!allowed.contains("SHA1") && !allowed.contains("CBC") && allowed.contains("Key Exchange Algorithms: ECDHE-ECDSA, ECDHE-RSA\n"))
+    }
+
     @Test("ffprobe plays a clear video's HLS over HTTPS, trusting the local CA")
     func ffprobeOverHTTPS() async throws {
         try await withTemporaryDirectory { directory in

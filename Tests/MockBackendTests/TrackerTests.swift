@@ -90,7 +90,7 @@ struct TrackerTests {
     func dashboardCount() async throws {
         try await withApp { app, _ in
             _ = try Self.receipt(Self.post(app, [Self.event("x"), Self.event("y"), Self.event("x")]))
-            #expect(app.dashboardPage(flash: nil).render().text.contains(#"Analytics events <span class="n">2</span>"#))
+            #expect(app.dashboardPage(flash: nil, formToken: "").render().text.contains(#"Analytics events <span class="n">2</span>"#))
         }
     }
 

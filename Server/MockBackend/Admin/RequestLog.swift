@@ -11,13 +11,13 @@ public final class RequestLog: Sendable {
         public var id: Int
         public var time: Date
         public var method: String
-        /// Path and query, with token values replaced by `…`.
+        /// Path and query, with secret values replaced by `…` (`SecretRedaction`).
         public var path: String
 
         /// With the secrets in `path` replaced.
         var redacted: Entry {
             var entry = self
-            entry.path = RequestLog.redact(path)
+            entry.path = SecretRedaction.redact(path)
             return entry
         }
         public var status: Int
@@ -215,17 +215,5 @@ public final class RequestLog: Sendable {
             follower.stream?.signal()
         }
         return true
-    }
-
-    /// A request target with the values of secrets (URL tokens, JWTs, keys) replaced by `…`.
-    static func redact(_ target: String) -> String {
-        guard let question = target.firstIndex(of: "?") else { return target }
-        let secret: Set<String> = ["fastly_token", "token", "jwt", "bcov_auth", "pk", "policy_key", "key"]
-        let query = target[target.index(after: question)...].split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, secret.contains(parts[0].lowercased()) else { return String(pair) }
-            return "\(parts[0])=…"
-        }
-        return String(target[..<question]) + "?" + query.joined(separator: "&")
     }
 }

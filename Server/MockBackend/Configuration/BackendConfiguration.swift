@@ -31,7 +31,8 @@ public struct BackendConfiguration: Sendable {
     /// in bytes; 0 sends every file with sendfile.
     public var mappedFileBytesLimit = 512 * 1024 * 1024
     /// The token every `/_admin` request must carry (`Authorization: Bearer …` or
-    /// `X-Admin-Token: …`). Nil: one made on first start and kept in the data directory.
+    /// `X-Admin-Token: …`), at least `minimumAdminTokenLength` characters. Nil: one made on
+    /// first start and kept in the data directory.
     public var adminToken: String?
     /// Requests the admin API's request log keeps (the newest).
     public var requestLogSize = 1000
@@ -58,6 +59,25 @@ public struct BackendConfiguration: Sendable {
                 catalogFile: URL = BackendConfiguration.defaultCatalogFile) {
         self.dataDirectory = dataDirectory
         self.catalogFile = catalogFile
+    }
+
+    /// The fewest characters an admin token may have: a shorter one (an empty `--admin-token
+    /// "$UNSET"`, a word) is guessed, and it opens everything the admin API does.
+    public static let minimumAdminTokenLength = 16
+
+    /// Why `token` cannot be an admin token (`option` names where it came from), or nil when
+    /// it can. The one check of the flag, the environment and `MockBackendApp`.
+    public static func adminTokenProblem(_ token: String, option: String = "the admin token") -> String? {
+        if token.isEmpty {
+            return "\(option) is empty: give one of at least \(minimumAdminTokenLength) characters, or leave it out to use the one made on first start"
+        }
+        if token.count < minimumAdminTokenLength {
+            return "\(option) has \(token.count) characters: it must have at least \(minimumAdminTokenLength) (e.g. openssl rand -hex 16)"
+        }
+        if token.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F }) {
+            return "\(option) must not contain spaces or control characters: HTTP headers cannot carry them intact"
+        }
+        return nil
     }
 
     /// `$XDG_DATA_HOME/mock-backend`, else `~/.local/share/mock-backend`.
@@ -97,4 +117,13 @@ public struct TLSSettings: Sendable {
     public init(port: Int? = nil) {
         self.port = port
     }
+}
+
+/// A configuration the backend refuses to start with (an admin token too short), with the
+/// sentence saying what to change.
+public struct BackendConfigurationError: Error, Sendable, CustomStringConvertible {
+    /// What to change, for a person.
+    public let message: String
+    init(_ message: String) { self.message = message }
+    public var description: String { message }
 }

@@ -2,7 +2,8 @@ import Foundation
 
 extension MockBackendApp {
     /// What the dashboard shows now: read once from the same state the admin API lists.
-    func dashboardPage(flash: DashboardSession.Flash?) -> DashboardPage {
+    /// `formToken`: the session's, for every form.
+    func dashboardPage(flash: DashboardSession.Flash?, formToken: String) -> DashboardPage {
         let now = clock.now()
         let catalog = self.catalog
         let ordered = catalog.videoOrder.compactMap { catalog.videos[$0] }
@@ -24,7 +25,7 @@ extension MockBackendApp {
         } catch {
             problem = "\(error)"
         }
-        return DashboardPage(now: now, offset: clock.offset, baseURL: baseURL, formToken: DashboardSession.formToken(adminToken: adminToken),
+        return DashboardPage(now: now, offset: clock.offset, baseURL: baseURL, formToken: formToken,
                              flash: flash, accounts: accounts, licenses: licenseList,
                              videoNames: catalog.videos.mapValues(\.name), devices: devices, storageProblem: problem,
                              faultSeed: configuration.faultSeed, faults: faults.rules,

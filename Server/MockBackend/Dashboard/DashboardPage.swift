@@ -47,7 +47,7 @@ struct DashboardPage {
               <code>\(baseURL)</code>
               <div class="clock"><span>server clock</span><time id="server-clock">\(DashboardFormat.time(now))</time>\
             <span class="tag\(offset == 0 ? "" : " moved")" id="clock-offset">offset \(DashboardFormat.offset(offset))</span></div>
-              <form method="post" action="/_dashboard/logout" class="inline"><button class="ghost small" type="submit">Sign out</button></form>
+              <form method="post" action="/_dashboard/logout" class="inline">\(formTokenField)<button class="ghost small" type="submit">Sign out</button></form>
             </header>
             <nav class="toc">
               <a href="#clock">Clock</a><a href="#faults">Faults <span class="n">\(faults.count)</span></a>\

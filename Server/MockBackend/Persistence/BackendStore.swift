@@ -11,7 +11,7 @@ import WireModels
 /// threads (never on Swift's cooperative pool). Errors are the implementation's own
 /// (GRDB's `DatabaseError`, `PostgresError`); routes turn them into a 500 or a 503.
 typealias BackendStore = SecretStorage & LicenseStorage & CatalogEditStorage & TrackerStorage & PlaybackKeyStorage & SharedStateStorage
-    & StoreMaintenance
+    & DashboardSessionStorage & StoreMaintenance
 
 /// The secrets every instance must agree on: settings (URL-token secret, admin token), the
 /// content keys of protected videos, the FairPlay application certificates. Each is made
@@ -85,6 +85,16 @@ protocol PlaybackKeyStorage: Sendable {
     func insertPlaybackKey(_ key: StoredPlaybackKey) throws -> Bool
     /// Removes a key; false when there was none.
     func deletePlaybackKey(accountID: String, id: String) throws -> Bool
+}
+
+/// Dashboard sessions ended before their expiry (signed out): each session's nonce, kept until
+/// the session would have expired anyway, so every instance sharing the store refuses it.
+protocol DashboardSessionStorage: Sendable {
+    /// Records that the session with `nonce` has ended (again: nothing changes), and forgets
+    /// the ended sessions that have expired by `now`.
+    func endDashboardSession(nonce: String, expiresAt: Date, now: Date) throws
+    /// Whether the session with `nonce` was ended.
+    func isDashboardSessionEnded(nonce: String) throws -> Bool
 }
 
 /// A registered playback key as stored.

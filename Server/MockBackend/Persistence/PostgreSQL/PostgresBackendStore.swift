@@ -94,7 +94,10 @@ final class PostgresBackendStore: StoreMaintenance {
         (2, "state shared by instances (clock offset, fault rules)", """
             CREATE TABLE shared_state (topic text PRIMARY KEY, value bytea NOT NULL, updated_at float8 NOT NULL);
             """),
-        (3, "license terms as one value", """
+        (3, "ended dashboard sessions", """
+            CREATE TABLE ended_dashboard_session (nonce text PRIMARY KEY, expires_at float8 NOT NULL);
+            """),
+        (4, "license terms as one value", """
             ALTER TABLE license ADD COLUMN terms text;
             UPDATE license SET terms = json_build_object(
                 'account_id', account_id, 'content_key_id', key_id, 'device_id', device_id,
@@ -220,6 +223,24 @@ extension PostgresBackendStore: PlaybackKeyStorage {
     func deletePlaybackKey(accountID: String, id: String) throws -> Bool {
         try pool.withConnection { connection in
             try connection.query("DELETE FROM playback_key WHERE account_id = $1 AND key_id = $2", [.text(accountID), .text(id)]).affectedRows == 1
+        }
+    }
+}
+
+// MARK: Dashboard sessions
+
+extension PostgresBackendStore: DashboardSessionStorage {
+    func endDashboardSession(nonce: String, expiresAt: Date, now: Date) throws {
+        try pool.transaction { connection in
+            try connection.query("INSERT INTO ended_dashboard_session (nonce, expires_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                                 [.text(nonce), .double(expiresAt.timeIntervalSince1970)])
+            try connection.query("DELETE FROM ended_dashboard_session WHERE expires_at < $1", [.double(now.timeIntervalSince1970)])
+        }
+    }
+
+    func isDashboardSessionEnded(nonce: String) throws -> Bool {
+        try pool.withConnection { connection in
+            !(try connection.query("SELECT 1 FROM ended_dashboard_session WHERE nonce = $1", [.text(nonce)]).rows.isEmpty)
         }
     }
 }

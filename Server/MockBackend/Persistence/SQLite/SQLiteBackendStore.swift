@@ -56,7 +56,10 @@ final class SQLiteBackendStore: StoreMaintenance {
         migrator.registerMigration("v4: analytics events") { db in
             try SQLiteBackendStore.createTrackerTables(db)
         }
-        migrator.registerMigration("v5: license terms as one value") { db in
+        migrator.registerMigration("v5: ended dashboard sessions") { db in
+            try db.execute(sql: "CREATE TABLE ended_dashboard_session (nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL)")
+        }
+        migrator.registerMigration("v6: license terms as one value") { db in
             try SQLiteBackendStore.storeLicenseTermsAsOneValue(db)
         }
         return migrator
@@ -178,6 +181,24 @@ extension SQLiteBackendStore: PlaybackKeyStorage {
         try pool.write { db in
             try db.execute(sql: "DELETE FROM playback_key WHERE account_id = ? AND key_id = ?", arguments: [accountID, id])
             return db.changesCount == 1
+        }
+    }
+}
+
+// MARK: Dashboard sessions
+
+extension SQLiteBackendStore: DashboardSessionStorage {
+    func endDashboardSession(nonce: String, expiresAt: Date, now: Date) throws {
+        try pool.write { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO ended_dashboard_session (nonce, expires_at) VALUES (?, ?)",
+                           arguments: [nonce, expiresAt.timeIntervalSince1970])
+            try db.execute(sql: "DELETE FROM ended_dashboard_session WHERE expires_at < ?", arguments: [now.timeIntervalSince1970])
+        }
+    }
+
+    func isDashboardSessionEnded(nonce: String) throws -> Bool {
+        try pool.read { db in
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM ended_dashboard_session WHERE nonce = ?)", arguments: [nonce]) ?? false
         }
     }
 }
