@@ -1,0 +1,38 @@
+import Foundation
+import MicroHTTP
+import MockBackend
+import Testing
+import TestKit
+import WireModels
+
+/// CORS preflights, strict query parameters, and what the spec and the server say of null and NUL (issue 26).
+@Suite("Contract, live: CORS, strict parameters, null and NUL")
+struct HTTPContractTests {
+    // MARK: 6. CORS and Allow
+
+    @Test("OPTIONS on admin videos and accounts lists PATCH; a browser's PATCH preflight, then the PATCH, work")
+    func patchPreflight() async throws {
+        try await withLiveServer { server in
+            let video = "/_admin/v1/accounts/\(Fixture.contoso)/videos/\(Fixture.contosoClearVideo)"
+            let account = "/_admin/v1/accounts/\(Fixture.contoso)"
+            for path in [video, account, "/_admin/v1/accounts/\(Fixture.contoso)/playlists/\(Fixture.contosoPlaylist)"] {
+                let preflight = try await Curl.fetch(server.app.baseURL + path, [
+                    "-X", "OPTIONS", "-H", "Origin: https://app.example", "-H", "Access-Control-Request-Method: PATCH",
+                    "-H", "Access-Control-Request-Headers: authorization, content-type",
+                ])
+                #expect(preflight.status == 204, "\(path)")
+                #expect(preflight.header("Allow")?.contains("PATCH") == true, "\(path): \(preflight.header("Allow") ?? "")")
+                let methods = (preflight.header("Access-Control-Allow-Methods") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                #expect(methods.contains("PATCH"), "\(path)")
+                let headers = (preflight.header("Access-Control-Allow-Headers") ?? "").lowercased()
+                #expect(headers.contains("authorization") && headers.contains("content-type"))
+                #expect(preflight.header("Access-Control-Allow-Origin") == "*")
+            }
+            #expect(try await Curl.fetch(server.app.baseURL + video, ["-X", "OPTIONS"]).header("Allow") == "GET, HEAD, PUT, PATCH, DELETE, OPTIONS")
+            let patched = try await Contract.admin(server, video, ["-X", "PATCH", "-H", "Origin: https://app.example",
+                                                               "-H", "Content-Type: application/merge-patch+json", "--data-binary", #"{"name":"Renamed"}"#])
+            #expect(patched.status == 200, "\(patched.text)")
+            #expect(patched.header("Access-Control-Allow-Origin") == "*")
+        }
+    }
+}
