@@ -35,4 +35,27 @@ struct HTTPContractTests {
             #expect(patched.header("Access-Control-Allow-Origin") == "*")
         }
     }
+
+    // MARK: 7. Strict parameters
+
+    @Test("a query parameter that does not parse is a 400 with the error array, everywhere")
+    func strictParameters() async throws {
+        try await withLiveServer { server in
+            for (path, subcode) in [
+                ("/_admin/v1/requests?limit=abc", "INVALID_LIMIT"), ("/_admin/v1/requests?limit=null", "INVALID_LIMIT"),
+                ("/_admin/v1/requests?limit=", "INVALID_LIMIT"), ("/_admin/v1/requests?limit=%2B5", "INVALID_LIMIT"),
+                ("/_admin/v1/requests?status=null", "INVALID_STATUS"), ("/_admin/v1/requests?after=1.5", "INVALID_AFTER"),
+                ("/_admin/v1/requests/stream?after=x", "INVALID_AFTER"),
+                ("/_admin/v1/licenses?limit=null", "INVALID_LIMIT"), ("/_admin/v1/licenses?state=null", "INVALID_STATE"),
+                ("/_admin/v1/tracker/events?limit=abc", "INVALID_LIMIT"),
+            ] {
+                try Contract.expectError(try await Contract.admin(server, path), 400, "BAD_REQUEST", subcode)
+            }
+            for path in [Contract.videos + "?limit=null", Contract.videos + "?offset=abc",
+                         "/playback/v1/accounts/\(Fixture.northwind)/playlists/\(Fixture.featuredPlaylist)?limit=null"] {
+                try Contract.expectError(try await Contract.get(server, path), 400, "BAD_REQUEST", "ILLEGAL_QUERY")
+            }
+            #expect(try await Contract.admin(server, "/_admin/v1/requests?limit=0").status == 200)
+        }
+    }
 }

@@ -78,15 +78,8 @@ extension MockBackendApp {
 
     /// `limit` (1…1000) and `offset` (≥ 0); anything else is `ILLEGAL_QUERY`.
     private func paging(_ request: HTTPRequest, defaultLimit: Int) throws(HTTPError) -> (Int, Int) {
-        func number(_ name: String, _ fallback: Int, _ range: ClosedRange<Int>) throws(HTTPError) -> Int {
-            guard let text = request.queryValue(name) else { return fallback }
-            guard let value = Int(text), range.contains(value) else {
-                throw HTTPError(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.illegalQuery,
-                                    "\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
-            }
-            return value
-        }
-        return (try number("limit", defaultLimit, 1...1000), try number("offset", 0, 0...Int(Int32.max)))
+        (try request.integerParameter("limit", in: 1...1000, default: defaultLimit, subcode: PlaybackAPIErrorCode.illegalQuery),
+         try request.integerParameter("offset", in: 0...Int(Int32.max), default: 0, subcode: PlaybackAPIErrorCode.illegalQuery))
     }
 
     /// The video's JSON with URLs from `links`, cached while its signed URLs would come out the same.
