@@ -58,4 +58,30 @@ struct HTTPContractTests {
             #expect(try await Contract.admin(server, "/_admin/v1/requests?limit=0").status == 200)
         }
     }
+
+    // MARK: 8. Spec and server agree on null and NUL
+
+    @Test("null where the spec says integer or object, and NUL in any string, are refused")
+    func nullAndNUL() async throws {
+        try await withLiveServer { server in
+            let rule = try await Contract.admin(server, "/_admin/v1/faults", ["-X", "POST", "-H", "Content-Type: application/json",
+                                                                          "--data-binary", #"{"route":"image","status":503,"corrupt_bytes":null}"#])
+            try Contract.expectError(rule, 400, "BAD_REQUEST", "INVALID_RULE")
+            #expect(try await Contract.admin(server, "/_admin/v1/faults").text.contains(#""rules":[]"#))
+            let event = #"[{"id":"e1","event":"play_started","video_id":"6415818918101","account_id":"6415818918001","time":"2026-11-25T17:00:00.000Z","details":null}]"#
+            try Contract.expectError(try await Curl.fetch(server.app.baseURL + "/tracker", ["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", event]),
+                                 400, "BAD_REQUEST", "INVALID_EVENT")
+            let nul = #"[{"id":"e\u0000","event":"play_started","video_id":"6415818918101","account_id":"6415818918001","time":"2026-11-25T17:00:00.000Z"}]"#
+            try Contract.expectError(try await Curl.fetch(server.app.baseURL + "/tracker", ["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", nul]),
+                                 400, "BAD_REQUEST", "INVALID_BODY")
+            try Contract.expectError(try await Contract.admin(server, "/_admin/v1/tracker/events?video=a%00b"), 400, "BAD_REQUEST", "INVALID_PARAMETER")
+
+            // The spec says the same: the fault rule's and event's members are not nullable, strings exclude NUL.
+            let spec = try String(contentsOf: OpenAPITests.specFile, encoding: .utf8)
+            #expect(spec.contains("corrupt_bytes: {type: integer, minimum: 1}"))
+            #expect(spec.contains("details: {type: object, description: Anything else.}"))
+            #expect(!spec.contains("{type: string}"))
+            #expect(spec.contains(#"account: {type: string, pattern: '^[^\x00]*$'}"#))
+        }
+    }
 }

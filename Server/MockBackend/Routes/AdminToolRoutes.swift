@@ -14,6 +14,9 @@ extension MockBackendApp {
             // One rule, or an array of rules (all or none are added).
             let decoder = JSONDecoder()
             let rules: [FaultRule]
+            if let member = JSONBody.nullMember(in: request.body) {
+                throw HTTPError(400, PlaybackAPIErrorCode.badRequest, "INVALID_RULE", "rule \(member) may not be null: leave it out")
+            }
             if let one = try? decoder.decode(FaultRule.self, from: Data(request.body)) {
                 rules = [one]
             } else if let many = try? decoder.decode([FaultRule].self, from: Data(request.body)) {
