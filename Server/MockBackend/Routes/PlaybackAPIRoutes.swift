@@ -73,7 +73,8 @@ extension MockBackendApp {
         return APIResponse.json(Playlist(
             id: playlist.id, accountID: playlist.accountID, name: playlist.name, description: playlist.description,
             referenceID: playlist.referenceID, type: playlist.type, createdAt: playlist.createdAt,
-            updatedAt: playlist.updatedAt, videos: videos))
+            updatedAt: playlist.updatedAt, videos: videos,
+            videoIDs: playlist.type == Playlist.explicit ? playlist.videoIDs : nil))
     }
 
     /// `limit` (1…1000) and `offset` (≥ 0); anything else is `ILLEGAL_QUERY`.
