@@ -33,6 +33,45 @@ struct CatalogContractTests {
         }
     }
 
+    // MARK: 4. Images
+
+    @Test("images: every size clients derive from the poster URL is a JPEG of that size; others 404")
+    func imageSizes() async throws {
+        try await withLiveServer { server in
+            let poster = try #require(try await server.fetchVideo(Fixture.clearVideo).poster)
+            let sizes = ["1920x1080", "1280x720", "960x540", "640x360", "480x270", "320x180", "160x90",
+                         "1080x1920", "720x1280", "540x960", "360x640", "1000x1500", "600x900", "400x600", "1080x1080"]
+            for size in sizes {
+                let url = poster.replacingOccurrences(of: "/1280x720/", with: "/\(size)/")
+                let response = try await Curl.fetch(url)
+                #expect(response.status == 200, "\(size)")
+                #expect(response.header("Content-Type") == "image/jpeg")
+                #expect(response.header("Repr-Digest") != nil)
+                #expect(Self.jpegSize(response.body) == size, "\(size)")
+            }
+            for size in ["1921x1080", "0x0", "01280x720", "1280x0720", "1280", "x", "99999x99999"] {
+                let url = poster.replacingOccurrences(of: "/1280x720/", with: "/\(size)/")
+                #expect(try await Curl.fetch(url).status == 404, "\(size)")
+            }
+        }
+    }
+
+    /// `WxH` from a JPEG's first start-of-frame marker.
+    static func jpegSize(_ bytes: [UInt8]) -> String? {
+        var index = 2
+        while index + 9 < bytes.count, bytes[index] == 0xFF {
+            let marker = bytes[index + 1]
+            let length = Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
+            if (0xC0...0xC3).contains(marker) {
+                let height = Int(bytes[index + 5]) << 8 | Int(bytes[index + 6])
+                let width = Int(bytes[index + 7]) << 8 | Int(bytes[index + 8])
+                return "\(width)x\(height)"
+            }
+            index += 2 + length
+        }
+        return nil
+    }
+
     // MARK: 5. Playlists
 
     @Test("playlists carry video_ids: every id in order, whatever the page")
