@@ -35,7 +35,8 @@ extension MockBackendApp {
     static let maxVideosPerGet = 10
 
     private func videoResponse(_ caller: PlaybackCaller, _ request: HTTPRequest, idOrReference: String) throws(HTTPError) -> HTTPResponse {
-        guard idOrReference.contains(",") else {
+        // A `ref:` is one video, whatever its reference id holds.
+        guard idOrReference.contains(","), !idOrReference.hasPrefix("ref:") else {
             let video = try playbackVideo(caller, idOrReference)
             return .bytes(videoJSON(video, account: caller.account, links: links(for: request)), contentType: "application/json; charset=utf-8")
         }
