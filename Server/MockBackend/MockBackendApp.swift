@@ -227,10 +227,12 @@ public final class MockBackendApp: Sendable {
     /// OpenAPI test holds them against docs/openapi.yaml.
     public var routePatterns: [(method: String, pattern: String)] { router.routeList }
 
-    /// `GET, HEAD, …, OPTIONS` for a route's methods (the router lists HEAD wherever GET is).
+    /// `GET, HEAD, …, OPTIONS` for a route's methods (the router lists HEAD wherever GET is):
+    /// every method the route answers, the usual ones in the usual order, any other after them.
     static func allowHeader(_ methods: [String]) -> String {
+        let order = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
         var all = Set(methods)
         all.insert("OPTIONS")
-        return ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"].filter(all.contains).joined(separator: ", ")
+        return (order.filter(all.contains) + all.subtracting(order).sorted()).joined(separator: ", ")
     }
 }

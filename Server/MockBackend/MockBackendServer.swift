@@ -80,7 +80,8 @@ public final class MockBackendServer: Sendable {
                                   APIResponse.addCORS(to: &response)
                                   return response
                               },
-                              observer: { request in slot.app?.requestLog.record(request, at: Date()) }) { request in
+                              observer: { request in slot.app?.requestLog.record(request, at: Date()) },
+                              answerObserver: { request in slot.app?.requestLog.recordAnswer(request, at: Date()) }) { request in
             guard let app = slot.app else {
                 return HTTPError(503, "SERVICE_UNAVAILABLE", nil, "the backend is still starting").response
             }

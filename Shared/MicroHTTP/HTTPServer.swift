@@ -28,6 +28,11 @@ public final class HTTPServer: Sendable {
     /// Told about every request once its answer is sent or its connection is gone (runs on
     /// an MHD thread: keep it short).
     public typealias CompletionObserver = @Sendable (CompletedRequest) -> Void
+    /// Told about every answer just before it is handed to the connection, so before any of
+    /// its bytes leave (runs on an MHD thread: keep it short). `completed` is false and
+    /// `bytesSent` the body's planned length; the completion observer later reports the same
+    /// request (the same `serial`) as it ended.
+    public typealias AnswerObserver = @Sendable (CompletedRequest) -> Void
     /// Builds the answer for failures found before a handler runs (bad target, 413, 500).
     public typealias ErrorResponder = @Sendable (_ status: Int, _ message: String) -> HTTPResponse
 
@@ -38,17 +43,18 @@ public final class HTTPServer: Sendable {
     /// Creates a server; nothing is bound until `start()`.
     public init(configuration: HTTPServerConfiguration, logger: Logger,
                 errorResponder: @escaping ErrorResponder = HTTPServer.plainErrorResponder,
-                observer: CompletionObserver? = nil, handler: @escaping Handler) {
+                observer: CompletionObserver? = nil, answerObserver: AnswerObserver? = nil, handler: @escaping Handler) {
         core = ServerCore(configuration: configuration, logger: logger, handler: .immediate(handler), errorResponder: errorResponder,
-                          observer: observer)
+                          observer: observer, answerObserver: answerObserver)
     }
 
     /// Creates a server whose handler answers asynchronously; nothing is bound until `start()`.
     public init(configuration: HTTPServerConfiguration, logger: Logger,
                 errorResponder: @escaping ErrorResponder = HTTPServer.plainErrorResponder,
-                observer: CompletionObserver? = nil, deferredHandler: @escaping DeferredHandler) {
+                observer: CompletionObserver? = nil, answerObserver: AnswerObserver? = nil,
+                deferredHandler: @escaping DeferredHandler) {
         core = ServerCore(configuration: configuration, logger: logger, handler: .deferred(deferredHandler), errorResponder: errorResponder,
-                          observer: observer)
+                          observer: observer, answerObserver: answerObserver)
     }
 
     deinit {
@@ -202,6 +208,9 @@ final class ServerCore: Sendable {
     let logger: Logger
     let handler: Handling
     let observer: HTTPServer.CompletionObserver?
+    let answerObserver: HTTPServer.AnswerObserver?
+    /// The last request serial handed out (`CompletedRequest.serial`).
+    let lastSerial = Atomic<UInt64>(0)
     let errorResponder: HTTPServer.ErrorResponder
     let activeRequests = Atomic<Int>(0)
     let addedLatency: Atomic<Int>
@@ -211,11 +220,13 @@ final class ServerCore: Sendable {
     let suspended = Locked<Set<ConnectionHandle>?>([])
 
     init(configuration: HTTPServerConfiguration, logger: Logger,
-         handler: Handling, errorResponder: @escaping HTTPServer.ErrorResponder, observer: HTTPServer.CompletionObserver?) {
+         handler: Handling, errorResponder: @escaping HTTPServer.ErrorResponder, observer: HTTPServer.CompletionObserver?,
+         answerObserver: HTTPServer.AnswerObserver? = nil) {
         self.configuration = configuration
         self.logger = logger
         self.handler = handler
         self.observer = observer
+        self.answerObserver = answerObserver
         self.errorResponder = errorResponder
         self.addedLatency = Atomic(max(0, configuration.addedLatencyMilliseconds))
         mappedFiles = MappedFiles(limit: configuration.mappedFileBytesLimit)
@@ -268,4 +279,7 @@ public struct CompletedRequest: Sendable {
     public var completed: Bool
     /// The handler's note (`HTTPResponse.note`).
     public var note: String?
+    /// Which request this is (unique per server): the answer observer and the completion
+    /// observer see the same request under the same serial.
+    public var serial: UInt64 = 0
 }

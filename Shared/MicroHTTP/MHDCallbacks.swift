@@ -12,6 +12,8 @@ import Synchronization
 /// touches it, except `resume`, which hands the connection back to that thread.
 final class RequestState {
     let started = ContinuousClock.now
+    /// `CompletedRequest.serial`.
+    var serial: UInt64 = 0
     var method = ""
     var target = ""
     var body: [UInt8] = []
@@ -37,6 +39,7 @@ nonisolated enum MHDCallbacks {
         guard let existing = conCls.pointee else {
             // First call: headers are in. Keep-alive needs the answer queued on a later call.
             let state = RequestState()
+            state.serial = core.lastSerial.add(1, ordering: .relaxed).newValue
             state.method = method.map { String(cString: $0) } ?? ""
             state.target = rebuildTarget(connection: connection, path: url)
             conCls.pointee = Unmanaged.passRetained(state).toOpaque()
@@ -147,7 +150,7 @@ nonisolated enum MHDCallbacks {
             "completed": "\(completed)",
         ])
         core.observer?(CompletedRequest(method: state.method, target: state.target, status: state.status, bytesSent: state.bytesSent,
-                                        duration: elapsed, completed: completed, note: state.note))
+                                        duration: elapsed, completed: completed, note: state.note, serial: state.serial))
     }
 
     /// The request a handler sees, or the answer to a request no handler may see (413, 400).
@@ -217,6 +220,11 @@ nonisolated enum MHDCallbacks {
         state.status = response.status
         state.note = response.note
         state.bytesSent = state.method == "HEAD" ? 0 : response.body.count
+        // Before the answer is queued: once queued, MHD may send its last byte before this
+        // thread runs on, and a client holding the answer must find it reported.
+        core.answerObserver?(CompletedRequest(method: state.method, target: state.target, status: state.status,
+                                              bytesSent: state.bytesSent, duration: ContinuousClock.now - state.started,
+                                              completed: false, note: state.note, serial: state.serial))
         return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
     }
 

@@ -170,7 +170,7 @@ struct LiveMediaTests {
             #expect(thumbnail.header("Content-Type") == "image/jpeg")
             #expect(thumbnail.body == (try Fixture.media("thumbnail.jpg")))
 
-            let odd = try #require(video.poster).replacingOccurrences(of: "/1280x720/", with: "/640x360/")
+            let odd = try #require(video.poster).replacingOccurrences(of: "/1280x720/", with: "/641x360/")
             let missing = try await Curl.fetch(odd)
             #expect(missing.status == 404)
             #expect(try missing.apiErrors().first?.errorCode == "NOT_FOUND")

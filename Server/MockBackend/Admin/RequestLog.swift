@@ -23,7 +23,8 @@ public final class RequestLog: Sendable {
         public var status: Int
         public var bytes: UInt64
         public var durationMs: Double
-        /// Whether the whole answer went out.
+        /// Whether the whole answer went out: false from when the answer is handed to the
+        /// connection (the entry is recorded then) until its last byte left.
         public var completed: Bool
         /// The fault applied, if one was.
         public var fault: String?
@@ -75,13 +76,14 @@ public final class RequestLog: Sendable {
 
     /// The entries kept (the oldest go first).
     public let capacity: Int
-    private let state: Locked<(entries: Ring, next: Int, followers: [Follower], closed: Bool)>
+    /// `pending`: the entries of answers still going out, by request serial → entry id.
+    private let state: Locked<(entries: Ring, next: Int, followers: [Follower], closed: Bool, pending: [UInt64: Int])>
     /// Sends keep-alives while anyone follows.
     private let keepAlive = Locked<Task<Void, Never>?>(nil)
 
     init(capacity: Int) {
         self.capacity = max(1, capacity)
-        state = Locked((Ring(capacity: self.capacity), 1, [], false))
+        state = Locked((Ring(capacity: self.capacity), 1, [], false, [:]))
     }
 
     /// The kept entries: a fixed ring, so recording (on every request) moves nothing. They
@@ -106,21 +108,53 @@ public final class RequestLog: Sendable {
             (slots[start...] + slots[..<start]).map(\.redacted)
         }
 
+        /// Changes the entry with `id`, if it is still kept. Ids are kept in a contiguous run,
+        /// oldest first from `start`, so its slot is found by arithmetic.
+        mutating func update(id: Int, _ change: (inout Entry) -> Void) {
+            guard !slots.isEmpty else { return }
+            let offset = id - slots[start].id
+            guard offset >= 0, offset < slots.count else { return }
+            let index = (start + offset) % slots.count
+            if slots[index].id == id { change(&slots[index]) }
+        }
+
         mutating func removeAll() {
             slots = []
             start = 0
         }
     }
 
-    /// Records a finished request (called by the HTTP server's completion observer).
-    func record(_ request: CompletedRequest, at time: Date) {
-        let milliseconds = Double(request.duration.components.seconds) * 1000 + Double(request.duration.components.attoseconds) / 1e15
-        let followers = state.withLock { state -> [Follower] in
-            let entry = Entry(id: state.next, time: time, method: request.method, path: request.target,
-                              status: request.status, bytes: request.bytesSent, durationMs: (milliseconds * 10).rounded() / 10,
-                              completed: request.completed, fault: request.note)
+    /// Records a request whose answer is about to go out (the HTTP server's answer observer,
+    /// called before any byte of it leaves): a client that holds its answer finds it here.
+    /// `completed` stays false until `record` updates the entry when the answer ended.
+    func recordAnswer(_ request: CompletedRequest, at time: Date) {
+        state.withLock { state in
+            state.pending[request.serial] = state.next
+            state.entries.append(Entry(id: state.next, time: time, method: request.method, path: request.target,
+                                       status: request.status, bytes: request.bytesSent, durationMs: Self.milliseconds(request.duration),
+                                       completed: false, fault: request.note))
             state.next += 1
-            state.entries.append(entry)
+        }
+    }
+
+    /// Records a finished request (called by the HTTP server's completion observer): updates
+    /// the entry its answer made, or adds one when it had none (a dropped connection). Followers
+    /// get the entry now, as it ended.
+    func record(_ request: CompletedRequest, at time: Date) {
+        let followers = state.withLock { state -> [Follower] in
+            var entry = Entry(id: state.next, time: time, method: request.method, path: request.target,
+                              status: request.status, bytes: request.bytesSent, durationMs: Self.milliseconds(request.duration),
+                              completed: request.completed, fault: request.note)
+            if let id = state.pending.removeValue(forKey: request.serial) {
+                entry.id = id
+                state.entries.update(id: id) { kept in
+                    entry.time = kept.time
+                    kept = entry
+                }
+            } else {
+                state.next += 1
+                state.entries.append(entry)
+            }
             guard !state.followers.isEmpty else { return [] }
             state.followers.removeAll { $0.stream == nil }
             let redacted = entry.redacted
@@ -129,6 +163,11 @@ public final class RequestLog: Sendable {
             return admitting
         }
         for follower in followers { follower.stream?.signal() }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Double {
+        let milliseconds = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+        return (milliseconds * 10).rounded() / 10
     }
 
     /// The kept entries a filter admits, oldest first, at most `limit` (the newest).
@@ -148,7 +187,10 @@ public final class RequestLog: Sendable {
     func follow(_ filter: Filter) -> BodyStream? {
         let stream = state.withLock { state -> BodyStream? in
             guard !state.closed else { return nil }
-            let outbox = Locked(Outbox(entries: filter.after == nil ? [] : state.entries.ordered.filter(filter.admits)))
+            // Answers still going out are left to their end, when every follower gets them.
+            let pending = Set(state.pending.values)
+            let outbox = Locked(Outbox(entries: filter.after == nil ? []
+                : state.entries.ordered.filter { filter.admits($0) && !pending.contains($0.id) }))
             let stream = BodyStream(length: nil) { max in
                 let next = outbox.withLock { box -> (entry: Entry?, keepAlive: Bool, end: Bool) in
                     if !box.entries.isEmpty { return (box.entries.removeFirst(), false, false) }

@@ -55,6 +55,8 @@ public struct CatalogVideo: Sendable {
     var subtitleRenditions: [RenditionRef]
     /// The asset's subtitles offered as sideband text tracks (indices; empty: none).
     var sidebandSubtitles: [Int]
+    /// The `kind` of each sideband track by language, as the catalog says (`captions` when it does not).
+    var textTrackKinds: [String: String]
     var tags: [String]
     var customFields: [String: String]
     var economics: String
@@ -65,6 +67,9 @@ public struct CatalogVideo: Sendable {
     /// Which build of the catalog made this value (the admin API's edits rebuild it): bodies
     /// cached from the video carry it in their keys, so an edit makes them miss.
     var generation = 0
+
+    /// The `kind`s a text track may have (the CMS API's list).
+    static let textTrackKinds = ["captions", "subtitles", "descriptions", "chapters", "metadata", "transcripts"]
 
     /// Total segments per rendition.
     var segmentCount: Int { asset.video[0].segments.count * repeatCount }
@@ -206,6 +211,14 @@ public struct Catalog: Sendable {
             throw CatalogError(.invalidCatalog, "video \(entry.id): asset \(asset.name) has no subtitles in '\(language)'")
         }
         let subtitleIndices = asset.subtitles.indices.filter { subtitleLanguages.contains(asset.subtitles[$0].language) }
+        for (language, kind) in entry.textTrackKinds ?? [:] {
+            guard subtitleIndices.contains(where: { asset.subtitles[$0].language == language }) else {
+                throw CatalogError(.invalidCatalog, "video \(entry.id): text_track_kinds names '\(language)', which is not one of its subtitle languages")
+            }
+            guard CatalogVideo.textTrackKinds.contains(kind) else {
+                throw CatalogError(.invalidCatalog, "video \(entry.id): text track kind '\(kind)' is not one of \(CatalogVideo.textTrackKinds.joined(separator: ", "))")
+            }
+        }
         let subtitles = (entry.subtitlesInManifest ?? false) ? subtitleIndices.map {
             RenditionRef(uuid: StableID.uuid("rendition:\(entry.id):subtitles:\(asset.subtitles[$0].language)"), kind: .subtitles, index: $0)
         } : []
@@ -215,6 +228,7 @@ public struct Catalog: Sendable {
             longDescription: entry.longDescription, protection: entry.protection, offlineEnabled: entry.offlineEnabled,
             asset: asset, repeatCount: repeatCount, videoRenditions: video, audioRenditions: audio,
             subtitleRenditions: subtitles, sidebandSubtitles: (entry.sidebandTextTracks ?? false) ? subtitleIndices : [],
+            textTrackKinds: entry.textTrackKinds ?? [:],
             tags: entry.tags ?? [], customFields: entry.customFields ?? [:], economics: entry.economics ?? "AD_SUPPORTED",
             createdAt: try date(entry.createdAt, "video \(entry.id) created_at"),
             updatedAt: try date(entry.updatedAt, "video \(entry.id) updated_at"),

@@ -46,6 +46,8 @@ struct CatalogFile: Codable, Sendable {
         var subtitleLanguages: [String]?
         var subtitlesInManifest: Bool?
         var sidebandTextTracks: Bool?
+        /// The `kind` of a sideband track by language (default `captions`, as the real service's).
+        var textTrackKinds: [String: String]?
         var tags: [String]?
         var customFields: [String: String]?
         var economics: String?
@@ -64,6 +66,7 @@ struct CatalogFile: Codable, Sendable {
             case subtitleLanguages = "subtitle_languages"
             case subtitlesInManifest = "subtitles_in_manifest"
             case sidebandTextTracks = "sideband_text_tracks"
+            case textTrackKinds = "text_track_kinds"
             case customFields = "custom_fields"
             case createdAt = "created_at"
             case updatedAt = "updated_at"

@@ -1,13 +1,20 @@
 import Foundation
 import WireModels
 
-/// The Playback API's search: `q` in the CMS search syntax (a subset), `sort`, paging.
+/// The Playback API's search: `q` in the CMS search syntax (v1, a subset), `sort`, paging.
 ///
 /// `q` is a list of terms separated by spaces. A term is `word`, `"a phrase"` or
-/// `field:value` (fields: name, description, tags, tag, reference_id, id, and
-/// custom field names); a leading `+` makes a term required, `-` excludes it. Without any
-/// `+` term, a video matches when it matches at least one plain term. Matching is
-/// case-insensitive substring matching, except tags and ids, which match whole values.
+/// `field:value`; a leading `+` makes a term required, `-` excludes it. Without any `+`
+/// term, a video matches when it matches at least one plain term. Fields: `name`, `text`
+/// (name and both descriptions), `description`, `tags` (`tag`), `reference_id`, `id`,
+/// `custom_fields` (any custom field), a custom field's name, and the exact fields `state`,
+/// `complete`, `playable` (every mock video is ACTIVE, complete and playable). Matching is
+/// case-insensitive substring matching, except tags and ids, which match whole values;
+/// `tags:a,b` matches either tag, `tags:"a,b"` the one tag `a,b`.
+///
+/// A query that does not parse (an unclosed quote, a field without a value, a lone `+`, an
+/// empty tag in a list such as a trailing comma) is 400 `ILLEGAL_QUERY`; a value an exact
+/// field cannot take (`state:SOON`) is 400 `INVALID_SEARCH`.
 struct CatalogSearch: Sendable {
     enum Requirement: Sendable { case optional, required, excluded }
 
@@ -15,18 +22,18 @@ struct CatalogSearch: Sendable {
         var field: String?
         var value: String
         var requirement: Requirement
+        /// Whether any part of the value was quoted (a quoted comma is part of a tag).
+        var quoted = false
     }
-
-    static let sortFields = ["name", "reference_id", "created_at", "updated_at", "published_at", "duration", "plays_total"]
 
     var terms: [Term]
 
-    /// Parses `q`; an unterminated quote or an empty field value is `INVALID_SEARCH`.
+    /// Parses `q`.
     init(query: String) throws(HTTPError) {
         terms = []
         var index = query.startIndex
-        func fail(_ why: String) -> HTTPError {
-            HTTPError(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.invalidSearch, "Invalid search q=\(query): \(why)")
+        func illegal(_ why: String) -> HTTPError {
+            HTTPError(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.illegalQuery, "Illegal query q=\(query): \(why)")
         }
         while index < query.endIndex {
             while index < query.endIndex, query[index] == " " { index = query.index(after: index) }
@@ -38,19 +45,38 @@ struct CatalogSearch: Sendable {
             }
             var field: String?
             var value = ""
-            var inQuotes = false
+            var inQuotes = false, quoted = false
             while index < query.endIndex {
                 let c = query[index]
-                if c == "\"" { inQuotes.toggle() } else if c == " " && !inQuotes { break }
-                else if c == ":" && !inQuotes && field == nil { field = value.lowercased(); value = "" }
+                if c == "\"" { inQuotes.toggle(); quoted = true }
+                else if c == " " && !inQuotes { break }
+                else if c == ":" && !inQuotes && field == nil && !quoted { field = value.lowercased(); value = "" }
                 else { value.append(c) }
                 index = query.index(after: index)
             }
-            if inQuotes { throw fail("unterminated quote") }
-            if value.isEmpty { throw fail(field.map { "no value for field \($0)" } ?? "empty term") }
-            terms.append(Term(field: field, value: value.lowercased(), requirement: requirement))
+            if inQuotes { throw illegal("unclosed quote") }
+            if field?.isEmpty == true { throw illegal("a ':' without a field name") }
+            if value.isEmpty {
+                throw illegal(field.map { "no value for field \($0)" } ?? (quoted ? "an empty phrase" : "a '+' or '-' without a term"))
+            }
+            let term = Term(field: field, value: value.lowercased(), requirement: requirement, quoted: quoted)
+            if term.isTagList, term.value.split(separator: ",", omittingEmptySubsequences: false).contains(where: \.isEmpty) {
+                throw illegal("an empty tag in '\(value)' (a leading, trailing or doubled comma)")
+            }
+            if let allowed = CatalogSearch.exactFields[field ?? ""], !allowed.contains(term.value) {
+                throw HTTPError(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.invalidSearch,
+                                "Invalid search q=\(query): \(field ?? "") must be one of \(allowed.joined(separator: ", "))")
+            }
+            terms.append(term)
         }
     }
+
+    /// The exact fields and the values they take (lower-cased).
+    static let exactFields = [
+        "state": ["active", "inactive", "pending", "deleted"],
+        "complete": ["true", "false"],
+        "playable": ["true", "false"],
+    ]
 
     /// Whether `video` satisfies the query. An empty query matches everything.
     func matches(_ video: CatalogVideo) -> Bool {
@@ -69,6 +95,12 @@ struct CatalogSearch: Sendable {
         return !anyOptional || matchedOptional || terms.contains { $0.requirement == .required }
     }
 
+    /// How well `video` matches: the number of (not excluded) terms it matches. The order of
+    /// a search with `q` and no `sort` (relevance), most first.
+    func relevance(_ video: CatalogVideo) -> Int {
+        terms.filter { $0.requirement != .excluded && CatalogSearch.matches($0, video) }.count
+    }
+
     private static func matches(_ term: Term, _ video: CatalogVideo) -> Bool {
         let v = term.value
         switch term.field {
@@ -76,40 +108,25 @@ struct CatalogSearch: Sendable {
             return video.name.lowercased().contains(v) || (video.description?.lowercased().contains(v) ?? false)
                 || video.tags.contains { $0.lowercased() == v }
         case "name": return video.name.lowercased().contains(v)
+        case "text": return video.name.lowercased().contains(v) || (video.description?.lowercased().contains(v) ?? false)
+            || (video.longDescription?.lowercased().contains(v) ?? false)
         case "description": return (video.description?.lowercased().contains(v) ?? false)
             || (video.longDescription?.lowercased().contains(v) ?? false)
-        case "tags", "tag": return video.tags.contains { $0.lowercased() == v }
+        case "tags", "tag":
+            let wanted = term.quoted ? [v] : v.split(separator: ",").map(String.init)
+            return video.tags.contains { wanted.contains($0.lowercased()) }
         case "reference_id": return video.referenceID?.lowercased() == v
         case "id": return video.id == v
+        case "state": return v == "active"
+        case "complete", "playable": return v == "true"
+        case "custom_fields": return video.customFields.values.contains { $0.lowercased().contains(v) }
         case let field?:
             return video.customFields.first { $0.key.lowercased() == field }?.value.lowercased().contains(v) ?? false
         }
     }
+}
 
-    /// Sorts by `sort` (`field` ascending or `-field` descending); ties keep catalog order.
-    static func sort(_ videos: [CatalogVideo], by sort: String) throws(HTTPError) -> [CatalogVideo] {
-        let descending = sort.hasPrefix("-")
-        let field = descending ? String(sort.dropFirst()) : sort
-        guard sortFields.contains(field) else {
-            throw HTTPError(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.invalidSort,
-                                "Invalid sort '\(sort)'; use one of \(sortFields.joined(separator: ", ")), with '-' for descending")
-        }
-        func less(_ a: CatalogVideo, _ b: CatalogVideo) -> Bool {
-            switch field {
-            case "name": a.name.lowercased() < b.name.lowercased()
-            case "reference_id": (a.referenceID ?? "") < (b.referenceID ?? "")
-            case "created_at": a.createdAt < b.createdAt
-            case "updated_at": a.updatedAt < b.updatedAt
-            case "published_at": a.publishedAt < b.publishedAt
-            case "duration": a.durationMilliseconds < b.durationMilliseconds
-            default: false  // plays_total: every mock video has 0 plays
-            }
-        }
-        let indexed = Array(videos.enumerated())
-        return indexed.sorted { x, y in
-            if less(x.element, y.element) { return !descending }
-            if less(y.element, x.element) { return descending }
-            return x.offset < y.offset
-        }.map(\.element)
-    }
+extension CatalogSearch.Term {
+    /// A `tags:` value that lists tags separated by commas (unquoted).
+    var isTagList: Bool { (field == "tags" || field == "tag") && !quoted }
 }

@@ -24,7 +24,7 @@ struct VideoRenderer: Sendable {
             let src = links.url(Links.textTrackPath(video, language: subtitle.language))
             let id = StableID.uuid("texttrack:\(video.id):\(subtitle.language)")
             return TextTrack(id: id, accountID: video.accountID, src: src, sources: [SourceURL(src: src)],
-                             srclang: subtitle.language, label: subtitle.name, kind: TextTrack.subtitles,
+                             srclang: subtitle.language, label: subtitle.name, kind: video.textTrackKinds[subtitle.language] ?? TextTrack.captions,
                              mimeType: TextTrack.webVTT, isDefault: index == 0, assetID: id)
         }
         return Video(

@@ -59,7 +59,7 @@ enum APIResponse {
         response.headers.add("Access-Control-Allow-Origin", "*")
         response.headers.add("Access-Control-Allow-Methods", allowedMethods)
         response.headers.add("Access-Control-Allow-Headers",
-                             "Accept, Authorization, BCOV-Policy, BCOV-Auth, Content-Type, Range, If-Range, If-None-Match, X-BOLT-OFFLINE-LICENSE, X-BC-CRT-CONFIG")
+                             "Accept, Authorization, BCOV-Policy, BCOV-Auth, Content-Type, Range, If-Range, If-None-Match, X-Admin-Token, X-BOLT-OFFLINE-LICENSE, X-BC-CRT-CONFIG")
         response.headers.add("Access-Control-Expose-Headers", "Content-Length, Content-Range, ETag, Repr-Digest")
         response.headers.add("Access-Control-Max-Age", "600")
     }

@@ -78,6 +78,20 @@ enum JSONBody {
 }
 
 extension JSONBody {
+    /// The first `null` member of a JSON object, or of any object of a JSON array, as
+    /// `[index].name` (or `name`); nil when there is none or the body is not JSON. Where the
+    /// spec types a member (an integer, an object) `null` is not one of its values: a body
+    /// with one is refused, not read as if the member were absent.
+    static func nullMember(in body: [UInt8]) -> String? {
+        guard let json = try? JSONSerialization.jsonObject(with: Data(body)) else { return nil }
+        func member(of object: [String: Any]) -> String? { object.filter { $0.value is NSNull }.keys.sorted().first }
+        if let object = json as? [String: Any] { return member(of: object) }
+        for (index, element) in (json as? [Any] ?? []).enumerated() {
+            if let object = element as? [String: Any], let name = member(of: object) { return "[\(index)].\(name)" }
+        }
+        return nil
+    }
+
     /// Refuses a request whose JSON body or query holds a NUL character (U+0000), before any
     /// handler: no store keeps it the same way (PostgreSQL text cannot hold it at all), and no
     /// field of this API means anything with one. Paths are refused earlier (`RequestTarget`).

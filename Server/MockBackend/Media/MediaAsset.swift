@@ -45,6 +45,9 @@ struct MediaAsset: Sendable {
     var subtitles: [SubtitleRendition]
     var posterPath: String
     var thumbnailPath: String
+    /// Every image size the asset has (`1920x1080` → file): the poster's and thumbnail's, and
+    /// the other sizes the fixture script made from the same frame.
+    var imagePaths: [String: String] = [:]
     /// The `Repr-Digest` of every file above, each hashed on first use and kept (shared by
     /// every copy of this value: the files never change while serving).
     let fileDigests = FileDigests()
@@ -64,7 +67,7 @@ struct MediaAsset: Sendable {
         func segments(_ dir: String) throws(CatalogError) -> [SegmentFile] {
             try loadSegments(directory.appendingPathComponent(dir))
         }
-        let asset = MediaAsset(
+        var asset = MediaAsset(
             name: manifest.name,
             segmentDuration: manifest.segment_duration,
             mpegtsStart: manifest.mpegts_start,
@@ -82,6 +85,12 @@ struct MediaAsset: Sendable {
             },
             posterPath: try existingFile(directory.appendingPathComponent(manifest.poster)).path,
             thumbnailPath: try existingFile(directory.appendingPathComponent(manifest.thumbnail)).path)
+        var imagePaths = ["1280x720": asset.posterPath, "160x90": asset.thumbnailPath]
+        for (size, file) in manifest.images ?? [:] {
+            guard ImageSize(size) != nil else { throw CatalogError(.invalidAsset, "asset \(manifest.name): image size '\(size)' is not WIDTHxHEIGHT") }
+            imagePaths[size] = try existingFile(directory.appendingPathComponent(file)).path
+        }
+        asset.imagePaths = imagePaths
         guard !asset.video.isEmpty else { throw CatalogError(.invalidAsset, "asset \(manifest.name) has no video rendition") }
         let counts = Set((asset.video.map(\.segments.count)) + asset.audio.map(\.segments.count) + asset.subtitles.map(\.segments.count))
         guard counts.count == 1 else {
@@ -125,6 +134,22 @@ private struct AssetManifest: Decodable {
     var subtitles: [Subtitle]
     var poster: String
     var thumbnail: String
+    /// Other image sizes, `"1920x1080": "images/1920x1080.jpg"`.
+    var images: [String: String]?
+}
+
+/// An image size as image URLs write it: `1920x1080`, digits without leading zeros.
+struct ImageSize: Sendable, Hashable {
+    var width: Int
+    var height: Int
+
+    init?(_ text: String) {
+        let parts = text.split(separator: "x", omittingEmptySubsequences: false)
+        guard parts.count == 2, let width = Int(parts[0]), let height = Int(parts[1]), width > 0, height > 0,
+              "\(width)x\(height)" == text else { return nil }
+        self.width = width
+        self.height = height
+    }
 }
 
 /// Why a catalog or media asset cannot be served: a stable `code`, what is wrong in words,

@@ -69,14 +69,11 @@ extension MockBackendApp {
 
     static func addAdminLicenseRoutes(to router: inout Router<MockBackendApp>) {
         router.add(["GET"], "/_admin/v1/licenses") { app, request, _ in
-            let states = ["active", "expired", "released", "revoked"]
-            if let state = request.queryValue("state"), !states.contains(state) {
-                throw CatalogEditError(.invalid, "INVALID_STATE", "state must be one of \(states.joined(separator: ", "))")
-            }
+            let state = try request.choiceParameter("state", ["active", "expired", "released", "revoked"], subcode: "INVALID_STATE")
             let limit = try listingLimit(request)
             let filter = LicenseFilter(accountID: request.queryValue("account"), videoID: request.queryValue("video"),
                                                     userID: request.queryValue("user"), deviceID: request.queryValue("device"),
-                                                    state: request.queryValue("state"))
+                                                    state: state)
             let now = app.clock.now()
             let records = try app.storage { try app.licenses.licenses(filter, now: now, limit: limit) }
             return APIResponse.json(["licenses": records.map { AdminLicense($0, now: now) }])
@@ -136,12 +133,8 @@ extension MockBackendApp {
 
     /// The `limit` of an admin listing (licenses, analytics events): 1-10000, default 1000;
     /// anything else is a 400 `INVALID_LIMIT`.
-    static func listingLimit(_ request: HTTPRequest) throws(CatalogEditError) -> Int {
-        guard let text = request.queryValue("limit") else { return 1000 }
-        guard let value = Int(text), (1...10_000).contains(value) else {
-            throw CatalogEditError(.invalid, "INVALID_LIMIT", "limit must be a whole number, 1-10000")
-        }
-        return value
+    static func listingLimit(_ request: HTTPRequest) throws(HTTPError) -> Int {
+        try request.integerParameter("limit", in: 1...10_000, default: 1000, subcode: "INVALID_LIMIT")
     }
 
     /// Runs a database call; a failure is a 500 with what went wrong.

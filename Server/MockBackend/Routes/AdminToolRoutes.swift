@@ -14,6 +14,9 @@ extension MockBackendApp {
             // One rule, or an array of rules (all or none are added).
             let decoder = JSONDecoder()
             let rules: [FaultRule]
+            if let member = JSONBody.nullMember(in: request.body) {
+                throw HTTPError(400, PlaybackAPIErrorCode.badRequest, "INVALID_RULE", "rule \(member) may not be null: leave it out")
+            }
             if let one = try? decoder.decode(FaultRule.self, from: Data(request.body)) {
                 rules = [one]
             } else if let many = try? decoder.decode([FaultRule].self, from: Data(request.body)) {
@@ -67,10 +70,7 @@ extension MockBackendApp {
     static func addAdminRequestLogRoutes(to router: inout Router<MockBackendApp>) {
         router.add(["GET"], "/_admin/v1/requests") { app, request, _ in
             let filter = try requestFilter(request)
-            let limit = request.queryValue("limit").flatMap(Int.init) ?? app.requestLog.capacity
-            guard limit >= 0 else {
-                throw HTTPError(400, PlaybackAPIErrorCode.badRequest, "INVALID_LIMIT", "limit must be a whole number, at least 0")
-            }
+            let limit = try request.integerParameter("limit", in: 0...Int.max, default: app.requestLog.capacity, subcode: "INVALID_LIMIT")
             struct Listing: Encodable { var requests: [RequestLog.Entry]; var capacity: Int }
             return APIResponse.json(Listing(requests: app.requestLog.entries(filter, limit: limit), capacity: app.requestLog.capacity))
         }
@@ -96,19 +96,8 @@ extension MockBackendApp {
 
     /// `path_prefix`, `status` and `after` of a request-log query.
     static func requestFilter(_ request: HTTPRequest) throws(HTTPError) -> RequestLog.Filter {
-        var filter = RequestLog.Filter(pathPrefix: request.queryValue("path_prefix"))
-        if let status = request.queryValue("status") {
-            guard let value = Int(status), (100...599).contains(value) else {
-                throw HTTPError(400, PlaybackAPIErrorCode.badRequest, "INVALID_STATUS", "status must be an HTTP status, 100-599")
-            }
-            filter.status = value
-        }
-        if let after = request.queryValue("after") {
-            guard let value = Int(after), value >= 0 else {
-                throw HTTPError(400, PlaybackAPIErrorCode.badRequest, "INVALID_AFTER", "after must be a request id (a whole number)")
-            }
-            filter.after = value
-        }
-        return filter
+        RequestLog.Filter(pathPrefix: request.queryValue("path_prefix"),
+                          status: try request.integerParameter("status", in: 100...599, subcode: "INVALID_STATUS"),
+                          after: try request.integerParameter("after", in: 0...Int.max, subcode: "INVALID_AFTER"))
     }
 }

@@ -10,12 +10,9 @@ extension MockBackendApp {
             guard let video = app.catalog.video(uuid: p["video"]), video.accountID == p["account"] else {
                 throw HTTPError.notFound(request)
             }
-            let path: String
-            switch p["size"] {
-            case "1280x720": path = video.asset.posterPath
-            case "160x90": path = video.asset.thumbnailPath
-            default: throw HTTPError.notFound(request)
-            }
+            // The poster's and thumbnail's sizes and the others clients derive from them
+            // (README, "Images"); any other size is a 404, as the real service refuses it.
+            guard let path = video.asset.imagePaths[p["size"]] else { throw HTTPError.notFound(request) }
             return try app.fixtureFile(path, of: video, contentType: "image/jpeg", request)
         }
         router.add(["GET"], "/text/v1/:account/:video/:language/subtitles.vtt") { app, request, p in

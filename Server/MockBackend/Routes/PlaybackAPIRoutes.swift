@@ -9,6 +9,9 @@ extension MockBackendApp {
         router.add(["GET"], "/playback/v1/accounts/:account/videos/:video") { app, request, parameters in
             try app.videoResponse(app.playbackCaller(request, account: parameters["account"]), request, idOrReference: parameters["video"])
         }
+        router.add(["GET"], "/playback/v1/accounts/:account/videos/:video/related") { app, request, parameters in
+            try app.relatedResponse(app.playbackCaller(request, account: parameters["account"]), request, idOrReference: parameters["video"])
+        }
         router.add(["GET"], "/playback/v1/accounts/:account/videos") { app, request, parameters in
             try app.searchResponse(app.playbackCaller(request, account: parameters["account"]), request)
         }
@@ -28,34 +31,92 @@ extension MockBackendApp {
         return try PlaybackAuth.authenticate(request, accountID: account, catalog: catalog, restrictions: restrictions, now: clock.now())
     }
 
+    /// The most ids one get may name (`videos/a,b,…`), as the real service allows.
+    static let maxVideosPerGet = 10
+
     private func videoResponse(_ caller: PlaybackCaller, _ request: HTTPRequest, idOrReference: String) throws(HTTPError) -> HTTPResponse {
+        // A `ref:` is one video, whatever its reference id holds.
+        guard idOrReference.contains(","), !idOrReference.hasPrefix("ref:") else {
+            let video = try playbackVideo(caller, idOrReference)
+            return .bytes(videoJSON(video, account: caller.account, links: links(for: request)), contentType: "application/json; charset=utf-8")
+        }
+        // Several ids: an array of the videos in the order asked, unknown ids left out.
+        let ids = idOrReference.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        func illegal(_ why: String) -> HTTPError { HTTPError(400, PlaybackAPIErrorCode.badRequest, "ILLEGAL_PATH", "ILLEGAL_PATH: \(why)") }
+        guard ids.count <= Self.maxVideosPerGet else { throw illegal("A request for more than \(Self.maxVideosPerGet) videos is not supported") }
+        guard !ids.contains(where: \.isEmpty) else { throw illegal("an empty video id in '\(idOrReference)'") }
+        guard !ids.contains(where: { $0.hasPrefix("ref:") }) else { throw illegal("a ref: id must be asked for alone") }
+        var seen = Set<String>(), videos: [CatalogVideo] = []
+        for id in ids where seen.insert(id).inserted {
+            guard let video = catalog.video(account: caller.account.id, idOrReference: id) else { continue }
+            try PlaybackAuth.checkContent(caller.token, video)
+            videos.append(video)
+        }
+        return videoArray(videos, caller: caller, request: request, wrappedWithCount: nil)
+    }
+
+    /// A video of the caller's account, which its token (if any) may see; else 404 `VIDEO_NOT_FOUND`.
+    private func playbackVideo(_ caller: PlaybackCaller, _ idOrReference: String) throws(HTTPError) -> CatalogVideo {
         guard let video = catalog.video(account: caller.account.id, idOrReference: idOrReference) else {
             throw HTTPError(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.videoNotFound,
                                 "No video \(idOrReference) in account \(caller.account.id)")
         }
         try PlaybackAuth.checkContent(caller.token, video)
-        return .bytes(videoJSON(video, account: caller.account, links: links(for: request)), contentType: "application/json; charset=utf-8")
+        return video
     }
 
-    private func searchResponse(_ caller: PlaybackCaller, _ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
+    /// Refuses a policy key that may not search (search and related videos need one).
+    private func requireSearch(_ caller: PlaybackCaller) throws(HTTPError) {
         guard caller.searchEnabled else {
             throw HTTPError(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.api,
                                 "This policy key is not search-enabled")
         }
+    }
+
+    private func searchResponse(_ caller: PlaybackCaller, _ request: HTTPRequest) throws -> HTTPResponse {
+        try requireSearch(caller)
         let search = try CatalogSearch(query: request.queryValue("q") ?? "")
+        let sort = try request.queryValue("sort").flatMap { $0.isEmpty ? nil : $0 }.map { try CatalogSort($0) }
         let catalog = self.catalog
         let (limit, offset) = try paging(request, defaultLimit: 20)
-        var matches = catalog.videoOrder.compactMap { catalog.videos[$0] }
-            .filter { $0.accountID == caller.account.id && search.matches($0) }
-        if let sort = request.queryValue("sort"), !sort.isEmpty { matches = try CatalogSearch.sort(matches, by: sort) }
-        let page = matches.dropFirst(offset).prefix(limit)
+        // The default order first: newest `updated_at`; then relevance with `q`, or the `sort` asked.
+        var matches = CatalogSort.defaultOrder.sorted(catalog.videoOrder.compactMap { catalog.videos[$0] }
+            .filter { $0.accountID == caller.account.id && search.matches($0) })
+        if let sort {
+            matches = sort.sorted(matches, plays: sort.needsPlays ? try plays(account: caller.account.id) : CatalogSort.Plays())
+        } else if !search.terms.isEmpty {
+            matches = matches.enumerated().map { ($0.element, search.relevance($0.element), $0.offset) }
+                .sorted { $0.1 != $1.1 ? $0.1 > $1.1 : $0.2 < $1.2 }.map(\.0)
+        }
+        return videoArray(Array(matches.dropFirst(offset).prefix(limit)), caller: caller, request: request, wrappedWithCount: matches.count)
+    }
+
+    /// `GET …/videos/{id}/related`: the videos `RelatedVideos` picks, paged like a search.
+    private func relatedResponse(_ caller: PlaybackCaller, _ request: HTTPRequest, idOrReference: String) throws(HTTPError) -> HTTPResponse {
+        try requireSearch(caller)
+        let (limit, offset) = try paging(request, defaultLimit: 20)
+        let video = try playbackVideo(caller, idOrReference)
+        let catalog = self.catalog
+        let related = RelatedVideos.pick(for: video, among: catalog.videoOrder.compactMap { catalog.videos[$0] })
+        return videoArray(Array(related.dropFirst(offset).prefix(limit)), caller: caller, request: request, wrappedWithCount: related.count)
+    }
+
+    /// Play counts from the analytics collector's `play_started` events of an account (the
+    /// stand-in for the real service's play counts; see `CatalogSort`).
+    private func plays(account: String) throws(CatalogEditError) -> CatalogSort.Plays {
+        let events = try storage { try tracker.events(TrackerFilter(accountID: account, event: "play_started"), limit: 100_000).events }
+        return CatalogSort.Plays(events: events.map(\.event), now: clock.now())
+    }
+
+    /// Videos as a JSON array, or as `{"count":N,"videos":[…]}` when `count` is given.
+    private func videoArray(_ videos: [CatalogVideo], caller: PlaybackCaller, request: HTTPRequest, wrappedWithCount count: Int?) -> HTTPResponse {
         let links = links(for: request)
-        var body = Array(#"{"count":\#(matches.count),"videos":["#.utf8)
-        for (index, video) in page.enumerated() {
+        var body = count.map { Array(#"{"count":\#($0),"videos":["#.utf8) } ?? [UInt8(ascii: "[")]
+        for (index, video) in videos.enumerated() {
             if index > 0 { body.append(UInt8(ascii: ",")) }
             body += videoJSON(video, account: caller.account, links: links)
         }
-        body += Array("]}".utf8)
+        body += Array((count == nil ? "]" : "]}").utf8)
         return .bytes(body, contentType: "application/json; charset=utf-8")
     }
 
@@ -73,20 +134,14 @@ extension MockBackendApp {
         return APIResponse.json(Playlist(
             id: playlist.id, accountID: playlist.accountID, name: playlist.name, description: playlist.description,
             referenceID: playlist.referenceID, type: playlist.type, createdAt: playlist.createdAt,
-            updatedAt: playlist.updatedAt, videos: videos))
+            updatedAt: playlist.updatedAt, videos: videos,
+            videoIDs: playlist.type == Playlist.explicit ? playlist.videoIDs : nil))
     }
 
     /// `limit` (1…1000) and `offset` (≥ 0); anything else is `ILLEGAL_QUERY`.
     private func paging(_ request: HTTPRequest, defaultLimit: Int) throws(HTTPError) -> (Int, Int) {
-        func number(_ name: String, _ fallback: Int, _ range: ClosedRange<Int>) throws(HTTPError) -> Int {
-            guard let text = request.queryValue(name) else { return fallback }
-            guard let value = Int(text), range.contains(value) else {
-                throw HTTPError(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.illegalQuery,
-                                    "\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
-            }
-            return value
-        }
-        return (try number("limit", defaultLimit, 1...1000), try number("offset", 0, 0...Int(Int32.max)))
+        (try request.integerParameter("limit", in: 1...1000, default: defaultLimit, subcode: PlaybackAPIErrorCode.illegalQuery),
+         try request.integerParameter("offset", in: 0...Int(Int32.max), default: 0, subcode: PlaybackAPIErrorCode.illegalQuery))
     }
 
     /// The video's JSON with URLs from `links`, cached while its signed URLs would come out the same.

@@ -38,6 +38,9 @@ enum TrackerRoutesParsing {
         guard !body.isEmpty, (try? JSONSerialization.jsonObject(with: Data(body))) is [Any] else {
             throw HTTPError(400, PlaybackAPIErrorCode.badRequest, "INVALID_BODY", "Send a JSON array of events, e.g. \(example)")
         }
+        if let member = JSONBody.nullMember(in: body) {
+            throw HTTPError(400, PlaybackAPIErrorCode.badRequest, "INVALID_EVENT", "event \(member) may not be null: leave it out")
+        }
         let events: [TrackerEvent]
         do {
             events = try WireJSON.decoder().decode([TrackerEvent].self, from: Data(body))

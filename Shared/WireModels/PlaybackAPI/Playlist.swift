@@ -25,11 +25,15 @@ public struct Playlist: Codable, Sendable, Equatable {
     public var updatedAt: Date
     /// The videos, after `limit`/`offset`.
     public var videos: [Video]
+    /// Every video id of a hand-picked (`EXPLICIT`) playlist, in order and not paged, as the
+    /// real service lists them; nil (left out) for a smart playlist, which has none.
+    public var videoIDs: [String]?
 
     /// Creates a playlist.
     public init(
         id: String, accountID: String, name: String, description: String? = nil, referenceID: String? = nil,
-        type: String = Playlist.explicit, createdAt: Date, updatedAt: Date, videos: [Video] = []
+        type: String = Playlist.explicit, createdAt: Date, updatedAt: Date, videos: [Video] = [],
+        videoIDs: [String]? = nil
     ) {
         self.id = id
         self.accountID = accountID
@@ -40,6 +44,7 @@ public struct Playlist: Codable, Sendable, Equatable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.videos = videos
+        self.videoIDs = videoIDs
     }
 
     enum CodingKeys: String, CodingKey {
@@ -48,6 +53,7 @@ public struct Playlist: Codable, Sendable, Equatable {
         case referenceID = "reference_id"
         case createdAt = "created_at"
         case updatedAt = "updated_at"
+        case videoIDs = "video_ids"
     }
 
     /// Decodes a playlist; absent `videos` reads as empty.
@@ -62,9 +68,10 @@ public struct Playlist: Codable, Sendable, Equatable {
         createdAt = try container.decodeWireDate(forKey: .createdAt)
         updatedAt = try container.decodeWireDate(forKey: .updatedAt)
         videos = try container.decodeOrEmpty([Video].self, forKey: .videos)
+        videoIDs = try container.decodeIfPresent([String].self, forKey: .videoIDs)
     }
 
-    /// Encodes every key, writing `null` for nil optionals.
+    /// Encodes every key, writing `null` for nil optionals (`video_ids` is left out when nil).
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
@@ -76,6 +83,7 @@ public struct Playlist: Codable, Sendable, Equatable {
         try container.encodeWireDate(createdAt, forKey: .createdAt)
         try container.encodeWireDate(updatedAt, forKey: .updatedAt)
         try container.encode(videos, forKey: .videos)
+        try container.encodeIfPresent(videoIDs, forKey: .videoIDs)
     }
 }
 
