@@ -312,12 +312,10 @@ struct DownloadManagerTests {
 
             let manager = try await OfflineVideoManager(configuration: configuration)
             let downloads = try await DownloadManager(manager: manager)
-            // Requested through OfflineVideoManager: a task here, named by its video id. (The ten-minute
-            // video, each segment held 30 ms: its hundreds of segments are not all done before the pause.)
-            try server.app.faults.add(FaultRule(id: "slow", route: .segment, video: Catalog.tenMinuteVideo, latencyMs: 30))
-            let token = try await manager.requestVideoDownload(try await service.findVideo(id: Catalog.tenMinuteVideo), mediaSelections: nil, parameters: nil)
+            // Requested through OfflineVideoManager: a task here, named by its video id.
+            let token = try await manager.requestVideoDownload(try await service.findVideo(id: Catalog.clearVideo), mediaSelections: nil, parameters: nil)
             #expect(try await eventually { downloads.allTasks.value.map(\.token) == [token] })
-            let clear = try #require(await downloads.task(contentId: Catalog.tenMinuteVideo))
+            let clear = try #require(await downloads.task(contentId: Catalog.clearVideo))
             try await manager.pauseVideoDownload(token)
             #expect(try await eventually { clear.state.value == .suspended })
             try await clear.resume()
@@ -339,7 +337,7 @@ struct DownloadManagerTests {
             // And a task manager over it knows the task by its content id.
             let again = try await DownloadManager(manager: restarted)
             #expect(await again.task(contentId: "long")?.state.value == .completed)
-            #expect(Set(again.allTasks.value.map(\.contentId)) == [Catalog.tenMinuteVideo, "long"])
+            #expect(Set(again.allTasks.value.map(\.contentId)) == [Catalog.clearVideo, "long"])
             await restarted.close()
         }
     }

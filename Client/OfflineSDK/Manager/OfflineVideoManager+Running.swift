@@ -10,8 +10,7 @@ extension OfflineVideoManager {
             let token = queue.removeFirst()
             guard running[token] == nil else { continue }
             let previous = winding.removeValue(forKey: token)
-            // The runner's store calls and file work block a dispatch thread, not the pool.
-            running[token] = Task(executorPreference: BlockingWork.executor) {
+            running[token] = Task {
                 await previous?.value
                 await self.perform(token)
             }
