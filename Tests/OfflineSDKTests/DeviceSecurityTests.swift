@@ -82,9 +82,10 @@ struct DeviceSecurityTests {
             let configuration = Self.configuration(server, storage: folder.url.appendingPathComponent("storage"),
                                                    secret: folder.url.appendingPathComponent("secret/device-secret"))
             let (manager, token) = try await Self.download(server, configuration, Self.rentalVideo, .rental(duration: 2 * 86400, playDuration: 6 * 3600))
-            let (_, other) = (manager, try await manager.requestVideoDownload(try await Self.service(server).findVideo(id: Catalog.fairPlayVideo),
-                                                                               mediaSelections: nil, parameters: DownloadParameters(license: .purchase)))
-            #expect(try await EventRecorder(manager).finished(other) == nil)
+            let events = EventRecorder(manager)
+            let other = try await manager.requestVideoDownload(try await Self.service(server).findVideo(id: Catalog.fairPlayVideo),
+                                                               mediaSelections: nil, parameters: DownloadParameters(license: .purchase))
+            #expect(try await events.finished(other) == nil)
             await (try await manager.openPlayback(token)).close()  // a first play is recorded
             // Its report answered, the server's license (with the first play) stored: nothing else writes the record.
             #expect(try await eventually { try await manager.store.pendingReports().isEmpty })
@@ -117,8 +118,11 @@ struct DeviceSecurityTests {
             }
 
             // The trusted-time mark: edited, or removed, refuses every licensed open (fail closed).
-            let mark = try #require(try await pool.read { db in try Row.fetchOne(db, sql: "SELECT name, value FROM setting WHERE name LIKE 'trusted_time.%'") })
-            let markName: String = mark["name"], markValue: Data = mark["value"]
+            let marks = try await pool.read { db -> [String: Data] in
+                Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT name, value FROM setting WHERE name LIKE 'trusted_time.%'")
+                    .map { ($0["name"] as String, $0["value"] as Data) })
+            }
+            let (markName, markValue) = try #require(marks.first)
             for (name, sql) in [("mark lowered", "UPDATE setting SET value = CAST('1000 00' AS BLOB) WHERE name = ?"),
                                 ("mark garbled", "UPDATE setting SET value = X'00FF' WHERE name = ?"),
                                 ("mark removed", "DELETE FROM setting WHERE name = ?")] {
@@ -207,9 +211,10 @@ struct DeviceSecurityTests {
             let secret = folder.url.appendingPathComponent("secret/device-secret")
             let configuration = Self.configuration(server, storage: folder.url.appendingPathComponent("storage"), secret: secret)
             let (manager, token) = try await Self.download(server, configuration, Catalog.fairPlayVideo, .purchase)
+            let events = EventRecorder(manager)
             let clear = try await manager.requestVideoDownload(try await Self.service(server).findVideo(id: Catalog.clearVideo), mediaSelections: nil,
                                                                parameters: nil)
-            #expect(try await EventRecorder(manager).finished(clear) == nil)
+            #expect(try await events.finished(clear) == nil)
             await manager.close()
             let attributes = try FileManager.default.attributesOfItem(atPath: secret.path)
             #expect((attributes[.posixPermissions] as? Int) == 0o600 && (attributes[.size] as? Int) == 32)

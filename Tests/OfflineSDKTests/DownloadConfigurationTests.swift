@@ -156,7 +156,7 @@ struct DownloadConfigurationTests {
             let token = try await manager.requestVideoDownload(clear, mediaSelections: nil, parameters: nil)
             let twice = await refusal(clear, DownloadConfiguration(title: "again"))
             #expect(twice?.reason == .alreadyDownloaded)
-            try await manager.cancelVideoDownload(token)
+            try await manager.deleteOfflineVideo(token)  // running or already completed
         } }
     }
 
