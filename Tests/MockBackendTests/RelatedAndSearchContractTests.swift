@@ -94,7 +94,12 @@ struct RelatedAndSearchContractTests {
             #expect(several.status == 200)
             let list = try WireJSON.decoder().decode([Video].self, from: Data(several.body))
             #expect(list.map(\.id) == [Fixture.englishOnlyVideo, Fixture.clearVideo])
-            #expect(list.last == (try await server.fetchVideo(Fixture.clearVideo)))
+            // The same object as a get of one id, but for the signed URLs' tokens (made at each answer).
+            func unsigned(_ video: Video?) throws -> String {
+                let json = String(decoding: try WireJSON.encoder(sortedKeys: true).encode(video), as: UTF8.self)
+                return json.replacingOccurrences(of: #"\?[^"]*"#, with: "", options: .regularExpression)
+            }
+            #expect(try unsigned(list.last) == unsigned(try await server.fetchVideo(Fixture.clearVideo)))
             let eleven = (1...9).map { "641581891810\($0)" } + ["6415818918101", "6415818918102"]
             try Contract.expectError(try await Contract.get(server, "\(Contract.videos)/\(eleven.joined(separator: ","))"), 400, "BAD_REQUEST", "ILLEGAL_PATH")
             try Contract.expectError(try await Contract.get(server, "\(Contract.videos)/\(Fixture.clearVideo),"), 400, "BAD_REQUEST", "ILLEGAL_PATH")
