@@ -21,10 +21,10 @@ func offlineExecutable() throws -> String {
 struct CrashAndDiskTests {
     @Test("a process killed with SIGKILL mid-download is continued by the next run, fetching only unfinished segments")
     func sigkill() async throws {
-        // 20 ms per response and 2 segments at a time: the 7,200 segments would take the child
-        // over a minute, however fast the machine, so a busy test pool reading its output late
-        // still sees it mid-way.
-        try await withBackend({ $0.addedLatencyMilliseconds = 20 }) { server in
+        // 50 ms per response and 2 segments at a time: the 7,200 segments would take the child
+        // three minutes, however fast the machine, so a busy test pool reading its output late
+        // still sees it mid-way (at 20 ms, a loaded whole-suite run read it after the child ended).
+        try await withBackend({ $0.addedLatencyMilliseconds = 50 }) { server in
             let storage = try TemporaryDirectory()
             defer { storage.remove() }
             let offline = try offlineExecutable()
