@@ -28,7 +28,10 @@ struct DeviceIdentity: Sendable {
     struct Source: Sendable, Equatable {
         var secretFile: URL
         /// The first of these that holds a machine id is used; none: the secret alone.
-        var machineIDFiles: [String] = ["/etc/machine-id", "/var/lib/dbus/machine-id"]
+        var machineIDFiles: [String] = Source.standardMachineIDFiles
+
+        /// Where systemd and D-Bus keep the machine id.
+        static let standardMachineIDFiles = ["/etc/machine-id", "/var/lib/dbus/machine-id"]
     }
 
     init(secret: [UInt8], machineID: String) {

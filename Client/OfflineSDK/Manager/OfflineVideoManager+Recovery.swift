@@ -19,7 +19,7 @@ extension OfflineVideoManager {
     /// licenses are sealed again with the device key and stamped (`OfflineStore.adoptLegacyDeviceKey`).
     private func adoptLegacyStore() throws(OfflineVideoError) {
         guard let key = try? licenseClient.deviceKey() else { return }
-        _ = try storeCall(.open) {
+        try storeCall(.open) {
             try store.adoptLegacyDeviceKey { sealed, legacy in
                 guard let license = try? License(sealed: Array(sealed), deviceKey: SymmetricKey(data: legacy)) else { return nil }
                 return (try? license.sealed(deviceKey: key)).map { Data($0) }

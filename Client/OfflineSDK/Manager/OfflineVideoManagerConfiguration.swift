@@ -93,7 +93,7 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     /// licenses must be renewed).
     public var deviceSecretFile: URL = OfflineVideoManagerConfiguration.defaultDeviceSecretFile
     /// Where the machine id mixed into the device's keys is read (tests stand in another machine).
-    var machineIDFiles = DeviceIdentity.Source(secretFile: URL(fileURLWithPath: "/")).machineIDFiles
+    var machineIDFiles = DeviceIdentity.Source.standardMachineIDFiles
     /// The device identity's source: the secret file and the machine id files.
     var deviceSource: DeviceIdentity.Source { DeviceIdentity.Source(secretFile: deviceSecretFile, machineIDFiles: machineIDFiles) }
     /// Runs before each segment's commit (sync and rename): tests stand in for a slow disk with it.

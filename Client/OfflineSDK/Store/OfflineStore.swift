@@ -328,22 +328,18 @@ final class OfflineStore: Sendable {
     /// (`device_key`): its licenses are sealed again with this device's key (`reseal` gets the
     /// sealed license and the old key; nil leaves it, to read as altered), every record is
     /// stamped, the trusted-time mark and the device id become this device's, and the old key
-    /// is deleted, in one transaction. Returns how many licenses were sealed again; nothing to
-    /// do (0) on a store without `device_key`. A store copied to another machine before its
-    /// first owner ran this SDK is adopted there too: the one case binding cannot catch.
-    func adoptLegacyDeviceKey(reseal: (Data, Data) -> Data?) throws -> Int {
-        guard let device else { return 0 }
-        return try pool.write { db in
-            guard let legacyKey = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'device_key'") else { return 0 }
-            var count = 0
-            for before in try DownloadRecord.fetchAll(db) where !LicenseFields(before).isEmpty {
+    /// is deleted, in one transaction; nothing to do on a store without `device_key`. A store
+    /// copied to another machine before its first owner ran this SDK is adopted there too: the
+    /// one case binding cannot catch.
+    func adoptLegacyDeviceKey(reseal: (Data, Data) -> Data?) throws {
+        guard let device else { return }
+        try pool.write { db in
+            guard let legacyKey = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'device_key'") else { return }
+            for before in try DownloadRecord.fetchAll(db) {
+                guard let sealed = before.license, let resealed = reseal(sealed, legacyKey) else { continue }
                 var record = before
-                if let sealed = before.license, let resealed = reseal(sealed, legacyKey) {
-                    record.license = resealed
-                    count += 1
-                }
-                record.licenseSeal = record.license == before.license && before.license != nil ? nil : device.stamp(LicenseFields(record))
-                try record.update(db)
+                record.license = resealed
+                try save(record, before: before, freshLicense: true, db)  // a license that would not open stays unstamped
             }
             if let mark = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'trusted_time'")
                 .flatMap({ Double(String(decoding: $0, as: UTF8.self)) }) {
@@ -351,7 +347,6 @@ final class OfflineStore: Sendable {
             }
             try db.execute(sql: "UPDATE OR IGNORE setting SET name = ? WHERE name = 'device_id'", arguments: [device.deviceIDSetting])
             try db.execute(sql: "DELETE FROM setting WHERE name IN ('device_key', 'trusted_time', 'device_id')")
-            return count
         }
     }
 
