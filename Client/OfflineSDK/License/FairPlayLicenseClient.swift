@@ -56,12 +56,17 @@ struct FairPlayLicenseClient: Sendable {
     /// default identifier (`addFairPlayApplicationCertificate`); else fetched now (through the
     /// key-exchange hook) and kept under the URL.
     func certificate(at url: String, accountID: String) async throws(OfflineVideoError) -> ApplicationCertificate {
-        for identifier in [url, accountID, OfflineVideoManager.defaultFairPlayApplicationCertificateIdentifier] {
-            guard let stored = try? store.certificate(identifier) else { continue }
-            do { return try ApplicationCertificate(derEncoded: Array(stored)) } catch {
-                try? store.setCertificate(nil, identifier: identifier)  // damaged: look further, or fetch it again
+        let store = self.store
+        let kept = await BlockingWork.run { () -> ApplicationCertificate? in
+            for identifier in [url, accountID, OfflineVideoManager.defaultFairPlayApplicationCertificateIdentifier] {
+                guard let stored = try? store.certificate(identifier) else { continue }
+                do { return try ApplicationCertificate(derEncoded: Array(stored)) } catch {
+                    try? store.setCertificate(nil, identifier: identifier)  // damaged: look further, or fetch it again
+                }
             }
+            return nil
         }
+        if let kept { return kept }
         let request = KeyExchangeRequest(purpose: .certificate, url: url, method: "GET", headers: [("Accept", "application/octet-stream")],
                                          accountID: accountID)
         let response = try await retry.retrying { _ -> Attempt<KeyExchangeResponse, OfflineVideoError> in
@@ -86,7 +91,8 @@ struct FairPlayLicenseClient: Sendable {
         do { certificate = try ApplicationCertificate(derEncoded: response.body) } catch {
             throw OfflineVideoError(.applicationCertificateRequestFailed, .license, "The application certificate is not valid: \(error)")
         }
-        try? store.setCertificate(Data(response.body), identifier: url)
+        let body = Data(response.body)
+        await BlockingWork.run { try? store.setCertificate(body, identifier: url) }
         return certificate
     }
 
@@ -103,7 +109,7 @@ struct FairPlayLicenseClient: Sendable {
         let (request, answer) = try await exchange(licenseID == nil ? .acquire : .renew, fairPlay: fairPlay, contentKeyID: contentKeyID,
                                                    accountID: accountID, licenseID: licenseID, authToken: authToken,
                                                    headers: [("X-BOLT-OFFLINE-LICENSE", "true"), ("X-BC-CRT-CONFIG", profile.headerValue)])
-        return try store(request, answer)
+        return try await store(request, answer)
     }
 
     /// Reports the first playback of a license; returns the license with the server's updated
@@ -112,19 +118,20 @@ struct FairPlayLicenseClient: Sendable {
                    authToken: String?) async throws(OfflineVideoError) -> StoredLicense {
         let (request, answer) = try await exchange(.firstPlay, fairPlay: fairPlay, contentKeyID: contentKeyID, accountID: accountID,
                                                    licenseID: licenseID, authToken: authToken, headers: [])
-        return try store(request, answer)
+        return try await store(request, answer)
     }
 
     /// Verifies a CKC against its request and seals it for the store; its signed issue time
     /// raises the trusted-time mark first (so a stored license always has a mark beside it),
     /// and replaces a mark that was edited.
-    private func store(_ request: PendingLicenseRequest, _ answer: [UInt8]) throws(OfflineVideoError) -> StoredLicense {
+    private func store(_ request: PendingLicenseRequest, _ answer: [UInt8]) async throws(OfflineVideoError) -> StoredLicense {
         let license: License
         do { license = try request.open(answer) } catch {
             throw OfflineVideoError(.contentKeyRequestFailed, .license, "The license server's answer does not verify: \(error)")
         }
         let key = try deviceKey()
-        do { try store.observeTime(license.terms.issuedAt.timeIntervalSince1970, signed: true) } catch {
+        let store = self.store, issued = license.terms.issuedAt.timeIntervalSince1970
+        do { _ = try await BlockingWork.run { try store.observeTime(issued, signed: true) } } catch {
             throw OfflineVideoError.storeFailure(error, during: .licenseRequest, "Cannot record the license's issue time")
         }
         return try StoredLicense(license, deviceKey: key)
@@ -153,7 +160,8 @@ struct FairPlayLicenseClient: Sendable {
         // on its way is given the license the lost answer held, so the server never holds two
         // for one download (docs/license-protocol.md, "Retries").
         if kind == .acquire { headers.append(("Idempotency-Key", UUID().uuidString.lowercased())) }
-        let deviceID = try deviceID()
+        let client = self
+        let deviceID = try await BlockingWork.run { () throws(OfflineVideoError) in try client.deviceID() }
         return try await retry.retrying { attempt -> Attempt<(PendingLicenseRequest, [UInt8]), OfflineVideoError> in
             // A fresh SPC for every try: the server refuses one it has seen.
             let request: PendingLicenseRequest
@@ -173,6 +181,11 @@ struct FairPlayLicenseClient: Sendable {
                                                 underlying: error)
                 return Self.mayPass(error) ? .again(failure, retryAfter: nil) : .failed(failure)
             }
+            // Every answer's date raises the trusted-time mark, a refusal's too (never lowers it).
+            if let date = response.header("Date").flatMap(HTTPDate.parse) {
+                let store = self.store
+                await BlockingWork.run { _ = try? store.observeTime(date.timeIntervalSince1970) }
+            }
             // A release retried after its answer was lost finds the license released: done.
             if kind == .release, attempt > 1, response.status == 410 { return .done((request, [])) }
             do throws(OfflineVideoError) {
@@ -186,10 +199,6 @@ struct FairPlayLicenseClient: Sendable {
 
     /// The body of a license server's success; its refusal as the error it stands for.
     private func answer(_ response: KeyExchangeResponse) throws(OfflineVideoError) -> [UInt8] {
-        // Every answer's date raises the mark, a refusal's too (never lowers it; an edited mark stays refused).
-        if let date = response.header("Date").flatMap(HTTPDate.parse) {
-            _ = try? store.observeTime(date.timeIntervalSince1970)
-        }
         guard (200...299).contains(response.status) else {
             let detail = (try? WireJSON.decoder().decode([APIError].self, from: Data(response.body)))?.first
             let reason: OfflineVideoError.Reason = switch (response.status, detail?.errorSubcode) {

@@ -215,7 +215,7 @@ extension OfflineVideoManager {
             if let bytes = OfflineVideoManager.readFile(path) { return bytes }
             let key = SegmentKey(track: track.position, sequence: sequence)
             for attempt in 0..<2 {
-                guard let url = try store.segmentURLs(token, [key])[key],
+                guard let url = try await BlockingWork.run({ try store.segmentURLs(token, [key])[key] }),
                       NetworkGate.allows(network, allowsCellular: allowsCellular, url: url) else { break }
                 let response = try? await client.send(HTTPClientRequest(url: url))
                 if let response, response.status == 200 { return response.body }

@@ -10,7 +10,8 @@ extension OfflineVideoManager {
             let token = queue.removeFirst()
             guard running[token] == nil else { continue }
             let previous = winding.removeValue(forKey: token)
-            running[token] = Task {
+            // The runner's store calls and file work block a dispatch thread, not the pool.
+            running[token] = Task(executorPreference: BlockingWork.executor) {
                 await previous?.value
                 await self.perform(token)
             }

@@ -32,6 +32,9 @@ public actor OfflineVideoManager {
     public private(set) var options: OfflineVideoManagerOptions
 
     let store: OfflineStore
+    /// The queue the manager runs on: its store calls block it, never the cooperative pool (`BlockingWork`).
+    nonisolated let actorQueue = ActorQueue(label: "OfflineSDK.manager")
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { actorQueue.asUnownedSerialExecutor() }
     let engine: TransferEngine
     let client: HTTPClient
     let planner: DownloadPlanner
@@ -102,16 +105,23 @@ public actor OfflineVideoManager {
         // Without the device secret the store still opens: clear videos download and play, and
         // every license operation fails with why the secret cannot be had.
         let device = Result { () throws(OfflineVideoError) in try DeviceIdentity.load(configuration.deviceSource) }
-        do {
-            try FileManager.default.createDirectory(at: packagesDirectory, withIntermediateDirectories: true)
-            if configuration.role == .owner {
-                ownership = try StorageLock.owner(at: configuration.storageDirectory.appendingPathComponent("owner.lock").path,
-                                                  folder: configuration.storageDirectory.path)
+        // Opening waits on file locks and migrates SQLite: on a dispatch thread, not the pool.
+        let packages = packagesDirectory
+        let (lock, opened) = try await BlockingWork.run { () throws(OfflineVideoError) -> (StorageLock?, OfflineStore) in
+            do {
+                try FileManager.default.createDirectory(at: packages, withIntermediateDirectories: true)
+                let ownership = configuration.role == .owner
+                    ? try StorageLock.owner(at: configuration.storageDirectory.appendingPathComponent("owner.lock").path,
+                                            folder: configuration.storageDirectory.path)
+                    : nil
+                return (ownership, try OfflineStore(directory: configuration.storageDirectory, device: try? device.get(),
+                                                    poolCheck: configuration.poolCheck))
+            } catch {
+                throw OfflineVideoError.storeFailure(error, during: .open, "Cannot open the offline store in \(configuration.storageDirectory.path)")
             }
-            store = try OfflineStore(directory: configuration.storageDirectory, device: try? device.get())
-        } catch {
-            throw OfflineVideoError.storeFailure(error, during: .open, "Cannot open the offline store in \(configuration.storageDirectory.path)")
         }
+        ownership = lock
+        store = opened
         // The delegate may change the transfer configuration before the engine is made with it.
         var transfer = TransferConfiguration(configuration)
         delegate?.didCreateTransferConfiguration(&transfer)

@@ -96,6 +96,8 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     var machineIDFiles = DeviceIdentity.Source.standardMachineIDFiles
     /// The device identity's source: the secret file and the machine id files.
     var deviceSource: DeviceIdentity.Source { DeviceIdentity.Source(secretFile: deviceSecretFile, machineIDFiles: machineIDFiles) }
+    /// Notes store statements that run on Swift's cooperative pool (tests; `BlockingWork`).
+    var poolCheck: PoolCheck?
     /// Runs before each segment's commit (sync and rename): tests stand in for a slow disk with it.
     var beforeCommit: (@Sendable () async -> Void)?
     /// The app's hook on the FairPlay key exchange (certificate and license requests), in the

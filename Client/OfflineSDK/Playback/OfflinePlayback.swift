@@ -85,7 +85,11 @@ public final class OfflinePlayback: Sendable {
     }
 
     deinit {
-        state.withLock { $0.server }?.shutdown(gracePeriod: .zero)
+        // A session dropped without `close()`: its server stops on a dispatch thread (stopping
+        // waits for requests in flight; the last reference may go on the cooperative pool).
+        if let server = state.withLock({ $0.server }) {
+            BlockingWork.executor.queue.async { server.shutdown(gracePeriod: .zero) }
+        }
     }
 
     // MARK: Loopback HLS

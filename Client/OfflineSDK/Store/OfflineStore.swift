@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SQLiteSupport
+import Synchronization
 
 /// The SDK's SQLite database (GRDB, WAL): offline videos, their tracks and segments,
 /// application certificates and device settings. Every state change goes through here
@@ -11,6 +12,10 @@ final class OfflineStore: Sendable {
     /// whose trusted-time mark it keeps; nil (a store opened without one, or a device secret
     /// that cannot be read): such writes leave the fields unstamped, so they read as altered.
     let device: DeviceIdentity?
+    /// Notes every store call made on the cooperative pool (tests; `BlockingWork`).
+    let poolCheck: PoolCheck?
+    /// Write transactions begun and not yet ended (waiting for the lock, or running).
+    let writesInFlight = Atomic<Int>(0)
 
     /// How the store is opened: WAL with `synchronous = NORMAL` (a committed transaction
     /// survives a process crash, not always a power loss); a small page cache per connection
@@ -24,8 +29,11 @@ final class OfflineStore: Sendable {
 
     /// Opens (creating) `offline.sqlite` in `directory` and migrates it (`setup`: tests give a
     /// shorter busy timeout). Throws the mapped `OfflineVideoError` (`StoreOperation.open`).
-    init(directory: URL, setup: SQLiteSetup = OfflineStore.setup, device: DeviceIdentity? = nil) throws(OfflineVideoError) {
+    /// `poolCheck`: notes every statement that runs on the cooperative pool (tests; `BlockingWork`).
+    init(directory: URL, setup: SQLiteSetup = OfflineStore.setup, device: DeviceIdentity? = nil,
+         poolCheck: PoolCheck? = nil) throws(OfflineVideoError) {
         self.device = device
+        self.poolCheck = poolCheck
         do {
             pool = try SQLiteDatabase.open(in: directory, setup, migrator: OfflineStore.migrator)
         } catch {
@@ -170,10 +178,24 @@ final class OfflineStore: Sendable {
         return migrator
     }
 
+    /// A read transaction: every read of the store goes through here (the pool check).
+    private func read<T>(_ function: String = #function, _ body: (Database) throws -> T) throws -> T {
+        poolCheck?.check(function)
+        return try pool.read(body)
+    }
+
+    /// A write transaction: every write of the store goes through here (the pool check).
+    private func write<T>(_ function: String = #function, _ body: (Database) throws -> T) throws -> T {
+        poolCheck?.check(function)
+        writesInFlight.add(1, ordering: .relaxed)
+        defer { writesInFlight.subtract(1, ordering: .relaxed) }
+        return try pool.write(body)
+    }
+
     /// The files a download's package was given at planning time (local playlists, media
     /// options, artwork), by path inside its package folder.
     func playlists(_ token: String) throws -> [String: Data] {
-        try pool.read { db in
+        try read { db in
             var result: [String: Data] = [:]
             let rows = try Row.fetchCursor(db, sql: "SELECT path, text FROM playlist WHERE token = ?", arguments: [token])
             while let row = try rows.next() { result[row[0]] = row[1] }
@@ -183,7 +205,7 @@ final class OfflineStore: Sendable {
 
     /// One of those files, or nil.
     func packageFile(_ token: String, path: String) throws -> Data? {
-        try pool.read { db in try Data.fetchOne(db, sql: "SELECT text FROM playlist WHERE token = ? AND path = ?", arguments: [token, path]) }
+        try read { db in try Data.fetchOne(db, sql: "SELECT text FROM playlist WHERE token = ? AND path = ?", arguments: [token, path]) }
     }
 
     // MARK: License reports and trusted time
@@ -191,7 +213,7 @@ final class OfflineStore: Sendable {
     /// Records the first play of `token` at `time` (seconds since 1970) and queues its report,
     /// in one transaction; false when a first play was already recorded.
     func recordFirstPlay(_ token: String, at time: Double, report: LicenseReport) throws -> Bool {
-        try pool.write { db in
+        try write { db in
             guard let before = try DownloadRecord.fetchOne(db, key: token), before.initialPlaybackAt == nil else { return false }
             var record = before
             record.initialPlaybackAt = time
@@ -203,7 +225,7 @@ final class OfflineStore: Sendable {
     }
 
     func addReport(_ report: LicenseReport) throws {
-        try pool.write { db in
+        try write { db in
             var report = report
             try report.insert(db)
         }
@@ -211,15 +233,15 @@ final class OfflineStore: Sendable {
 
     /// Reports not yet sent, oldest first.
     func pendingReports() throws -> [LicenseReport] {
-        try pool.read { db in try LicenseReport.order(Column("id")).fetchAll(db) }
+        try read { db in try LicenseReport.order(Column("id")).fetchAll(db) }
     }
 
     func removeReport(_ id: Int64) throws {
-        _ = try pool.write { db in try LicenseReport.deleteOne(db, key: id) }
+        _ = try write { db in try LicenseReport.deleteOne(db, key: id) }
     }
 
     func countReportAttempt(_ id: Int64) throws {
-        try pool.write { db in try db.execute(sql: "UPDATE license_report SET attempts = attempts + 1 WHERE id = ?", arguments: [id]) }
+        try write { db in try db.execute(sql: "UPDATE license_report SET attempts = attempts + 1 WHERE id = ?", arguments: [id]) }
     }
 
     // MARK: Analytics
@@ -227,7 +249,7 @@ final class OfflineStore: Sendable {
     /// Stores an analytics event, then drops the oldest events until all of them take at most
     /// `limit` bytes, in one transaction; returns how many were dropped.
     func addAnalyticsEvent(_ event: AnalyticsRecord, limit: Int) throws -> Int {
-        try pool.write { db in
+        try write { db in
             var event = event
             try event.insert(db)
             var size = try Int.fetchOne(db, sql: "SELECT bytes FROM analytics_size") ?? 0
@@ -246,7 +268,7 @@ final class OfflineStore: Sendable {
 
     /// The collectors that have events waiting, the one with the oldest event first.
     func analyticsOrigins() throws -> [String] {
-        try pool.read { db in
+        try read { db in
             try String.fetchAll(db, sql: "SELECT origin FROM analytics_event GROUP BY origin ORDER BY MIN(seq)")
         }
     }
@@ -254,7 +276,7 @@ final class OfflineStore: Sendable {
     /// The oldest events waiting for `origin`: at most `count`, and no more than `bytes` bytes
     /// of JSON together (always at least one).
     func pendingAnalytics(origin: String, count: Int, bytes: Int) throws -> [AnalyticsRecord] {
-        try pool.read { db in
+        try read { db in
             var batch: [AnalyticsRecord] = []
             var total = 0
             let records = try AnalyticsRecord.filter(Column("origin") == origin).order(Column("seq")).limit(count).fetchCursor(db)
@@ -269,26 +291,26 @@ final class OfflineStore: Sendable {
 
     /// Every event waiting, oldest first.
     func allAnalytics() throws -> [AnalyticsRecord] {
-        try pool.read { db in try AnalyticsRecord.order(Column("seq")).fetchAll(db) }
+        try read { db in try AnalyticsRecord.order(Column("seq")).fetchAll(db) }
     }
 
     /// How many events are waiting.
     func analyticsCount() throws -> Int {
-        try pool.read { db in try AnalyticsRecord.fetchCount(db) }
+        try read { db in try AnalyticsRecord.fetchCount(db) }
     }
 
     /// The bytes the waiting events take (what the storage limit counts).
     func analyticsBytes() throws -> Int {
-        try pool.read { db in try Int.fetchOne(db, sql: "SELECT bytes FROM analytics_size") ?? 0 }
+        try read { db in try Int.fetchOne(db, sql: "SELECT bytes FROM analytics_size") ?? 0 }
     }
 
     /// Forgets events the collector accepted (or refused for good).
     func removeAnalytics(_ seqs: [Int64]) throws {
-        _ = try pool.write { db in try AnalyticsRecord.deleteAll(db, keys: seqs) }
+        _ = try write { db in try AnalyticsRecord.deleteAll(db, keys: seqs) }
     }
 
     func countAnalyticsAttempt(_ seqs: [Int64]) throws {
-        try pool.write { db in
+        try write { db in
             let statement = try db.cachedStatement(sql: "UPDATE analytics_event SET attempts = attempts + 1 WHERE seq = ?")
             for seq in seqs { try statement.execute(arguments: [seq]) }
         }
@@ -303,7 +325,7 @@ final class OfflineStore: Sendable {
     @discardableResult
     func observeTime(_ time: Double, signed: Bool = false) throws -> Double? {
         guard let device else { throw OfflineVideoError(.invalidLicense, .deviceSecret, "The offline store was opened without the device secret") }
-        return try pool.write { db in
+        return try write { db in
             var previous: Double?
             if let stored = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = ?", arguments: [device.markSetting]) {
                 previous = device.openMark(stored)
@@ -333,7 +355,7 @@ final class OfflineStore: Sendable {
     /// one case binding cannot catch.
     func adoptLegacyDeviceKey(reseal: (Data, Data) -> Data?) throws {
         guard let device else { return }
-        try pool.write { db in
+        try write { db in
             guard let legacyKey = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'device_key'") else { return }
             for before in try DownloadRecord.fetchAll(db) {
                 guard let sealed = before.license, let resealed = reseal(sealed, legacyKey) else { continue }
@@ -377,7 +399,7 @@ final class OfflineStore: Sendable {
     /// Stores a new download with its plan, in one transaction.
     func insert(_ record: DownloadRecord, tracks: [TrackRecord], segments: some Sequence<SegmentRecord>,
                 playlists: [String: Data] = [:]) throws {
-        try pool.write { db in
+        try write { db in
             try save(record, before: nil, db)
             try OfflineStore.insertPlan(db, token: record.token, tracks: tracks, segments: segments, playlists: playlists)
         }
@@ -386,7 +408,7 @@ final class OfflineStore: Sendable {
     /// Gives an existing record (a preloaded license) its plan, in one transaction.
     func attachPlan(_ record: DownloadRecord, tracks: [TrackRecord], segments: some Sequence<SegmentRecord>,
                     playlists: [String: Data]) throws {
-        try pool.write { db in
+        try write { db in
             try save(record, before: try DownloadRecord.fetchOne(db, key: record.token), db)
             for table in ["segment", "track", "playlist"] {
                 try db.execute(sql: "DELETE FROM \(table) WHERE token = ?", arguments: [record.token])
@@ -406,7 +428,7 @@ final class OfflineStore: Sendable {
 
     /// Percent done from what is recorded: done bytes over done plus estimated remaining.
     func percent(_ token: String) throws -> Double {
-        try pool.read { db in
+        try read { db in
             let row = try Row.fetchOne(db, sql: """
                 SELECT COALESCE(SUM(CASE WHEN done THEN COALESCE(bytes, estimated_bytes) ELSE 0 END), 0) AS done,
                        COALESCE(SUM(CASE WHEN done THEN 0 ELSE estimated_bytes END), 0) AS remaining,
@@ -421,7 +443,7 @@ final class OfflineStore: Sendable {
 
     /// Per track position: bytes of finished segments, and the estimates of the others.
     func trackBytes(_ token: String) throws -> [Int: (done: Int64, remaining: Int64)] {
-        try pool.read { db in
+        try read { db in
             var result: [Int: (done: Int64, remaining: Int64)] = [:]
             let rows = try Row.fetchCursor(db, sql: """
                 SELECT track, COALESCE(SUM(CASE WHEN done THEN COALESCE(bytes, estimated_bytes) ELSE 0 END), 0),
@@ -434,15 +456,15 @@ final class OfflineStore: Sendable {
     }
 
     func download(_ token: String) throws -> DownloadRecord? {
-        try pool.read { db in try DownloadRecord.fetchOne(db, key: token) }
+        try read { db in try DownloadRecord.fetchOne(db, key: token) }
     }
 
     func allDownloads() throws -> [DownloadRecord] {
-        try pool.read { db in try DownloadRecord.order(Column("sequence")).fetchAll(db) }
+        try read { db in try DownloadRecord.order(Column("sequence")).fetchAll(db) }
     }
 
     func nextSequence() throws -> Int64 {
-        try pool.read { db in (try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM download") ?? 0) + 1 }
+        try read { db in (try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM download") ?? 0) + 1 }
     }
 
     /// Applies `change` to the stored record and writes it back, in one transaction.
@@ -450,7 +472,7 @@ final class OfflineStore: Sendable {
     /// not started (a renewal), which is stamped even on a record whose stamp did not check.
     @discardableResult
     func update(_ token: String, freshLicense: Bool = false, _ change: @Sendable (inout DownloadRecord) -> Void) throws -> DownloadRecord? {
-        try pool.write { db in
+        try write { db in
             guard let before = try DownloadRecord.fetchOne(db, key: token) else { return nil }
             var record = before
             change(&record)
@@ -464,7 +486,7 @@ final class OfflineStore: Sendable {
     /// the record as it was before; nil for an unknown token.
     func transition(_ token: String, at now: Double, _ decide: (OfflineVideoDownloadState) throws -> DownloadStateMachine.Transition)
         throws -> (DownloadStateMachine.Transition, before: DownloadRecord)? {
-        try pool.write { db in
+        try write { db in
             guard let before = try DownloadRecord.fetchOne(db, key: token) else { return nil }
             var record = before
             let transition = try decide(record.downloadState)
@@ -494,19 +516,19 @@ final class OfflineStore: Sendable {
     }
 
     func delete(_ token: String) throws {
-        _ = try pool.write { db in try DownloadRecord.deleteOne(db, key: token) }
+        _ = try write { db in try DownloadRecord.deleteOne(db, key: token) }
     }
 
     // MARK: Plan
 
     func tracks(_ token: String) throws -> [TrackRecord] {
-        try pool.read { db in
+        try read { db in
             try TrackRecord.filter(Column("token") == token).order(Column("position")).fetchAll(db)
         }
     }
 
     func segments(_ token: String) throws -> [SegmentRecord] {
-        try pool.read { db in
+        try read { db in
             try SegmentRecord.filter(Column("token") == token).order(Column("track"), Column("sequence")).fetchAll(db)
         }
     }
@@ -514,7 +536,7 @@ final class OfflineStore: Sendable {
     /// What the runner needs to know of every segment of a download, without its URL:
     /// visited in (track, sequence) order, never all in memory at once.
     func forEachSegmentState(_ token: String, _ body: (SegmentState) throws -> Void) throws {
-        try pool.read { db in
+        try read { db in
             let rows = try Row.fetchCursor(db, sql: """
                 SELECT track, sequence, file, estimated_bytes, bytes, done, digest FROM segment
                 WHERE token = ? ORDER BY track, sequence
@@ -529,7 +551,7 @@ final class OfflineStore: Sendable {
     /// Up to `limit` unfinished segments in download order (sequence, then track), after
     /// `position` when given: the runner pages through a long video's segments.
     func pendingSegments(_ token: String, after position: (sequence: Int, track: Int)?, limit: Int) throws -> [SegmentRecord] {
-        try pool.read { db in
+        try read { db in
             let after = position ?? (sequence: -1, track: -1)
             return try SegmentRecord.fetchAll(db, sql: """
                 SELECT * FROM segment WHERE token = ? AND done = 0 AND (sequence > ? OR (sequence = ? AND track > ?))
@@ -540,7 +562,7 @@ final class OfflineStore: Sendable {
 
     /// The stored URLs of some segments, by (track, sequence).
     func segmentURLs(_ token: String, _ keys: [SegmentKey]) throws -> [SegmentKey: String] {
-        try pool.read { db in
+        try read { db in
             var urls: [SegmentKey: String] = [:]
             let statement = try db.cachedStatement(sql: "SELECT url FROM segment WHERE token = ? AND track = ? AND sequence = ?")
             for key in keys {
@@ -555,7 +577,7 @@ final class OfflineStore: Sendable {
     /// Marks segments whose files have gone missing as not done, to be fetched again.
     func markMissing(token: String, _ missing: [SegmentKey]) throws {
         guard !missing.isEmpty else { return }
-        try pool.write { db in
+        try write { db in
             let statement = try db.cachedStatement(sql: "UPDATE segment SET done = 0, bytes = NULL, digest = NULL WHERE token = ? AND track = ? AND sequence = ?")
             for item in missing { try statement.execute(arguments: [token, item.track, item.sequence]) }
         }
@@ -564,7 +586,7 @@ final class OfflineStore: Sendable {
     /// Marks fetched segments done with their real sizes and digests, in one transaction.
     func markDone(token: String, _ finished: [FinishedSegment]) throws {
         guard !finished.isEmpty else { return }
-        try pool.write { db in
+        try write { db in
             // One statement prepared for all: this runs every quarter second while a download runs.
             let statement = try db.cachedStatement(sql: "UPDATE segment SET done = 1, bytes = ?, digest = ? WHERE token = ? AND track = ? AND sequence = ?")
             for item in finished { try statement.execute(arguments: [item.bytes, item.digest, token, item.track, item.sequence]) }
@@ -573,7 +595,7 @@ final class OfflineStore: Sendable {
 
     /// Points segments at fresh URLs (same track and sequence), keeping what is done.
     func updateURLs(token: String, _ urls: [(track: Int, sequence: Int, url: String)]) throws {
-        try pool.write { db in
+        try write { db in
             let statement = try db.cachedStatement(sql: "UPDATE segment SET url = ? WHERE token = ? AND track = ? AND sequence = ?")
             for item in urls { try statement.execute(arguments: [item.url, token, item.track, item.sequence]) }
         }
@@ -582,11 +604,11 @@ final class OfflineStore: Sendable {
     // MARK: Certificates and settings
 
     func certificate(_ identifier: String) throws -> Data? {
-        try pool.read { db in try Data.fetchOne(db, sql: "SELECT data FROM certificate WHERE identifier = ?", arguments: [identifier]) }
+        try read { db in try Data.fetchOne(db, sql: "SELECT data FROM certificate WHERE identifier = ?", arguments: [identifier]) }
     }
 
     func setCertificate(_ data: Data?, identifier: String) throws {
-        try pool.write { db in
+        try write { db in
             if let data {
                 try db.execute(sql: "INSERT OR REPLACE INTO certificate (identifier, data) VALUES (?, ?)", arguments: [identifier, data])
             } else {
@@ -597,6 +619,7 @@ final class OfflineStore: Sendable {
 
     /// The setting `name`, made by `make` and stored on first use.
     func setting(_ name: String, orCreate make: @Sendable () -> Data) throws -> Data {
-        try pool.setting(name, orCreate: make)
+        poolCheck?.check()
+        return try pool.setting(name, orCreate: make)
     }
 }
