@@ -92,7 +92,7 @@ struct BlockingWorkTests {
             #expect(try await h.manager.status(long).downloadState == .downloading)
             let segment = try await Curl.fetch(base + video.folder + "/" + video.names[0])
             #expect(segment.status == 200)
-            #expect(store.writesInFlight.load(ordering: .relaxed) >= 2, "they were waiting all along")
+            #expect(store.writesInFlight.load(ordering: .relaxed) >= 1, "a write was still waiting: the work above ran beside it")
 
             holder.kill()
             #expect(try await h.events.finished(shorter) == nil, "released, the download goes on and completes")

@@ -88,7 +88,7 @@ public final class OfflinePlayback: Sendable {
         // A session dropped without `close()`: its server stops on a dispatch thread (stopping
         // waits for requests in flight; the last reference may go on the cooperative pool).
         if let server = state.withLock({ $0.server }) {
-            BlockingWork.executor.queue.async { server.shutdown(gracePeriod: .zero) }
+            BlockingWork.executor.submit { server.shutdown(gracePeriod: .zero) }
         }
     }
 

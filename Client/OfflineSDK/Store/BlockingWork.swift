@@ -24,7 +24,7 @@ enum BlockingWork {
     /// suspended, holding no thread.
     static func run<T: Sendable, E: Error>(_ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
         let result: Result<T, E> = await withCheckedContinuation { continuation in
-            executor.queue.async { continuation.resume(returning: Result { () throws(E) in try body() }) }
+            executor.submit { continuation.resume(returning: Result { () throws(E) in try body() }) }
         }
         return try result.get()
     }
@@ -55,16 +55,24 @@ final class ActorQueue: SerialExecutor, @unchecked Sendable {
     func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
 }
 
-/// A task executor on a concurrent dispatch queue: the nonisolated code of a task that prefers
-/// it (and of its child tasks) runs there, not on the cooperative pool.
+/// A task executor on dispatch's overcommitting threads: the nonisolated code of a task that
+/// prefers it (and of its child tasks) runs there, not on the cooperative pool. Each job goes to
+/// a serial queue of its own, so a job that blocks makes dispatch start another thread rather
+/// than hold up the rest (a concurrent queue of ours would get as many threads as cores, and
+/// two jobs waiting on a lock would stop every download and store call in the process).
 final class WorkExecutor: TaskExecutor, @unchecked Sendable {
-    let queue: DispatchQueue
+    let label: String
 
-    init(label: String) { queue = DispatchQueue(label: label, attributes: .concurrent) }
+    init(label: String) { self.label = label }
+
+    /// Runs `work` on a dispatch thread.
+    func submit(_ work: @escaping @Sendable () -> Void) {
+        DispatchQueue(label: label).async(execute: work)
+    }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        submit { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 
     func asUnownedTaskExecutor() -> UnownedTaskExecutor { UnownedTaskExecutor(ordinary: self) }
