@@ -2,6 +2,7 @@ import CurlTransfer
 import Foundation
 @testable import MockBackend
 @testable import OfflineSDK
+import SQLiteSupport
 import Testing
 import Synchronization
 import TestKit
@@ -57,7 +58,12 @@ struct BlockingWorkTests {
 
     @Test("while another process holds the store's write lock, the downloads' store writes wait on dispatch threads: other async work, a status query and the loopback server go on; released, the downloads go on")
     func writeLockHeldElsewhere() async throws {
-        try await withBackend { server in try await withHarness(server, { $0.maxConcurrentDownloads = 2 }) { h in
+        try await withBackend { server in try await withHarness(server, {
+            $0.maxConcurrentDownloads = 2
+            // The writes wait out the holder: however long a loaded machine takes over the checks
+            // below, not the store's 10 s (a write that waited that long fails its download).
+            $0.storeSetup.busyTimeout = 600
+        }) { h in
             let clear = try await h.request(Catalog.clearVideo)
             #expect(try await h.events.finished(clear) == nil)
             let playback = try await h.manager.openPlayback(clear)

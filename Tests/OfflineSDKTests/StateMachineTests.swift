@@ -91,4 +91,13 @@ struct StateMachineTests {
         #expect(Machine.holdsLicense == Machine.holdsVideo.union([.licensePreloaded]))
         #expect(Machine.stoppable == [.requested, .downloading, .suspended])
     }
+
+    @Test("records are born through the machine: a download queued, a task's suspended, a preload holding its license")
+    func births() {
+        #expect(Machine.birth(.download(suspended: false)) == (.requested, [.enqueue]))
+        #expect(Machine.birth(.download(suspended: true)) == (.suspended, []))
+        #expect(Machine.birth(.preload) == (.licensePreloaded, []))
+        // Each first state is one the machine moves on from (a preload by `request`, a task by `resume`).
+        #expect(next(.requested, .start) != nil && next(.suspended, .resume) != nil && next(.licensePreloaded, .request(suspended: false)) != nil)
+    }
 }

@@ -206,7 +206,10 @@ struct PostgresConnectionTests {
         try await offPool {
             let killer = try PostgresConnection(url: url)
             try killer.query("SELECT pg_terminate_backend($1::int, 600000)", [.int(Int64(first))])
-            #expect(throws: PostgresError.self) { try pool.withConnection { try $0.query("SELECT 1") } }
+            // Either its first use fails and the pool drops it, or (when more than the idle check's
+            // 5 s passed since it was given back, as on a loaded machine) the check on taking it
+            // finds it dead and lends a new one: the broken connection is never lent twice.
+            do { _ = try pool.withConnection { try $0.query("SELECT 1") } } catch { #expect(error is PostgresError, "\(error)") }
             let second = try pool.withConnection { connection in
                 _ = try connection.query("SELECT 1")
                 return connection.serverProcessID

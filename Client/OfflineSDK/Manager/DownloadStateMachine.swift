@@ -106,6 +106,23 @@ enum DownloadStateMachine {
         enum ErrorChange: Sendable, Equatable { case keep, clear, set(OfflineVideoError) }
     }
 
+    /// How a record comes to be.
+    enum Birth: Sendable, Equatable {
+        /// A download request; `suspended`: a task-style download, waiting for its resume.
+        case download(suspended: Bool)
+        /// A license preload: the record holds the license and no plan yet.
+        case preload
+    }
+
+    /// The first state of a new record, and the actions once it is stored.
+    static func birth(_ birth: Birth) -> (state: OfflineVideoDownloadState, actions: [Action]) {
+        switch birth {
+        case .download(suspended: false): (.requested, [.enqueue])
+        case .download(suspended: true): (.suspended, [])
+        case .preload: (.licensePreloaded, [])
+        }
+    }
+
     /// The transition for `event` in `state`, or `invalidState` when the event does not apply there.
     static func transition(from state: OfflineVideoDownloadState, on event: Event,
                            token: OfflineVideoToken) throws(OfflineVideoError) -> Transition {

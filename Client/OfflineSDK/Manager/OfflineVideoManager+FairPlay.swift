@@ -46,14 +46,16 @@ extension OfflineVideoManager {
         let token = UUID().uuidString.lowercased()
         let now = configuration.clock().timeIntervalSince1970
         let allowsCellular = options.allowsCellularDownload
-        try storeCall(.download) {
-            var record = try DownloadRecord.new(token: token, video: video, state: .licensePreloaded, parameters: parameters,
+        let born = DownloadStateMachine.birth(.preload)
+        let record = try storeCall(.download) { () throws -> DownloadRecord in
+            var record = try DownloadRecord.new(token: token, video: video, state: born.state, parameters: parameters,
                                                 requestedAt: now, allowsCellular: allowsCellular, sequence: try store.nextSequence())
             license.apply(to: &record)
             record.contentID = contentID
             try store.insert(record, tracks: [], segments: [])
+            return record
         }
-        hub.emit(.downloadStateChanged(token, state: .licensePreloaded))
+        await announceBirth(record, born)
         return token
     }
 

@@ -242,7 +242,7 @@ extension OfflineVideoManager {
 
     /// Whether `token` is queued or running.
     func isDownloading(_ token: OfflineVideoToken) -> Bool {
-        running[token] != nil || queue.contains(token)
+        scheduler.isScheduled(token)
     }
 
     /// Whether another process's manager is downloading `token`: the store says it is requested

@@ -12,7 +12,7 @@ extension OfflineVideoManager {
             try await apply(.interrupted, to: record.token)
         }
         _ = try await checkStorage(during: .open)
-        schedule()
+        run(scheduler.fill())
     }
 
     /// A store an older SDK wrote (its license key inside it) becomes this device's: its
@@ -56,7 +56,7 @@ extension OfflineVideoManager {
             }
         }
         // A request writes its folder before its record (a license round trip apart): skip those.
-        let known = Set(records.map(\.token)).union(preparingPackages)
+        let known = Set(records.map(\.token)).union(scheduler.preparingPackages)
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: packagesDirectory.path)) ?? []
         for folder in folders.sorted() where !known.contains(folder) {
             let path = packagesDirectory.appendingPathComponent(folder).path

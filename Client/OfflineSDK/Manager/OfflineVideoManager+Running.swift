@@ -4,16 +4,18 @@ import WireModels
 
 /// Running downloads: the queue, one task per download, progress, URL refreshes, images.
 extension OfflineVideoManager {
-    /// Starts queued downloads while there are free slots.
-    func schedule() {
-        while running.count < max(1, configuration.maxConcurrentDownloads), !queue.isEmpty {
-            let token = queue.removeFirst()
-            guard running[token] == nil else { continue }
-            let previous = winding.removeValue(forKey: token)
-            // The runner's store calls and file work block a dispatch thread, not the pool.
-            running[token] = Task(executorPreference: BlockingWork.executor) {
-                await previous?.value
-                await self.perform(token)
+    /// Carries out the scheduler's actions: starts a download's task, cancels a stopped one.
+    func run(_ actions: [DownloadScheduler<Task<Void, Never>>.Action]) {
+        for action in actions {
+            switch action {
+            case .start(let token, let previous):
+                // The runner's store calls and file work block a dispatch thread, not the pool.
+                scheduler.started(token, Task(executorPreference: BlockingWork.executor) {
+                    await previous?.value
+                    await self.perform(token)
+                })
+            case .cancel(let task):
+                task.cancel()
             }
         }
     }
@@ -23,9 +25,8 @@ extension OfflineVideoManager {
         defer {
             arrivals.stopped(token)
             if !Task.isCancelled {
-                running[token] = nil
                 live[token] = nil
-                schedule()
+                run(scheduler.ended(token))
             }
         }
         do {
@@ -143,7 +144,7 @@ extension OfflineVideoManager {
     /// Turns runner progress into events: for a download-configuration download, its whole
     /// percent when it rose; else each track's percent when it moved, and its completion once.
     func report(_ token: OfflineVideoToken, _ progress: RunnerProgress) {
-        guard var state = live[token], running[token] != nil else { return }
+        guard var state = live[token], scheduler.isRunning(token) else { return }
         let percent = ProgressMeter.percent(done: progress.done, remainingEstimate: progress.remaining, complete: progress.complete)
         state.done = progress.trackDone
         state.remaining = progress.trackRemaining

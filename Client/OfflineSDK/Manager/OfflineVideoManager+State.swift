@@ -39,6 +39,12 @@ extension OfflineVideoManager {
         }
     }
 
+    /// Announces a record just stored as `born` made it, and carries out its actions.
+    func announceBirth(_ record: DownloadRecord, _ born: (state: OfflineVideoDownloadState, actions: [DownloadStateMachine.Action])) async {
+        hub.emit(.downloadStateChanged(record.token, state: record.downloadState))
+        await carryOut(born.actions, for: record, announcesStorageChange: true)
+    }
+
     /// Runs a transition's actions for the download whose record was `before` the transition.
     private func carryOut(_ actions: [DownloadStateMachine.Action], for before: DownloadRecord, announcesStorageChange: Bool) async {
         let token = before.token
@@ -47,8 +53,7 @@ extension OfflineVideoManager {
             case .stopTask:
                 stopRunning(token)
             case .enqueue:
-                if !queue.contains(token) && running[token] == nil { queue.append(token) }
-                schedule()
+                run(scheduler.enqueue(token))
             case .removePackage:
                 await removePackage(token)
             case .releaseLicense:

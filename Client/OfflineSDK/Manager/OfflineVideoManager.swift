@@ -44,24 +44,13 @@ public actor OfflineVideoManager {
     let arrivals = SegmentArrivals()
     let packagesDirectory: URL
 
-    /// Running downloads; at most `maxConcurrentDownloads`.
-    var running: [OfflineVideoToken: Task<Void, Never>] = [:]
-    /// Cancelled download tasks that may still be finishing a write; a restart of the same
-    /// download waits for its old task first (two writers must never share a `.part` file).
-    var winding: [OfflineVideoToken: Task<Void, Never>] = [:]
-    /// Downloads waiting for a slot, in the order requested.
-    var queue: [OfflineVideoToken] = []
+    /// Which downloads run (at most `maxConcurrentDownloads`), wait or wind down, and which
+    /// videos a request is working on (`DownloadScheduler`; its actions are carried out in `run`).
+    var scheduler: DownloadScheduler<Task<Void, Never>>
     /// Live progress of running downloads (percent, and per track done bytes last reported).
     var live: [OfflineVideoToken: LiveProgress] = [:]
     /// Video objects of completed downloads (`videoObject(fromOfflineVideoToken:)`).
     var videoCache: [OfflineVideoToken: PlaybackVideo] = [:]
-    /// Videos a request or preload is working on (planning, the license exchange): a second
-    /// request for one of them is refused before it suspends, so a video is never downloaded twice.
-    var reservedVideos: Set<String> = []
-    /// Content ids a task request or key fetch is working on: a second one is refused the same way.
-    var reservedContentIDs: Set<String> = []
-    /// Tokens whose package folder a request is writing before their record exists.
-    var preparingPackages: Set<OfflineVideoToken> = []
     /// The lock that makes this manager the one running the storage folder's downloads; nil
     /// for a reader and once closed.
     var ownership: StorageLock?
@@ -114,7 +103,7 @@ public actor OfflineVideoManager {
                     ? try StorageLock.owner(at: configuration.storageDirectory.appendingPathComponent("owner.lock").path,
                                             folder: configuration.storageDirectory.path)
                     : nil
-                return (ownership, try OfflineStore(directory: configuration.storageDirectory, device: try? device.get(),
+                return (ownership, try OfflineStore(directory: configuration.storageDirectory, setup: configuration.storeSetup, device: try? device.get(),
                                                     poolCheck: configuration.poolCheck))
             } catch {
                 throw OfflineVideoError.storeFailure(error, during: .open, "Cannot open the offline store in \(configuration.storageDirectory.path)")
@@ -122,6 +111,7 @@ public actor OfflineVideoManager {
         }
         ownership = lock
         store = opened
+        scheduler = DownloadScheduler(slots: configuration.maxConcurrentDownloads)
         // The delegate may change the transfer configuration before the engine is made with it.
         var transfer = TransferConfiguration(configuration)
         delegate?.didCreateTransferConfiguration(&transfer)
@@ -190,7 +180,7 @@ public actor OfflineVideoManager {
     /// ended, waits until their tasks have ended and lets go of the storage folder: a manager
     /// made later on the same storage continues them. The manager changes nothing afterwards.
     public func close() async {
-        let tasks = Array(running.values) + Array(winding.values)
+        let tasks = scheduler.close()
         for task in tasks { task.cancel() }
         reportWatcher?.cancel()
         expiryWatcher?.cancel()
@@ -198,9 +188,6 @@ public actor OfflineVideoManager {
         analyticsOutbox.cancel()
         reportWatcher = nil
         expiryWatcher = nil
-        running = [:]
-        winding = [:]
-        queue = []
         live = [:]
         for task in tasks { await task.value }
         ownership = nil
@@ -281,8 +268,8 @@ public actor OfflineVideoManager {
         let selections = request.selections ?? MediaSelections(audioLanguages: configuration.preferredAudioLanguages,
                                                                subtitleLanguages: configuration.preferredSubtitleLanguages)
         let token = preloaded?.token ?? UUID().uuidString.lowercased()
-        preparingPackages.insert(token)
-        defer { preparingPackages.remove(token) }
+        scheduler.beginPreparing(token)
+        defer { scheduler.endPreparing(token) }
         let manifestSubtitles = OfflineVideoManager.manifestSubtitleLanguages(selections.subtitleLanguages, video: video)
         let plan = try await planner.plan(token: token, video: video, variant: request.variant,
                                           audioLanguages: selections.audioLanguages, subtitleLanguages: manifestSubtitles)
@@ -338,10 +325,11 @@ public actor OfflineVideoManager {
         }
         let now = configuration.clock().timeIntervalSince1970
         let allowsCellular = options.allowsCellularDownload
+        let born = DownloadStateMachine.birth(.download(suspended: request.task != nil))
         let record = try storeCall(.download) { () throws -> DownloadRecord in
             // A preloaded record keeps its token, sequence, state (moved by `.request` below) and
             // license; everything else is this request's.
-            var record = try preloaded ?? DownloadRecord.new(token: token, video: video, state: .requested, parameters: parameters,
+            var record = try preloaded ?? DownloadRecord.new(token: token, video: video, state: born.state, parameters: parameters,
                                                              requestedAt: now, allowsCellular: allowsCellular,
                                                              sequence: try store.nextSequence())
             if preloaded != nil {
@@ -357,7 +345,6 @@ public actor OfflineVideoManager {
             if let task = request.task {
                 record.contentID = task.contentID
                 record.taskMetadata = task.metadata
-                if preloaded == nil { record.state = OfflineVideoDownloadState.suspended.rawValue }
             }
             record.bitrate = plan.variant.bandwidth
             record.masterURL = plan.masterURL
@@ -376,14 +363,11 @@ public actor OfflineVideoManager {
             throw OfflineVideoError.storeFailure(error, during: .download, "Cannot store the download")
         }
         try? recordAnalytics(.downloadRequested, AnalyticsSubject(record))  // analytics never fail a request
+        // Born through the state machine: a new record as `birth` says, a preloaded one by its `request` event.
         if preloaded != nil {
             try await apply(.request(suspended: request.task != nil), to: token)
         } else {
-            hub.emit(.downloadStateChanged(token, state: record.downloadState))
-            if record.downloadState == .requested {
-                queue.append(token)
-                schedule()
-            }
+            await announceBirth(record, born)
         }
         return token
     }
@@ -394,12 +378,13 @@ public actor OfflineVideoManager {
     /// stored records. Never suspends: check and reservation are one step.
     func reserve(_ video: PlaybackVideo, refusingIn refused: Set<OfflineVideoDownloadState>,
                  _ what: String, contentID: String? = nil) throws(OfflineVideoError) -> [DownloadRecord] {
-        if reservedVideos.contains(video.id) {
-            throw OfflineVideoError(.invalidParameter, .alreadyDownloaded, "Video \(video.id) \(what) (another request is under way)")
+        switch scheduler.reserve(video: video.id, contentID: contentID) {
+        case .video?: throw OfflineVideoError(.invalidParameter, .alreadyDownloaded, "Video \(video.id) \(what) (another request is under way)")
+        case .contentID?: throw OfflineVideoError(.invalidParameter, .alreadyDownloaded, "Another request for content \(contentID ?? "") is under way")
+        case nil: break
         }
-        if let contentID, reservedContentIDs.contains(contentID) {
-            throw OfflineVideoError(.invalidParameter, .alreadyDownloaded, "Another request for content \(contentID) is under way")
-        }
+        var reserved = true
+        defer { if reserved { scheduler.release(video: video.id, contentID: contentID) } }
         let all = try storeCall(.download) { try store.allDownloads() }
         if let contentID, let task = all.first(where: { $0.taskContentID == contentID && $0.downloadState != .licensePreloaded }) {
             throw OfflineVideoError(.invalidParameter, .alreadyDownloaded,
@@ -412,15 +397,13 @@ public actor OfflineVideoManager {
         if let held = existing.first(where: { refused.contains($0.downloadState) }) {
             throw OfflineVideoError(.invalidParameter, .alreadyDownloaded, "Video \(video.id) \(what) (token \(held.token))")
         }
-        reservedVideos.insert(video.id)
-        if let contentID { reservedContentIDs.insert(contentID) }
+        reserved = false  // kept: the caller lets go
         return existing
     }
 
     /// Lets go of what `reserve` reserved.
     func unreserve(_ video: PlaybackVideo, contentID: String?) {
-        reservedVideos.remove(video.id)
-        if let contentID { reservedContentIDs.remove(contentID) }
+        scheduler.release(video: video.id, contentID: contentID)
     }
 
     // MARK: Control
@@ -528,13 +511,8 @@ public actor OfflineVideoManager {
     }
 
     func stopRunning(_ token: OfflineVideoToken) {
-        if let task = running.removeValue(forKey: token) {
-            task.cancel()
-            winding[token] = task
-        }
-        queue.removeAll { $0 == token }
         live[token] = nil
-        schedule()
+        run(scheduler.stop(token))
     }
 
     func packageFolder(_ token: OfflineVideoToken) -> URL {
@@ -543,13 +521,13 @@ public actor OfflineVideoManager {
 
     /// Returns once a stopped (paused, cancelled) download's task has ended.
     func waitUntilStopped(_ token: OfflineVideoToken) async {
-        if let stopping = winding[token] { await stopping.value }
+        if let stopping = scheduler.windingTask(token) { await stopping.value }
     }
 
     /// Removes a package folder once its download task, if one was just stopped, has ended:
     /// a transfer finishing meanwhile would otherwise put files back into it.
     func removePackage(_ token: OfflineVideoToken) async {
-        if let stopping = winding.removeValue(forKey: token) { await stopping.value }
+        if let stopping = scheduler.takeWindingTask(token) { await stopping.value }
         try? FileManager.default.removeItem(at: packageFolder(token))
     }
 

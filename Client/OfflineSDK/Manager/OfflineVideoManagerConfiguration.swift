@@ -98,6 +98,8 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     var deviceSource: DeviceIdentity.Source { DeviceIdentity.Source(secretFile: deviceSecretFile, machineIDFiles: machineIDFiles) }
     /// Notes store statements that run on Swift's cooperative pool (tests; `BlockingWork`).
     var poolCheck: PoolCheck?
+    /// How the store is opened (tests that hold its lock give a longer busy timeout).
+    var storeSetup = OfflineStore.setup
     /// Runs before each segment's commit (sync and rename): tests stand in for a slow disk with it.
     var beforeCommit: (@Sendable () async -> Void)?
     /// The app's hook on the FairPlay key exchange (certificate and license requests), in the
