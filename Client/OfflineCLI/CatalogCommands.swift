@@ -95,8 +95,9 @@ struct EstimateCommand: AsyncParsableCommand {
         try await runCommand(json: output.json) {
             let video = try await service.video(id)
             let manager = try await storage.manager(role: .reader, trustedCAFile: service.trustedCAFile)
-            let megabytes = try await manager.estimateDownloadSize(video, requestedBitrate: selection.bitrate ?? 1,
-                                                                   mediaSelections: selection.selections)
+            // What `offline download` with the same options would fetch (without --bitrate, the lowest variant).
+            let megabytes = try await manager.estimateDownloadSize(video, mediaSelections: selection.selections,
+                                                                   parameters: DownloadParameters(requestedBitrate: selection.bitrate))
             let needed = Int64(megabytes * 1_048_576)
             let free = Storage.freeSpace(storage.folder)
             let reserve = Int64(storage.reserveMB) * 1_048_576

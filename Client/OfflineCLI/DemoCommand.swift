@@ -108,7 +108,7 @@ final class Demo: Sendable {
         step("Estimate its size with English and French audio and German subtitles, and check the free space")
         var manager = try await OfflineVideoManager(configuration: configuration())
         let selections = MediaSelections(audioLanguages: ["en", "fr"], subtitleLanguages: ["de"])
-        let megabytes = try await manager.estimateDownloadSize(video, requestedBitrate: 1, mediaSelections: selections)
+        let megabytes = try await manager.estimateDownloadSize(video, mediaSelections: selections, parameters: DownloadParameters())
         let free = Storage.freeSpace(folder) ?? 0
         detail("about \(Format.bytes(Int64(megabytes * 1_048_576))); \(Format.bytes(free)) free in \(folder.path)")
         try check(Double(free) > megabytes * 1_048_576, "it fits")

@@ -85,9 +85,10 @@ struct DownloadManagerTests {
             #expect(seen == seen.sorted() && seen.allSatisfy { $0 < 100 }, "\(seen)")
             #expect(task.progress.value == 100)
             #expect(task.expiration.value == .distantFuture, "clear content never expires")
-            // The delegate hears a change just after the property has it.
-            #expect(try await eventually { recorder.lines == ["clear-1 added", "clear-1 suspended→running", "clear-1 running→completed"] },
-                    "\(recorder.lines)")
+            // The delegate hears a change just after the property has it (so it skips the step the property skipped).
+            #expect(try await eventually { recorder.lines.last?.hasSuffix("→completed") == true }, "\(recorder.lines)")
+            #expect([["clear-1 added", "clear-1 suspended→running", "clear-1 running→completed"],
+                     ["clear-1 added", "clear-1 suspended→completed"]].contains(recorder.lines), "\(recorder.lines)")
 
             let playback = try await downloads.openPlayback(task)
             let segments = try await collect(playback.segments(of: playback.tracks[0])).map(\.bytes)
@@ -156,7 +157,8 @@ struct DownloadManagerTests {
 
     @Test("a failed task is retried (and only retried): it continues where it stopped and completes")
     func failureAndRetry() async throws {
-        try await withBackend { server in try await withTasks(server) { h, downloads, recorder in
+        // Gives up after 2 s without progress, not the default 30 s (which a loaded run stretched past the wait below).
+        try await withBackend { server in try await withTasks(server, { $0.timeWithoutProgress = .seconds(2) }) { h, downloads, recorder in
             _ = try server.app.faults.add(FaultRule(id: "gone", route: .segment, status: 404))
             let task = try await enqueue(downloads, DownloadRequest(contentId: "flaky", video: try await h.service.findVideo(id: Catalog.clearVideo),
                                                                     title: "Flaky"))

@@ -30,6 +30,23 @@ struct RulesTests {
         #expect(RenditionChooser.variant(in: Self.master, requestedBitrate: requested)?.bandwidth == expected)
     }
 
+    @Test("no bitrate, named: a download takes the lowest variant with video, an estimate the largest")
+    func noBitrate() {
+        #expect(RenditionChooser.largest(in: Self.master)?.bandwidth == 2_000_000)
+        func name(_ rule: VariantRule) -> String {
+            switch rule {
+            case .atOrBelow(let bitrate): "at or below \(bitrate)"
+            case .lowestWithVideo: "lowest with video"
+            case .largest: "largest"
+            case .qualifiers: "qualifiers"
+            }
+        }
+        #expect(name(.bitrate(nil, otherwise: .lowestWithVideo)) == "lowest with video")
+        #expect(name(.bitrate(nil, otherwise: .largest)) == "largest")
+        #expect(name(.bitrate(900_000, otherwise: .largest)) == "at or below 900000")
+        #expect(name(DownloadSpec(mediaSelections: nil, parameters: DownloadParameters()).variant) == "lowest with video")
+    }
+
     @Test("languages: default audio when none asked; prefix matching; unknown languages are errors")
     func languages() throws {
         let variant = try #require(RenditionChooser.variant(in: Self.master, requestedBitrate: nil))

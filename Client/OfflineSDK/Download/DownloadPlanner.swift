@@ -165,8 +165,12 @@ struct DownloadPlanner: Sendable {
         let (masterURL, master) = try await master(of: video)
         let chosen: VariantStream?
         switch rule {
-        case .bitrate(let requestedBitrate):
-            chosen = RenditionChooser.variant(in: master, requestedBitrate: requestedBitrate)
+        case .atOrBelow(let bitrate):
+            chosen = RenditionChooser.variant(in: master, requestedBitrate: bitrate)
+        case .lowestWithVideo:
+            chosen = RenditionChooser.variant(in: master, requestedBitrate: nil)
+        case .largest:
+            chosen = RenditionChooser.largest(in: master)
         case .qualifiers(let qualifiers):
             chosen = RenditionChooser.variant(in: master, qualifiers: qualifiers)
             if chosen == nil, !master.variants.isEmpty {

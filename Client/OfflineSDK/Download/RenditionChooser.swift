@@ -27,6 +27,12 @@ enum RenditionChooser {
         return withVideo.last { $0.bandwidth <= requestedBitrate } ?? lowest
     }
 
+    /// The variant with the largest `BANDWIDTH` among those with video (among all when none has video).
+    static func largest(in master: MasterPlaylist) -> VariantStream? {
+        let withVideo = master.variants.filter(\.hasVideo)
+        return (withVideo.isEmpty ? master.variants : withVideo).max { $0.bandwidth < $1.bandwidth }
+    }
+
     /// The variant the first qualifier that admits any variant with video (any variant when none
     /// has video) picks: among those it admits, the one with the highest `BANDWIDTH`. Nil when
     /// no qualifier admits any.

@@ -127,10 +127,24 @@ public struct DownloadConfiguration: Sendable {
     }
 }
 
-/// How a download's variant is chosen: the requested bitrate rule, or variant qualifiers.
+/// How a download's variant is chosen. "No bitrate" means two things in the source material,
+/// each named here: a download without one takes the lowest variant with video (the guide), an
+/// estimate without one measures the largest (the class reference).
 enum VariantRule: Sendable {
-    case bitrate(Int?)
+    /// The largest `BANDWIDTH` at or below the bitrate among variants with video (the lowest
+    /// with video when every one is above it).
+    case atOrBelow(Int)
+    /// What a download requested without a bitrate takes.
+    case lowestWithVideo
+    /// What an estimate asked without a bitrate measures.
+    case largest
+    /// The first variant qualifier that admits a variant (download configurations).
     case qualifiers([VariantQualifier])
+
+    /// The rule for `bitrate`, or `withoutBitrate` when none is given.
+    static func bitrate(_ bitrate: Int?, otherwise withoutBitrate: VariantRule) -> VariantRule {
+        bitrate.map(VariantRule.atOrBelow) ?? withoutBitrate
+    }
 }
 
 /// What the shared request path is asked for, whichever public method (of either façade) asked.
@@ -157,16 +171,18 @@ struct DownloadSpec: Sendable {
         var artwork: Data?
     }
 
-    /// A media-selections request as it is.
-    init(mediaSelections: MediaSelections?, parameters: DownloadParameters) {
-        self.variant = .bitrate(parameters.requestedBitrate)
+    /// A media-selections request as it is (`withoutBitrate`: the variant when it names no
+    /// bitrate; an estimate's differs from a download's).
+    init(mediaSelections: MediaSelections?, parameters: DownloadParameters, withoutBitrate: VariantRule = .lowestWithVideo) {
+        self.variant = .bitrate(parameters.requestedBitrate, otherwise: withoutBitrate)
         self.selections = mediaSelections
         self.parameters = parameters
     }
 
     /// A download configuration translated: the title becomes the display name, the qualifiers
     /// the variant rule, the media selections of every content configuration one selection.
-    init(_ configuration: DownloadConfiguration, parameters: DownloadParameters) throws(OfflineVideoError) {
+    init(_ configuration: DownloadConfiguration, parameters: DownloadParameters,
+         withoutBitrate: VariantRule = .lowestWithVideo) throws(OfflineVideoError) {
         let title = configuration.title.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !title.isEmpty else {
             throw OfflineVideoError(.invalidParameter, .invalidParameter, "A download configuration needs a title")
@@ -192,7 +208,7 @@ struct DownloadSpec: Sendable {
         }
         var parameters = parameters
         parameters.displayName = title
-        self.variant = qualifiers.isEmpty ? .bitrate(parameters.requestedBitrate) : .qualifiers(qualifiers)
+        self.variant = qualifiers.isEmpty ? .bitrate(parameters.requestedBitrate, otherwise: withoutBitrate) : .qualifiers(qualifiers)
         self.selections = selections
         self.parameters = parameters
         self.configuration = ConfiguredDownload(artwork: configuration.artworkData.flatMap { $0.isEmpty ? nil : $0 })

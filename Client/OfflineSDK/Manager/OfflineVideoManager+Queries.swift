@@ -36,7 +36,16 @@ extension OfflineVideoManager {
     /// 128 kbit/s), since the playlists do not carry segment sizes.
     public func estimateDownloadSize(_ video: PlaybackVideo, requestedBitrate: Int? = nil,
                                      mediaSelections: MediaSelections? = nil) async throws(OfflineVideoError) -> Double {
-        try await estimate(video, DownloadSpec(mediaSelections: mediaSelections, parameters: DownloadParameters(requestedBitrate: requestedBitrate)))
+        try await estimate(video, DownloadSpec(mediaSelections: mediaSelections, parameters: DownloadParameters(requestedBitrate: requestedBitrate),
+                                               withoutBitrate: .largest))
+    }
+
+    /// The size in megabytes (MiB) of exactly what `requestVideoDownload(_:mediaSelections:parameters:)`
+    /// with these arguments would download: without a requested bitrate, the lowest variant
+    /// with video (not the largest, as the estimate by bitrate measures).
+    public func estimateDownloadSize(_ video: PlaybackVideo, mediaSelections: MediaSelections?,
+                                     parameters: DownloadParameters) async throws(OfflineVideoError) -> Double {
+        try await estimate(video, DownloadSpec(mediaSelections: mediaSelections, parameters: parameters))
     }
 
     /// The size of a download requested with `downloadConfiguration` in megabytes (MiB): the
@@ -44,7 +53,7 @@ extension OfflineVideoManager {
     /// of every content configuration. The same checks as `requestVideoDownload(_:downloadConfiguration:parameters:)`.
     public func estimateDownloadSize(_ video: PlaybackVideo,
                                      downloadConfiguration: DownloadConfiguration) async throws(OfflineVideoError) -> Double {
-        try await estimate(video, try DownloadSpec(downloadConfiguration, parameters: DownloadParameters()))
+        try await estimate(video, try DownloadSpec(downloadConfiguration, parameters: DownloadParameters(), withoutBitrate: .largest))
     }
 
     /// The one estimate under both: what `requestDownload` would plan, without storing anything.
@@ -52,9 +61,7 @@ extension OfflineVideoManager {
         try ParameterRules.validateBitrate(spec.parameters.requestedBitrate)
         let selections = spec.selections ?? MediaSelections(audioLanguages: configuration.preferredAudioLanguages,
                                                             subtitleLanguages: configuration.preferredSubtitleLanguages)
-        var variant = spec.variant
-        if case .bitrate(nil) = variant { variant = .bitrate(Int.max) }  // no choice given: the largest, as the reference estimates
-        let plan = try await planner.plan(token: "estimate", video: video, variant: variant, audioLanguages: selections.audioLanguages,
+        let plan = try await planner.plan(token: "estimate", video: video, variant: spec.variant, audioLanguages: selections.audioLanguages,
                                           subtitleLanguages: OfflineVideoManager.manifestSubtitleLanguages(selections.subtitleLanguages, video: video))
         return Double(plan.estimatedBytes) / 1_048_576 + Double(spec.configuration?.artwork?.count ?? 0) / 1_048_576
     }
