@@ -86,6 +86,7 @@ public final class MockBackendApp: Sendable {
         }
         var router = Router<MockBackendApp>()
         MockBackendApp.addPlaybackAPIRoutes(to: &router)
+        MockBackendApp.addStaticURLRoutes(to: &router)
         MockBackendApp.addManifestRoutes(to: &router)
         MockBackendApp.addLicenseRoutes(to: &router)
         MockBackendApp.addSampleAESTestKeyRoute(to: &router)
