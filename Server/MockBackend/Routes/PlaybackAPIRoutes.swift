@@ -80,7 +80,7 @@ extension MockBackendApp {
 
     private func searchResponse(_ caller: PlaybackCaller, _ request: HTTPRequest) throws -> HTTPResponse {
         try requireSearch(caller)
-        let search = try CatalogSearch(query: request.queryValue("q") ?? "")
+        let search = try CatalogSearch(query: request.queryValue("q") ?? "", now: clock.now())
         let sort = try request.queryValue("sort").flatMap { $0.isEmpty ? nil : $0 }.map { try CatalogSort($0) }
         let catalog = self.catalog
         let (limit, offset) = try paging(request, defaultLimit: 20)
