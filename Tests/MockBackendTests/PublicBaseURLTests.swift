@@ -90,4 +90,25 @@ struct PublicBaseURLTests {
             try await Self.expectURLs(from: "http://127.0.0.1:\(server.port)", base: "http://videos.example.com", [])
         }
     }
+
+    @Test("the mock-backend command: --public-base-url with --tls, and with --tls-port, is what the ready file names and the answers carry",
+          arguments: [["--tls"], ["--tls-port", "0"]])
+    func command(tlsArguments: [String]) async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let ready = directory.url.appendingPathComponent("ready.json")
+        let process = try RunningProcess(BalancedCluster.executable, ["--port", "0", "--data-dir", directory.url.path,
+                                                                      "--public-base-url", "https://Videos.Example.com:443/",
+                                                                      "--ready-file", ready.path, "--log-level", "warning"] + tlsArguments)
+        defer { process.kill() }
+        // The ready file is written once it listens (after its lines on stdout); it exits on a refusal.
+        let started = try await process.waitForOutput { _ in FileManager.default.fileExists(atPath: ready.path) }
+        try #require(started, "\(process.stdoutSoFar)")
+        let info = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: ready)) as? [String: Any])
+        #expect(info["base_url"] as? String == "https://videos.example.com")
+        #expect(info["https_base_url"] as? String == "https://videos.example.com")
+        let caFile = try #require(info["ca_file"] as? String)
+        let httpsPort = try #require(info["https_port"] as? Int)
+        try await Self.expectURLs(from: "https://127.0.0.1:\(httpsPort)", base: "https://videos.example.com", ["--cacert", caFile])
+    }
 }
