@@ -29,6 +29,7 @@ PLAYBACK_ACCOUNT=6415818918001
 PLAYBACK_POLICY_KEY=BCpkADawqM1northwindSEARCHkey0001
 FAIRPLAY_VIDEO=6415818918103
 CLEAR_VIDEO=6415818918101
+AES_VIDEO_ID=6415818918102
 ADMIN_ACCOUNT=5434391461001
 
 venv_install "$VENV" "schemathesis==$SCHEMATHESIS_VERSION" \
@@ -49,22 +50,80 @@ if [ "${SCHEMATHESIS_DATABASE:-sqlite}" = postgres ]; then
 fi
 start_backend schemathesis
 
-# The license route is signed: its path and fastly_token come from the FairPlay video's
-# key_request_url, so the fuzzer reaches the body, header and SPC checks behind the token.
-# Images and text tracks are named by the video's URL uuid: the clear video's, so that the
-# fuzzer reaches real files (and their Range handling) rather than 404s.
-video() { curl -sSf -H "BCOV-Policy: $PLAYBACK_POLICY_KEY" "$BASE/playback/v1/accounts/$PLAYBACK_ACCOUNT/videos/$1"; }
-read -r LICENSE_VIDEO LICENSE_KEY LICENSE_TOKEN < <(video "$FAIRPLAY_VIDEO" | "$VENV/bin/python" -c '
-import json, sys, urllib.parse
-url = json.load(sys.stdin)["sources"][0]["key_systems"]["com.apple.fps.1_0"]["key_request_url"]
-parts = urllib.parse.urlsplit(url)
-_, _, _, _, account, video, key = parts.path.split("/")
-print(video, key, urllib.parse.parse_qs(parts.query)["fastly_token"][0])
-')
-read -r CLEAR_VIDEO_UUID < <(video "$CLEAR_VIDEO" | "$VENV/bin/python" -c '
+# Signed routes get real URLs, so the fuzzer reaches what lies behind the token (the body, header
+# and SPC checks of the license route; the playlists, segments and keys with their Range and
+# conditional handling) rather than the same 403 for every generated path: a fastly_token is valid
+# for one exact path, so each operation's path parameters and token are pinned to one URL the
+# mock handed out. The license route's come from the FairPlay video's key_request_url; the
+# master, a media playlist and a segment from the clear video's sources (and its playlists); the
+# AES-128 key from the HLSe video's media playlist. Images and text tracks are named by the clear
+# video's URL uuid, so that the fuzzer reaches real files (and their Range handling) rather than 404s.
+# Static URL delivery gets a playback-restriction JWT: a key pair made here, its public half
+# registered for the Playback API's account through the admin API, the token signed with openssl.
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$WORK/playback-key.pem" 2>/dev/null
+openssl pkey -in "$WORK/playback-key.pem" -pubout -out "$WORK/playback-key.pub.pem"
+"$VENV/bin/python" - "$WORK/playback-key.pub.pem" >"$WORK/playback-key.json" <<'PY'
 import json, sys
-print(json.load(sys.stdin)["poster"].split("/")[-3])
-')
+print(json.dumps({"id": "schemathesis", "public_key": open(sys.argv[1]).read()}))
+PY
+curl -sSf -o /dev/null -X POST -H "Authorization: Bearer $ADMIN_TOKEN" -H "Content-Type: application/json" \
+    --data-binary "@$WORK/playback-key.json" "$BASE/_admin/v1/accounts/$PLAYBACK_ACCOUNT/playback-keys"
+
+read -r LICENSE_VIDEO LICENSE_KEY LICENSE_TOKEN CLEAR_VIDEO_UUID \
+    MASTER_PROTECTION MASTER_VIDEO MASTER_LABEL MASTER_TOKEN \
+    MEDIA_RENDITION MEDIA_TOKEN SEGMENT_NAME SEGMENT_TOKEN \
+    AES_VIDEO AES_KEY AES_TOKEN STATIC_TOKEN < <("$VENV/bin/python" - "$BASE" "$PLAYBACK_ACCOUNT" "$PLAYBACK_POLICY_KEY" \
+        "$FAIRPLAY_VIDEO" "$CLEAR_VIDEO" "$AES_VIDEO_ID" "$WORK/playback-key.pem" <<'PY'
+import base64, json, re, subprocess, sys, time, urllib.parse, urllib.request
+base, account, policy_key, fairplay, clear, aes, key_file = sys.argv[1:]
+
+def get(url, headers={}):
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as answer:
+        return answer.read().decode()
+def video(id):
+    return json.loads(get(f"{base}/playback/v1/accounts/{account}/videos/{id}", {"BCOV-Policy": policy_key}))
+def split(url):  # path segments and the fastly_token of a signed URL
+    parts = urllib.parse.urlsplit(url)
+    return parts.path.split("/"), urllib.parse.parse_qs(parts.query)["fastly_token"][0]
+def uris(playlist):  # every URI in a playlist: lines and URI="..." attributes
+    return [l for l in playlist.splitlines() if l.startswith("http")] + re.findall(r'URI="(http[^"]+)"', playlist)
+
+fairplay_video = video(fairplay)
+path, license_token = split(fairplay_video["sources"][0]["key_systems"]["com.apple.fps.1_0"]["key_request_url"])
+license_video, license_key = path[-2], path[-1]
+clear_video = video(clear)
+clear_uuid = clear_video["poster"].split("/")[-3]
+master_url = clear_video["sources"][0]["src"]
+# /manifest/v1/hls/v5/{protection}/{account}/{video}/{label}/master.m3u8
+path, master_token = split(master_url)
+protection, master_video, label = path[5], path[7], path[8]
+media_url = next(l for l in get(master_url).splitlines() if l.startswith("http"))  # a variant: a video rendition
+path, media_token = split(media_url)
+rendition = path[8]
+segment_url = next(u for u in uris(get(media_url)) if "/media/" in u)
+path, segment_token = split(segment_url)
+segment = path[-1]
+assert path[8] == rendition
+aes_media = next(u for u in uris(get(video(aes)["sources"][0]["src"])) if "/rendition.m3u8" in u)
+key_url = next(u for u in uris(get(aes_media)) if "/license/v1/aes128/" in u)
+path, aes_token = split(key_url)
+aes_video, aes_key = path[-2], path[-1]
+
+def b64(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+claims = {"accid": account, "exp": int(time.time()) + 4 * 3600}
+signing_input = b64(json.dumps({"alg": "RS256", "typ": "JWT", "kid": "schemathesis"}).encode()) + "." + b64(json.dumps(claims).encode())
+signature = subprocess.run(["openssl", "dgst", "-sha256", "-sign", key_file], input=signing_input.encode(),
+                           capture_output=True, check=True).stdout
+static_token = signing_input + "." + b64(signature)
+
+print(license_video, license_key, license_token, clear_uuid, protection, master_video, label, master_token,
+      rendition, media_token, segment, segment_token, aes_video, aes_key, aes_token, static_token)
+PY
+)
+[ -n "$STATIC_TOKEN" ] || { echo "could not gather the signed URLs" >&2; exit 1; }
+# The JWT opens the static master: a wrong one would leave the fuzzer nothing but 401s.
+curl -sSf -o /dev/null "$BASE/playback/v1/accounts/$PLAYBACK_ACCOUNT/videos/$CLEAR_VIDEO/master.m3u8?bcov_auth=$STATIC_TOKEN"
 
 # The dashboard is fuzzed signed in: a session from the sign-in form (its cookie holds a session, not the token).
 DASHBOARD_SESSION=$(curl -sS -o /dev/null -D - -X POST --data-urlencode "token=$ADMIN_TOKEN" "$BASE/_dashboard/login" |
@@ -91,13 +150,34 @@ expected-statuses = ["2xx", "3xx", "400", "401", "403", "404", "409", "429", "5x
 [checks.negative_data_rejection]
 expected-statuses = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5xx"]
 
+# The Playback API; the static URLs (below) are left out here: they take a video and a token too.
 [[operations]]
-include-path-regex = "^/playback/"
+include-path-regex = '^/playback/(?!.*[.](m3u8|mp4|mpd)\$)'
 parameters = { "path.account" = "$PLAYBACK_ACCOUNT" }
+
+[[operations]]
+include-path-regex = '^/playback/.*[.](m3u8|mp4|mpd)\$'
+parameters = { "path.account" = "$PLAYBACK_ACCOUNT", "path.video" = "$CLEAR_VIDEO", "query.bcov_auth" = "$STATIC_TOKEN" }
 
 [[operations]]
 include-operation-id = "requestLicense"
 parameters = { "path.account" = "$PLAYBACK_ACCOUNT", "path.video" = "$LICENSE_VIDEO", "path.key" = "$LICENSE_KEY", "query.fastly_token" = "$LICENSE_TOKEN" }
+
+[[operations]]
+include-operation-id = "getMasterPlaylist"
+parameters = { "path.protection" = "$MASTER_PROTECTION", "path.account" = "$PLAYBACK_ACCOUNT", "path.video" = "$MASTER_VIDEO", "path.label" = "$MASTER_LABEL", "query.fastly_token" = "$MASTER_TOKEN" }
+
+[[operations]]
+include-operation-id = "getMediaPlaylist"
+parameters = { "path.protection" = "$MASTER_PROTECTION", "path.account" = "$PLAYBACK_ACCOUNT", "path.video" = "$MASTER_VIDEO", "path.rendition" = "$MEDIA_RENDITION", "path.label" = "$MASTER_LABEL", "query.fastly_token" = "$MEDIA_TOKEN" }
+
+[[operations]]
+include-operation-id = "getSegment"
+parameters = { "path.protection" = "$MASTER_PROTECTION", "path.account" = "$PLAYBACK_ACCOUNT", "path.video" = "$MASTER_VIDEO", "path.rendition" = "$MEDIA_RENDITION", "path.segment" = "$SEGMENT_NAME", "query.fastly_token" = "$SEGMENT_TOKEN" }
+
+[[operations]]
+include-operation-id = "getAES128Key"
+parameters = { "path.account" = "$PLAYBACK_ACCOUNT", "path.video" = "$AES_VIDEO", "path.key" = "$AES_KEY", "query.fastly_token" = "$AES_TOKEN" }
 
 [[operations]]
 include-path-regex = "^/(image|text)/v1/"
@@ -120,9 +200,8 @@ run() {
 
 status=0
 # Not fuzzed, one reason each:
-#   getMasterPlaylist, getMediaPlaylist, getSegment, getAES128Key, getSampleAESTestKey:
-#     signed URLs; a fastly_token is valid for one exact path, so every generated path answers
-#     the same 403 before anything else is looked at (the license route gets a real one above).
+#   getSampleAESTestKey: exists only in in-process tests (plainSampleAESKeysForTesting); the
+#     mock-backend command answers 404 to every URL and hands out none to pin.
 #   adminFollowRequests: a server-sent event stream, which never ends.
 #   adminReset: restores the catalog and forgets licenses in the middle of the run.
 #   adminAddFaults: a rule turns later answers into injected errors, stalls and dropped connections.
@@ -130,9 +209,7 @@ status=0
 #   dashboardFollowRequests: the dashboard's copy of the request-log event stream, which never ends.
 #   (The dashboard's forms, sign-out included, are fuzzed signed in: without the page's form token they answer 403,
 #   changing nothing, so the session lasts the run.)
-run --exclude-operation-id getMasterPlaylist --exclude-operation-id getMediaPlaylist \
-    --exclude-operation-id getSegment --exclude-operation-id getAES128Key \
-    --exclude-operation-id getSampleAESTestKey --exclude-operation-id adminFollowRequests \
+run --exclude-operation-id getSampleAESTestKey --exclude-operation-id adminFollowRequests \
     --exclude-operation-id adminReset --exclude-operation-id adminAddFaults \
     --exclude-operation-id adminSetClock --exclude-operation-id dashboardFollowRequests || status=1
 run --include-operation-id adminSetClock || status=1

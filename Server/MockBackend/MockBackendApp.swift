@@ -69,9 +69,8 @@ public final class MockBackendApp: Sendable {
         adminToken = try configuration.adminToken ?? String(decoding: store.setting("admin_token") {
             Array(SecureBytes.random(24).map { String(format: "%02x", $0) }.joined().utf8)
         }, as: UTF8.self)
-        func trimmed(_ url: String) -> String { url.hasSuffix("/") ? String(url.dropLast()) : url }
-        links = Links(base: trimmed(baseURL), secret: SymmetricKey(data: secret))
-        secureLinks = secureBaseURL.map { Links(base: trimmed($0), secret: SymmetricKey(data: secret)) }
+        links = Links(base: PublicBaseURL.normalized(baseURL), secret: SymmetricKey(data: secret))
+        secureLinks = secureBaseURL.map { Links(base: PublicBaseURL.normalized($0), secret: SymmetricKey(data: secret)) }
         certificates = try ApplicationCertificates(accountIDs: catalog.accounts.values.filter(\.fairPlay).map(\.id).sorted(),
                                                    store: store, now: clock.now())
         restrictions = try PlaybackRestrictions(store: store)
@@ -87,6 +86,7 @@ public final class MockBackendApp: Sendable {
         }
         var router = Router<MockBackendApp>()
         MockBackendApp.addPlaybackAPIRoutes(to: &router)
+        MockBackendApp.addStaticURLRoutes(to: &router)
         MockBackendApp.addManifestRoutes(to: &router)
         MockBackendApp.addLicenseRoutes(to: &router)
         MockBackendApp.addSampleAESTestKeyRoute(to: &router)

@@ -45,13 +45,12 @@ public final class MockBackendServer: Sendable {
                 listeners.append(try listen(configuration, port: configuration.tls?.port ?? configuration.port,
                                             tls: credentials, slot: slot, logger: logger))
             }
-            let host = configuration.host == "0.0.0.0" || configuration.host == "::" ? "127.0.0.1" : configuration.host
-            let hostPart = host.contains(":") ? "[\(host)]" : host
-            func base(_ listener: HTTPServer, _ configured: String?) -> String {
-                configured ?? "\(listener.isSecure ? "https" : "http")://\(hostPart):\(listener.port)"
+            func base(_ listener: HTTPServer) -> String {
+                PublicBaseURL.base(configured: configuration.publicBaseURL, secure: listener.isSecure,
+                                   host: configuration.host, port: listener.port)
             }
-            let primary = base(listeners[0], listeners[0].isSecure ? configuration.tls?.publicBaseURL : configuration.publicBaseURL)
-            let secure = listeners.count > 1 ? base(listeners[1], configuration.tls?.publicBaseURL) : nil
+            let primary = base(listeners[0])
+            let secure = listeners.count > 1 ? base(listeners[1]) : nil
             let app = try MockBackendApp(configuration: configuration, baseURL: primary, secureBaseURL: secure, clock: clock, logger: logger)
             slot.app = app
             return MockBackendServer(app: app, listeners: listeners, caFile: caFile)
@@ -125,8 +124,16 @@ public final class MockBackendServer: Sendable {
     public var activeRequests: Int { listeners.reduce(0) { $0 + $1.activeRequests } }
     /// The base URL in every link (over plain HTTP when it serves both).
     public var baseURL: String { app.baseURL }
-    /// Every base URL it answers on: plain HTTP first, then HTTPS.
-    public var baseURLs: [String] { [app.baseURL] + (app.secureBaseURL.map { [$0] } ?? []) }
+    /// The base URL in links answered over HTTPS; nil without HTTPS.
+    public var secureBaseURL: String? {
+        listeners.count > 1 ? app.secureBaseURL : listeners[0].isSecure ? app.baseURL : nil
+    }
+    /// Every base URL its answers carry: plain HTTP first, then HTTPS (one when
+    /// `--public-base-url` gives both listeners the same).
+    public var baseURLs: [String] {
+        guard let secure = app.secureBaseURL, secure != app.baseURL else { return [app.baseURL] }
+        return [app.baseURL, secure]
+    }
 
     /// Milliseconds added to every response from now on.
     public var addedLatencyMilliseconds: Int {

@@ -29,7 +29,7 @@ struct MockBackendCommand: ParsableCommand {
     var port: Int = env("MOCK_BACKEND_PORT").flatMap(Int.init) ?? 8080
 
     @Option(name: .customLong("public-base-url"),
-            help: "Scheme, host and port clients use in URLs, if not http://HOST:PORT (e.g. behind a proxy). [MOCK_BACKEND_PUBLIC_BASE_URL]")
+            help: "Scheme, host and port every answer's URLs start with, over HTTP and HTTPS alike, if not the listener's own (e.g. behind a proxy). [MOCK_BACKEND_PUBLIC_BASE_URL]")
     var publicBaseURLOption: String?
 
     @Option(name: .customLong("data-dir"),
@@ -257,7 +257,7 @@ struct MockBackendCommand: ParsableCommand {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let data = try encoder.encode(Ready(baseURL: server.baseURL, port: server.port, adminToken: server.app.adminToken, pid: getpid(),
-                                                httpsBaseURL: server.baseURLs.first { $0.hasPrefix("https://") },
+                                                httpsBaseURL: server.secureBaseURL,
                                                 httpsPort: server.securePort, caFile: server.caFile?.path))
         let url = URL(fileURLWithPath: path)
         let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")

@@ -39,10 +39,13 @@ enum PlaybackAuth {
         return nil
     }
 
-    /// The raw JWT from `Authorization: Bearer …` or `BCOV-Auth`.
-    static func bearerToken(in headers: HTTPHeaders) -> String? {
-        if let token = headers["BCOV-Auth"]?.trimmingCharacters(in: .whitespaces), !token.isEmpty { return token }
-        return credential("Bearer", in: headers)
+    /// The raw JWT from `Authorization: Bearer …`, `BCOV-Auth` or the `bcov_auth` query parameter
+    /// (static URL delivery's way, accepted wherever a token is): the one place a token is read.
+    static func bearerToken(in request: HTTPRequest) -> String? {
+        if let token = request.headers["BCOV-Auth"]?.trimmingCharacters(in: .whitespaces), !token.isEmpty { return token }
+        if let token = credential("Bearer", in: request.headers), !token.isEmpty { return token }
+        if let token = request.queryValue("bcov_auth")?.trimmingCharacters(in: .whitespaces), !token.isEmpty { return token }
+        return nil
     }
 
     /// The credentials of the first `Authorization: {scheme} …` field (the scheme compared
@@ -64,13 +67,12 @@ enum PlaybackAuth {
     static func authenticate(_ request: HTTPRequest, accountID: String, catalog: Catalog, restrictions: PlaybackRestrictions,
                              now: Date) throws(HTTPError) -> PlaybackCaller {
         guard let key = policyKey(in: request.headers) else {
-            if let raw = bearerToken(in: request.headers), let account = catalog.accounts[accountID] {
-                return PlaybackCaller(account: account, searchEnabled: false,
-                                      token: try restrictions.verify(raw, accountID: accountID, now: now))
+            if bearerToken(in: request) != nil, catalog.accounts[accountID] != nil {
+                return try authenticateToken(request, accountID: accountID, catalog: catalog, restrictions: restrictions, now: now)
             }
             throw HTTPError(401, PlaybackAPIErrorCode.invalidPolicyKey, nil,
                             "Request policy key is missing: send it as BCOV-Policy, Authorization: BCOV-Policy or Accept: application/json;pk=…, "
-                                + "or send a playback-restriction JWT alone (Authorization: Bearer or BCOV-Auth)")
+                                + "or send a playback-restriction JWT alone (Authorization: Bearer, BCOV-Auth or ?bcov_auth=)")
         }
         guard let (account, searchEnabled) = catalog.account(forPolicyKey: key) else {
             throw HTTPError(401, PlaybackAPIErrorCode.invalidPolicyKey, nil, "Request policy key is invalid")
@@ -79,10 +81,26 @@ enum PlaybackAuth {
             throw HTTPError(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.accountID,
                             "Policy key is for account \(account.id), not \(accountID)")
         }
-        let token = try bearerToken(in: request.headers).map { raw throws(HTTPError) in
+        let token = try bearerToken(in: request).map { raw throws(HTTPError) in
             try restrictions.verify(raw, accountID: accountID, now: now)
         }
         return PlaybackCaller(account: account, searchEnabled: searchEnabled, token: token)
+    }
+
+    /// Authenticates by the playback-restriction JWT alone (no policy key is read): the key-less
+    /// Playback API, and static URL delivery, which needs one. Without a token, 401
+    /// `ACCESS_DENIED`/`TOKEN_REQUIRED`; a token that does not verify for `accountID`, its refusal.
+    static func authenticateToken(_ request: HTTPRequest, accountID: String, catalog: Catalog, restrictions: PlaybackRestrictions,
+                                  now: Date) throws(HTTPError) -> PlaybackCaller {
+        guard let raw = bearerToken(in: request) else {
+            throw HTTPError(401, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.tokenRequired,
+                            "A playback-restriction JWT is required: send it as ?bcov_auth=JWT, BCOV-Auth or Authorization: Bearer")
+        }
+        let token = try restrictions.verify(raw, accountID: accountID, now: now)
+        guard let account = catalog.accounts[accountID] else {
+            throw HTTPError(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.videoNotFound, "No account \(accountID)")
+        }
+        return PlaybackCaller(account: account, searchEnabled: false, token: token)
     }
 
     /// A token naming a content id (`conid`) only opens that video (by id or reference id).

@@ -12,8 +12,14 @@ import WireModels
 /// case-insensitive substring matching, except tags and ids, which match whole values;
 /// `tags:a,b` matches either tag, `tags:"a,b"` the one tag `a,b`.
 ///
+/// Date fields (`created_at`, `updated_at`, `published_at`, and `schedule.starts_at`/`ends_at`,
+/// which no mock video has, so they match none) take a `SearchDateRange`
+/// (`created_at:2018-01-01..2018-02-01`, `updated_at:-2days`, `published_at:..NOW`), `NOW` being
+/// the backend clock's.
+///
 /// A query that does not parse (an unclosed quote, a field without a value, a lone `+`, an
-/// empty tag in a list such as a trailing comma) is 400 `ILLEGAL_QUERY`; a value an exact
+/// empty tag in a list such as a trailing comma, a date field's value that is no date range)
+/// is 400 `ILLEGAL_QUERY`; a value an exact
 /// field cannot take (`state:SOON`) is 400 `INVALID_SEARCH`.
 struct CatalogSearch: Sendable {
     enum Requirement: Sendable { case optional, required, excluded }
@@ -24,12 +30,14 @@ struct CatalogSearch: Sendable {
         var requirement: Requirement
         /// Whether any part of the value was quoted (a quoted comma is part of a tag).
         var quoted = false
+        /// The range of a date field's term.
+        var dates: SearchDateRange?
     }
 
     var terms: [Term]
 
-    /// Parses `q`.
-    init(query: String) throws(HTTPError) {
+    /// Parses `q`; `now` is what `NOW` and relative dates count from.
+    init(query: String, now: Date) throws(HTTPError) {
         terms = []
         var index = query.startIndex
         func illegal(_ why: String) -> HTTPError {
@@ -59,7 +67,13 @@ struct CatalogSearch: Sendable {
             if value.isEmpty {
                 throw illegal(field.map { "no value for field \($0)" } ?? (quoted ? "an empty phrase" : "a '+' or '-' without a term"))
             }
-            let term = Term(field: field, value: value.lowercased(), requirement: requirement, quoted: quoted)
+            var term = Term(field: field, value: value.lowercased(), requirement: requirement, quoted: quoted)
+            if let field, CatalogSearch.dateFields.contains(field) {
+                guard let dates = SearchDateRange(value, now: now) else {
+                    throw illegal("'\(value)' is not a date range for \(field) (2018-01-01..2018-02-01, 2012-08-01T00:00:00Z.., -2days, ..NOW)")
+                }
+                term.dates = dates
+            }
             if term.isTagList, term.value.split(separator: ",", omittingEmptySubsequences: false).contains(where: \.isEmpty) {
                 throw illegal("an empty tag in '\(value)' (a leading, trailing or doubled comma)")
             }
@@ -77,6 +91,19 @@ struct CatalogSearch: Sendable {
         "complete": ["true", "false"],
         "playable": ["true", "false"],
     ]
+
+    /// The fields that take a date range.
+    static let dateFields: Set<String> = ["created_at", "updated_at", "published_at", "schedule.starts_at", "schedule.ends_at"]
+
+    /// A date field's value of `video`; nil for the schedule's, which no mock video has.
+    private static func date(_ field: String, of video: CatalogVideo) -> Date? {
+        switch field {
+        case "created_at": video.createdAt
+        case "updated_at": video.updatedAt
+        case "published_at": video.publishedAt
+        default: nil
+        }
+    }
 
     /// Whether `video` satisfies the query. An empty query matches everything.
     func matches(_ video: CatalogVideo) -> Bool {
@@ -102,6 +129,7 @@ struct CatalogSearch: Sendable {
     }
 
     private static func matches(_ term: Term, _ video: CatalogVideo) -> Bool {
+        if let dates = term.dates, let field = term.field { return dates.contains(date(field, of: video)) }
         let v = term.value
         switch term.field {
         case nil:

@@ -7,8 +7,9 @@ public struct BackendConfiguration: Sendable {
     public var host = "127.0.0.1"
     /// The port to bind; 0 picks a free one.
     public var port = 8080
-    /// The scheme, host and port clients use to reach the server, e.g. "http://127.0.0.1:8080".
-    /// Nil means "http://{host}:{bound port}".
+    /// The scheme, host and port clients use to reach the server, e.g. "https://videos.example.com":
+    /// every answer's links start with it, over plain HTTP and HTTPS alike (`PublicBaseURL`).
+    /// Nil means each listener's own "http://{host}:{bound port}" (or https://), without a default port.
     public var publicBaseURL: String?
     /// Where the SQLite database (unless `databaseURL` names PostgreSQL) and the
     /// encrypted-segment cache live.
@@ -111,9 +112,6 @@ public struct TLSSettings: Sendable {
     /// Names the local CA's certificate covers besides localhost, 127.0.0.1, ::1, the host
     /// name and the bound address.
     public var extraNames: [String] = []
-    /// HTTPS clients use `https://{host}:{port}` unless this says otherwise (a proxy in front).
-    public var publicBaseURL: String?
-
     public init(port: Int? = nil) {
         self.port = port
     }

@@ -48,6 +48,9 @@ struct MediaAsset: Sendable {
     /// Every image size the asset has (`1920x1080` → file): the poster's and thumbnail's, and
     /// the other sizes the fixture script made from the same frame.
     var imagePaths: [String: String] = [:]
+    /// The progressive MP4s static URL delivery serves, by name (`high`, `low`): remuxed once by
+    /// the fixture script from the highest and lowest video rendition with the first audio.
+    var progressivePaths: [String: String] = [:]
     /// The `Repr-Digest` of every file above, each hashed on first use and kept (shared by
     /// every copy of this value: the files never change while serving).
     let fileDigests = FileDigests()
@@ -91,6 +94,10 @@ struct MediaAsset: Sendable {
             imagePaths[size] = try existingFile(directory.appendingPathComponent(file)).path
         }
         asset.imagePaths = imagePaths
+        for (name, file) in manifest.progressive ?? [:] {
+            guard ["high", "low"].contains(name) else { throw CatalogError(.invalidAsset, "asset \(manifest.name): progressive rendition '\(name)' is not high or low") }
+            asset.progressivePaths[name] = try existingFile(directory.appendingPathComponent(file)).path
+        }
         guard !asset.video.isEmpty else { throw CatalogError(.invalidAsset, "asset \(manifest.name) has no video rendition") }
         let counts = Set((asset.video.map(\.segments.count)) + asset.audio.map(\.segments.count) + asset.subtitles.map(\.segments.count))
         guard counts.count == 1 else {
@@ -136,6 +143,8 @@ private struct AssetManifest: Decodable {
     var thumbnail: String
     /// Other image sizes, `"1920x1080": "images/1920x1080.jpg"`.
     var images: [String: String]?
+    /// Progressive MP4s, `"high": "mp4/high.mp4"`, `"low": …`.
+    var progressive: [String: String]?
 }
 
 /// An image size as image URLs write it: `1920x1080`, digits without leading zeros.

@@ -25,7 +25,7 @@ extension MockBackendApp {
 
     /// A fixture file of `video`'s asset served whole, with its digest (hashed on first use);
     /// a 404 when it is not a readable regular file.
-    private func fixtureFile(_ path: String, of video: CatalogVideo, contentType: String,
+    func fixtureFile(_ path: String, of video: CatalogVideo, contentType: String,
                              _ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
         guard let status = FileStatus(path: path), status.isRegularFile,
               let digest = try? video.asset.fileDigests.digest(ofFile: path)

@@ -129,7 +129,7 @@ extension MockBackendApp {
     /// when it names content, name this video.
     private func restrictedUser(_ request: HTTPRequest, accountID: String, video: CatalogVideo,
                                 now: Date) throws(HTTPError) -> RestrictedUser? {
-        guard let raw = PlaybackAuth.bearerToken(in: request.headers) else { return nil }
+        guard let raw = PlaybackAuth.bearerToken(in: request) else { return nil }
         let token = try restrictions.verify(raw, accountID: accountID, now: now)
         try PlaybackAuth.checkContent(token, video)
         return token.userID.map { RestrictedUser(userID: $0, deviceLimit: token.deviceLimit) }

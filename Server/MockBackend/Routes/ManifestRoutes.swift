@@ -12,15 +12,7 @@ extension MockBackendApp {
         router.add(["GET"], "/manifest/v1/hls/v5/:protection/:account/:video/:label/master.m3u8") { app, request, p in
             let video = try app.mediaVideo(request, p)
             guard p["label"] == Links.segmentLabel(video) else { throw HTTPError.notFound(request) }
-            let now = app.clock.now()
-            let ttl = app.catalog.accounts[video.accountID]?.manifestTokenTTL ?? 21600
-            let expiry = Links.expiry(now: now, ttl: ttl)
-            let links = app.links(for: request)
-            let (body, digest) = app.cache.media(for: "master|\(links.base)|\(video.id)|\(video.generation)|\(expiry.timeIntervalSince1970)",
-                                                 validUntil: Links.bucketEnd(now: now, ttl: ttl), now: now) {
-                Array(app.packager.master(video, key: app.contentKeys[video.id], expiresAt: expiry, links: links).render().utf8)
-            }
-            return MediaResponse.bytes(body, digest: digest, contentType: playlistContentType)
+            return app.masterPlaylistResponse(video, request)
         }
         router.add(["GET"], "/manifest/v1/hls/v5/:protection/:account/:video/:rendition/:label/rendition.m3u8") { app, request, p in
             let video = try app.mediaVideo(request, p)
@@ -45,6 +37,20 @@ extension MockBackendApp {
             else { throw HTTPError.notFound(request) }
             return try app.segmentResponse(video, rendition, sequence: sequence)
         }
+    }
+
+    /// The master playlist of `video`, with rendition URLs on the base of the listener `request`
+    /// came in on: the signed master URL's answer and static URL delivery's `master.m3u8`.
+    func masterPlaylistResponse(_ video: CatalogVideo, _ request: HTTPRequest) -> HTTPResponse {
+        let now = clock.now()
+        let ttl = catalog.accounts[video.accountID]?.manifestTokenTTL ?? 21600
+        let expiry = Links.expiry(now: now, ttl: ttl)
+        let links = links(for: request)
+        let (body, digest) = cache.media(for: "master|\(links.base)|\(video.id)|\(video.generation)|\(expiry.timeIntervalSince1970)",
+                                         validUntil: Links.bucketEnd(now: now, ttl: ttl), now: now) {
+            Array(packager.master(video, key: contentKeys[video.id], expiresAt: expiry, links: links).render().utf8)
+        }
+        return MediaResponse.bytes(body, digest: digest, contentType: MockBackendApp.playlistContentType)
     }
 
     /// Shared checks for manifest and media URLs: a valid token for this path, a video with

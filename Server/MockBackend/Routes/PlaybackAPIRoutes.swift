@@ -23,12 +23,17 @@ extension MockBackendApp {
 
     /// The checks every Playback API call shares: no repeated parameters, then credentials.
     private func playbackCaller(_ request: HTTPRequest, account: String) throws(HTTPError) -> PlaybackCaller {
+        try refuseDuplicateParameters(request)
+        return try PlaybackAuth.authenticate(request, accountID: account, catalog: catalog, restrictions: restrictions, now: clock.now())
+    }
+
+    /// A parameter given twice is 400 `DUPLICATE_PARAMETERS`, as the real Playback API answers.
+    func refuseDuplicateParameters(_ request: HTTPRequest) throws(HTTPError) {
         let duplicates = request.duplicateQueryNames
         guard duplicates.isEmpty else {
             throw HTTPError(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.duplicateParameters,
                             "Parameters may be given once: \(duplicates.joined(separator: ", "))")
         }
-        return try PlaybackAuth.authenticate(request, accountID: account, catalog: catalog, restrictions: restrictions, now: clock.now())
     }
 
     /// The most ids one get may name (`videos/a,b,…`), as the real service allows.
@@ -56,7 +61,7 @@ extension MockBackendApp {
     }
 
     /// A video of the caller's account, which its token (if any) may see; else 404 `VIDEO_NOT_FOUND`.
-    private func playbackVideo(_ caller: PlaybackCaller, _ idOrReference: String) throws(HTTPError) -> CatalogVideo {
+    func playbackVideo(_ caller: PlaybackCaller, _ idOrReference: String) throws(HTTPError) -> CatalogVideo {
         guard let video = catalog.video(account: caller.account.id, idOrReference: idOrReference) else {
             throw HTTPError(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.videoNotFound,
                                 "No video \(idOrReference) in account \(caller.account.id)")
@@ -75,7 +80,7 @@ extension MockBackendApp {
 
     private func searchResponse(_ caller: PlaybackCaller, _ request: HTTPRequest) throws -> HTTPResponse {
         try requireSearch(caller)
-        let search = try CatalogSearch(query: request.queryValue("q") ?? "")
+        let search = try CatalogSearch(query: request.queryValue("q") ?? "", now: clock.now())
         let sort = try request.queryValue("sort").flatMap { $0.isEmpty ? nil : $0 }.map { try CatalogSort($0) }
         let catalog = self.catalog
         let (limit, offset) = try paging(request, defaultLimit: 20)

@@ -1,0 +1,147 @@
+import Foundation
+import MicroHTTP
+import MockBackend
+import TestKit
+import Testing
+import WireModels
+
+/// Static URL delivery (issue 26): `…/videos/{id}/master.m3u8?bcov_auth=JWT`, `high.mp4`,
+/// `low.mp4` and `manifest.mpd`, against a live server, with curl and ffprobe.
+@Suite("Static URL delivery, live")
+struct StaticURLDeliveryTests {
+    static let videos = "/playback/v1/accounts/\(Fixture.northwind)/videos"
+    static func token(_ claims: String = "") -> String {
+        TestKeys.jwt(#"{"accid":"\#(Fixture.northwind)","exp":\#(TestKeys.now + 3600)\#(claims)}"#)
+    }
+
+    /// A live server whose Northwind account has the test key registered (through the admin API).
+    static func withKey(_ body: (MockBackendServer) async throws -> Void) async throws {
+        try await withLiveServer { server in
+            let registration = try JSONSerialization.data(withJSONObject: ["id": TestKeys.kid, "public_key": TestKeys.publicKeyPEM])
+            let registered = try await Contract.admin(server, "/_admin/v1/accounts/\(Fixture.northwind)/playback-keys",
+                                                      ["-X", "POST", "-H", "Content-Type: application/json",
+                                                       "--data-binary", String(decoding: registration, as: UTF8.self)])
+            try #require(registered.status == 201, "\(registered.text)")
+            try await body(server)
+        }
+    }
+
+    static func get(_ server: MockBackendServer, _ path: String, _ options: [String] = []) async throws -> CurlResponse {
+        try await Curl.fetch(server.baseURL + path, options)
+    }
+
+    /// A playlist with its URLs' tokens cut out (they are made per answer and may differ by a bucket).
+    static func untokened(_ playlist: String) -> String {
+        playlist.replacing(/fastly_token=[^"\s&]*/, with: "fastly_token=")
+    }
+
+    @Test("master.m3u8 with the JWT in bcov_auth, BCOV-Auth or Authorization: Bearer: the master the video's sources name, whose media playlists play")
+    func master() async throws {
+        try await Self.withKey { server in
+            let jwt = Self.token()
+            let path = "\(Self.videos)/\(Fixture.clearVideo)/master.m3u8"
+            let byQuery = try await Self.get(server, path + "?bcov_auth=\(jwt)")
+            #expect(byQuery.status == 200, "\(byQuery.text)")
+            #expect(byQuery.header("Content-Type") == "application/vnd.apple.mpegurl")
+            #expect(byQuery.header("Repr-Digest") != nil && byQuery.header("ETag") != nil)
+            for header in ["BCOV-Auth: \(jwt)", "Authorization: Bearer \(jwt)"] {
+                let byHeader = try await Self.get(server, path, ["-H", header])
+                #expect(byHeader.status == 200 && Self.untokened(byHeader.text) == Self.untokened(byQuery.text), "\(header): \(byHeader.text)")
+            }
+            // The same playlist as the signed master URL in the Playback API's answer.
+            let video = try await server.fetchVideo(Fixture.clearVideo)
+            let signed = try await Curl.fetch(try #require(video.sources.first?.src))
+            #expect(Self.untokened(signed.text) == Self.untokened(byQuery.text))
+            // By reference id too; and its media playlists and their segments are served.
+            let byReference = try await Self.get(server, "\(Self.videos)/ref:\(try #require(video.referenceID))/master.m3u8?bcov_auth=\(jwt)")
+            #expect(byReference.status == 200 && Self.untokened(byReference.text) == Self.untokened(byQuery.text))
+            let master = try MasterPlaylist(parsing: byQuery.text)
+            let variant = try #require(master.variants.first)
+            let media = try await Curl.fetch(variant.uri)
+            #expect(media.status == 200 && media.text.contains("#EXTINF"), "\(media.text)")
+            let probe = try await Run.process("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_type", "-of", "csv=p=0",
+                                                                    server.baseURL + path + "?bcov_auth=\(jwt)"])
+            #expect(probe.exitCode == 0 && probe.stdoutText.contains("video"), "\(probe.stderrText)")
+        }
+    }
+
+    @Test("refusals: no token 401 TOKEN_REQUIRED (a policy key is not enough), forged 401 TOKEN_VALIDATION, another account 403, another conid 403, unknown 404, twice 400")
+    func refusals() async throws {
+        try await Self.withKey { server in
+            let path = "\(Self.videos)/\(Fixture.clearVideo)/master.m3u8"
+            for name in ["master.m3u8", "high.mp4", "low.mp4", "manifest.mpd"] {
+                let target = "\(Self.videos)/\(Fixture.clearVideo)/\(name)"
+                try Contract.expectError(try await Self.get(server, target), 401, "ACCESS_DENIED", "TOKEN_REQUIRED")
+                try Contract.expectError(try await Self.get(server, target, ["-H", "BCOV-Policy: \(Fixture.northwindSearchKey)"]),
+                                         401, "ACCESS_DENIED", "TOKEN_REQUIRED")
+                try Contract.expectError(try await Self.get(server, target + "?bcov_auth="), 401, "ACCESS_DENIED", "TOKEN_REQUIRED")
+            }
+            let forged = TestKeys.jwt(#"{"accid":"\#(Fixture.northwind)","exp":\#(TestKeys.now + 3600)}"#, key: TestKeys.other)
+            try Contract.expectError(try await Self.get(server, path + "?bcov_auth=\(forged)"), 401, "ACCESS_DENIED", "TOKEN_VALIDATION")
+            try Contract.expectError(try await Self.get(server, path + "?bcov_auth=not-a-jwt"), 401, "ACCESS_DENIED", "TOKEN_VALIDATION")
+            let expired = TestKeys.jwt(#"{"accid":"\#(Fixture.northwind)","exp":\#(TestKeys.now - 60)}"#)
+            try Contract.expectError(try await Self.get(server, path + "?bcov_auth=\(expired)"), 401, "ACCESS_DENIED", "TOKEN_VALIDATION")
+            let contoso = TestKeys.jwt(#"{"accid":"\#(Fixture.contoso)","exp":\#(TestKeys.now + 3600)}"#)
+            try Contract.expectError(try await Self.get(server, path + "?bcov_auth=\(contoso)"), 403, "ACCESS_DENIED", "ACCOUNT_ID")
+            let otherContent = Self.token(#","conid":"\#(Fixture.englishOnlyVideo)""#)
+            try Contract.expectError(try await Self.get(server, path + "?bcov_auth=\(otherContent)"), 403, "ACCESS_DENIED", "TOKEN_VALIDATION")
+            let ownContent = Self.token(#","conid":"\#(Fixture.clearVideo)""#)
+            #expect(try await Self.get(server, path + "?bcov_auth=\(ownContent)").status == 200)
+            let jwt = Self.token()
+            try Contract.expectError(try await Self.get(server, "\(Self.videos)/404404/master.m3u8?bcov_auth=\(jwt)"), 404, "NOT_FOUND", "VIDEO_NOT_FOUND")
+            try Contract.expectError(try await Self.get(server, "\(Self.videos)/\(Fixture.contosoClearVideo)/high.mp4?bcov_auth=\(jwt)"),
+                                     404, "NOT_FOUND", "VIDEO_NOT_FOUND")
+            try Contract.expectError(try await Self.get(server, path + "?bcov_auth=\(jwt)&bcov_auth=\(jwt)"), 400, "BAD_REQUEST", "DUPLICATE_PARAMETERS")
+        }
+    }
+
+    @Test("DRM-protected videos (AES-128, FairPlay) are not served by static URL: 403 ACCESS_DENIED/VIDEO_NOT_PLAYABLE")
+    func protectedRefused() async throws {
+        try await Self.withKey { server in
+            let jwt = Self.token()
+            for video in [Fixture.aesVideo, Fixture.fairPlayVideo] {
+                for name in ["master.m3u8", "high.mp4", "low.mp4"] {
+                    try Contract.expectError(try await Self.get(server, "\(Self.videos)/\(video)/\(name)?bcov_auth=\(jwt)"),
+                                             403, "ACCESS_DENIED", "VIDEO_NOT_PLAYABLE")
+                }
+            }
+        }
+    }
+
+    @Test("high.mp4 and low.mp4: the fixture's progressive MP4s (960x540 and 416x234 with audio), with ranges; manifest.mpd 404 as without DASH")
+    func progressive() async throws {
+        try await Self.withKey { server in
+            let jwt = Self.token()
+            for (name, size) in [("high", "960,540"), ("low", "416,234")] {
+                let path = "\(Self.videos)/\(Fixture.clearVideo)/\(name).mp4?bcov_auth=\(jwt)"
+                let whole = try await Self.get(server, path)
+                #expect(whole.status == 200 && whole.header("Content-Type") == "video/mp4", "\(whole.text.prefix(200))")
+                let file = try Data(contentsOf: Fixture.mediaDirectory.appendingPathComponent("mp4/\(name).mp4"))
+                #expect(Data(whole.body) == file)
+                let part = try await Self.get(server, path, ["-H", "Range: bytes=0-99"])
+                #expect(part.status == 206 && Data(part.body) == file.prefix(100))
+                let head = try await Self.get(server, path, ["-I"])
+                #expect(head.status == 200 && head.header("Content-Length") == "\(file.count)")
+                let probe = try await Run.process("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_type,width,height",
+                                                                        "-of", "csv=p=0", server.baseURL + path])
+                #expect(probe.exitCode == 0, "\(probe.stderrText)")
+                #expect(probe.stdoutText.contains("video,\(size)") && probe.stdoutText.contains("audio"), "\(probe.stdoutText)")
+            }
+            try Contract.expectError(try await Self.get(server, "\(Self.videos)/\(Fixture.clearVideo)/manifest.mpd?bcov_auth=\(jwt)"),
+                                     404, "NOT_FOUND", nil)
+            try Contract.expectError(try await Self.get(server, "\(Self.videos)/404404/manifest.mpd?bcov_auth=\(jwt)"),
+                                     404, "NOT_FOUND", "VIDEO_NOT_FOUND")
+        }
+    }
+
+    @Test("bcov_auth opens the Playback API's video get too, as a JWT header does")
+    func playbackAPIQueryToken() async throws {
+        try await Self.withKey { server in
+            let answer = try await Self.get(server, "\(Self.videos)/\(Fixture.clearVideo)?bcov_auth=\(Self.token())")
+            #expect(answer.status == 200, "\(answer.text)")
+            let forged = TestKeys.jwt(#"{"accid":"\#(Fixture.northwind)","exp":\#(TestKeys.now + 3600)}"#, key: TestKeys.other)
+            try Contract.expectError(try await Self.get(server, "\(Self.videos)/\(Fixture.clearVideo)?bcov_auth=\(forged)",
+                                                        ["-H", "BCOV-Policy: \(Fixture.northwindPlayKey)"]), 401, "ACCESS_DENIED", "TOKEN_VALIDATION")
+        }
+    }
+}
