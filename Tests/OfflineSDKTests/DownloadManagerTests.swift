@@ -172,7 +172,9 @@ struct DownloadManagerTests {
             try await downloads.retry(task).get()
             #expect(try await eventually { task.state.value == .completed })
             #expect(task.error.value == nil)
-            #expect(recorder.lines.contains("flaky running→failed") && recorder.lines.contains("flaky failed→running"))
+            // Each change the property took is heard (a quick step may be skipped: suspended→failed, failed→completed).
+            #expect(recorder.lines.contains { $0.hasPrefix("flaky ") && $0.hasSuffix("→failed") }, "\(recorder.lines)")
+            #expect(recorder.lines.contains { $0.hasPrefix("flaky failed→") }, "\(recorder.lines)")
             try await expectPlays(h.manager, task.token)
         } }
     }
