@@ -1,9 +1,10 @@
 import Foundation
 import Logging
 
-/// One JSON object per line on stderr: time, level, label, message and metadata.
+/// One JSON object per line on stderr (through `LogLineWriter`): time, level, label, message and metadata.
 struct JSONLogHandler: LogHandler {
     let label: String
+    var writer: LogLineWriter = .standardError
     var logLevel: Logger.Level = .info
     var metadata: Logger.Metadata = [:]
 
@@ -14,7 +15,7 @@ struct JSONLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         var object: [String: String] = [
-            "time": ISO8601DateFormatter().string(from: Date()),
+            "time": LogTimestamp.utc(),
             "level": event.level.rawValue,
             "label": label,
             "message": "\(event.message)",
@@ -22,6 +23,6 @@ struct JSONLogHandler: LogHandler {
         for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) { object[key] = "\(value)" }
         guard var line = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
         line.append(UInt8(ascii: "\n"))
-        FileHandle.standardError.write(line)
+        writer.append(line)
     }
 }

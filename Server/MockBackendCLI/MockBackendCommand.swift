@@ -174,10 +174,11 @@ struct MockBackendCommand: ParsableCommand {
     }
 
     func run() throws {
+        defer { LogLineWriter.standardError.flush() }  // an exit with an error still shows what was logged
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let json = logFormat == "json"
         LoggingSystem.bootstrap { label in
-            var handler: any LogHandler = json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
+            var handler: any LogHandler = json ? JSONLogHandler(label: label) : TextLogHandler(label: label)
             handler.logLevel = level
             return handler
         }
@@ -212,7 +213,7 @@ struct MockBackendCommand: ParsableCommand {
         do {
             server = try MockBackendServer.start(configuration: configuration, logger: logger)
         } catch {
-            FileHandle.standardError.write(Data("mock-backend: \(error)\n".utf8))
+            LogLineWriter.standardError.append(Array("mock-backend: \(error)\n".utf8))
             throw ExitCode.failure
         }
         let shownHost = host.contains(":") ? "[\(host)]" : host
@@ -226,7 +227,7 @@ struct MockBackendCommand: ParsableCommand {
             do {
                 try Self.writeReadyFile(readyFile, server: server)
             } catch {
-                FileHandle.standardError.write(Data("mock-backend: cannot write --ready-file \(readyFile): \(error)\n".utf8))
+                LogLineWriter.standardError.append(Array("mock-backend: cannot write --ready-file \(readyFile): \(error)\n".utf8))
                 server.shutdown(gracePeriod: .zero)
                 throw ExitCode.failure
             }

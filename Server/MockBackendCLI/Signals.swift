@@ -18,6 +18,7 @@ enum Signals {
                 DispatchQueue.global().async {
                     server.shutdown(gracePeriod: .seconds(10))
                     logger.notice("stopped")
+                    LogLineWriter.standardError.flush()
                     exit(0)
                 }
             }
