@@ -97,7 +97,7 @@ struct EstimateCommand: AsyncParsableCommand {
             let manager = try await storage.manager(role: .reader, trustedCAFile: service.trustedCAFile)
             let megabytes = try await manager.estimateDownloadSize(video, requestedBitrate: selection.bitrate ?? 1,
                                                                    mediaSelections: selection.selections)
-            let needed = Int64(megabytes * 1_048_576)
+            let needed = Int64(megabytes * OfflineVideoManager.bytesPerMegabyte)
             let free = Storage.freeSpace(storage.folder)
             let reserve = Int64(storage.reserveMB) * 1_048_576
             let fits = free.map { $0 - needed >= reserve }

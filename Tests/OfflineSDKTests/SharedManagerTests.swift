@@ -25,9 +25,31 @@ struct SharedManagerTests {
         let again = try await OfflineVideoManager.initializeOfflineVideoManager(delegate: nil, options: OfflineVideoManagerOptions())
         #expect(again === manager)
         #expect(await manager.options.allowsCellularDownload == false, "a later call updates the options")
+        var sameConfiguration = OfflineVideoManagerConfiguration(storageDirectory: storage.url)
+        sameConfiguration.network = network
+        let proxy = KeyExchangeTests.Proxy(.forward)
+        sameConfiguration.keyExchange = proxy
         let same = try await OfflineVideoManager.initializeOfflineVideoManager(
-            delegate: nil, options: OfflineVideoManagerOptions(), configuration: OfflineVideoManagerConfiguration(storageDirectory: storage.url))
+            delegate: nil, options: OfflineVideoManagerOptions(), configuration: sameConfiguration)
         #expect(same === manager)
+        #expect(manager.authProxy as? KeyExchangeTests.Proxy === proxy, "the key-exchange hook can change: it is set as authProxy")
+
+        // What cannot take effect on a running manager is refused, naming it, not silently ignored.
+        var otherNetwork = sameConfiguration
+        otherNetwork.network = ManualNetworkMonitor(path: .wifi)
+        otherNetwork.maxConcurrentDownloads = 5
+        let fixed = await #expect(throws: OfflineVideoError.self) {
+            try await OfflineVideoManager.initializeOfflineVideoManager(delegate: nil, options: OfflineVideoManagerOptions(),
+                                                                        configuration: otherNetwork)
+        }
+        #expect(fixed?.code == .invalidParameter)
+        #expect(fixed?.message.contains("maxConcurrentDownloads, network") == true, "\(fixed?.message ?? "")")
+        #expect(fixed?.localizedDescription.contains("cannot change while it runs") == true)
+
+        // The task façade's shared instance sits on the shared manager.
+        let downloads = try await DownloadManager.shared()
+        #expect(downloads.offlineVideoManager === manager)
+        #expect(try await DownloadManager.shared() === downloads)
 
         let other = try TemporaryDirectory()
         defer { other.remove() }
