@@ -2,6 +2,7 @@ import Foundation
 import Locking
 import MockBackendTesting
 import OfflineSDK
+import TestKit
 import Testing
 
 /// Brightcove's `BCOVFPSBrightcoveAuthProxy`: the default key exchange, set on the shared manager
@@ -35,6 +36,14 @@ struct OfflinePlayerAppTests {
 
     @Test("every flow of the sample, ported with renames, await and parameter structs, runs end to end")
     func sampleFlows() async throws {
+        // The shared manager is process-wide: one test at a time uses it (SharedManagerTests does too).
+        try await ProcessWideLock.sharedOfflineVideoManager.run {
+            if let leftOver = OfflineVideoManager.shared { await leftOver.close() }
+            try await Self.flows()
+        }
+    }
+
+    static func flows() async throws {
         try await withTestBackend { backend in
             let storage = FileManager.default.temporaryDirectory.appendingPathComponent("ported-app-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: storage) }
@@ -49,76 +58,84 @@ struct OfflinePlayerAppTests {
                                                                        configuration: configuration)
             let sharedManager = try #require(OfflineVideoManager.shared)
             sharedManager.authProxy = BrightcoveAuthProxy()
-            defer { Task { await sharedManager.close() } }
-
-            let playbackService = PlaybackService(baseURL: backend.baseURL, accountID: TestBackend.Fixtures.account,
-                                                  policyKey: TestBackend.Fixtures.playPolicyKey)
-
-            // 1. A FairPlay rental: preload with the parameter set, then download with the same set.
-            let rental = try await playbackService.findVideo(id: TestBackend.Fixtures.rentalVideo)
-            #expect(rental.canBeDownloaded)
-            let bitrates = try await sharedManager.variantBitrates(for: rental)
-            app.settings.withLock { $0.bitrate = bitrates[1] }
-            await app.doDownload(forVideo: rental, displayName: "Rental (offline)", mediaSelections: MediaSelections(audioLanguages: ["en"]))
-            let rentalFinish = try await Self.nextFinish(app)
-            #expect(rentalFinish.code == nil, "alerts: \(app.alerts.titles)")
-            let rentalToken = try await Self.token(of: rental, sharedManager)
-            #expect(rentalFinish.token == rentalToken)
-            let status = try #require(try await sharedManager.offlineVideoStatus(forToken: rentalToken))
-            #expect(status.downloadState == .completed && status.displayName == "Rental (offline)")
-            #expect(app.alerts.titles.isEmpty)
-
-            // 2. Play it.
-            let playback = try #require(await app.play(rentalToken))
-            #expect(try playback.serve().absoluteString.hasPrefix("http://127.0.0.1:"))
-            await playback.close()
-
-            // 3. The play window (24 h from the first play) passes: the expired-license alert.
-            backend.clock.advance(by: 25 * 60 * 60)
-            #expect(await app.play(rentalToken) == nil)
-            #expect(app.alerts.titles.last == "License Expired")
-            #expect(app.alerts.shown.withLock { $0.last?.message.isEmpty } == false)
-
-            // 4. Renew it as a purchase with a fresh video object; it plays again.
-            app.settings.withLock { $0.isPurchaseLicenseType = true }
-            #expect(await app.renewLicense(rentalToken, freshVideo: try await playbackService.findVideo(id: TestBackend.Fixtures.rentalVideo)))
-            #expect(try await sharedManager.fairPlayLicenseExpiration(rentalToken) == .distantFuture)
-            let again = try #require(await app.play(rentalToken))
-            await again.close()
-
-            // 5. A clear video: pause and resume (its segments are slow, so it is still running).
-            try backend.faults.add(FaultRule(id: "slow", route: .segment, video: TestBackend.Fixtures.clearVideo, latencyMs: 300))
-            let clear = try await playbackService.findVideo(id: TestBackend.Fixtures.clearVideo)
-            await app.doDownload(forVideo: clear)
-            let clearToken = try await Self.token(of: clear, sharedManager)
-            await app.pause(clearToken)
-            #expect(try await sharedManager.offlineVideoStatus(forToken: clearToken)?.downloadState == .suspended)
-            backend.faults.removeAll()
-            await app.resume(clearToken)
-            let clearFinish = try await Self.nextFinish(app)
-            #expect(clearFinish.token == clearToken && clearFinish.code == nil)
-
-            // 6. Cancel, then retry the sample's way: delete and download again.
-            let purchase = try await playbackService.findVideo(id: TestBackend.Fixtures.fairPlayVideo)
-            try backend.faults.add(FaultRule(id: "slow", route: .segment, video: TestBackend.Fixtures.fairPlayVideo, latencyMs: 300))
-            await app.doDownload(forVideo: purchase)
-            let purchaseToken = try await Self.token(of: purchase, sharedManager)
-            await app.cancel(purchaseToken)
-            let cancelled = try await Self.nextFinish(app)
-            #expect(cancelled.token == purchaseToken && cancelled.code == 69302, "cancelled: kBCOVOfflineVideoManagerErrorCodeDownloadFailure")
-            backend.faults.removeAll()
-            await app.retry(purchaseToken, video: purchase)
-            let retried = try await Self.nextFinish(app)
-            #expect(retried.code == nil)
-            let retriedToken = try await Self.token(of: purchase, sharedManager)
-            #expect(retried.token == retriedToken && retriedToken != purchaseToken)
-            let purchased = try #require(await app.play(retriedToken))
-            await purchased.close()
-
-            // 7. Delete.
-            await app.delete(rentalToken)
-            #expect(try await !sharedManager.offlineVideoTokens.contains(rentalToken))
-            #expect(app.alerts.titles == ["License Expired"], "the only alert the user saw")
+            do {
+                try await flows(app, sharedManager, backend)
+                await sharedManager.close()
+            } catch {
+                await sharedManager.close()
+                throw error
+            }
         }
+    }
+
+    static func flows(_ app: DownloadManager, _ sharedManager: OfflineVideoManager, _ backend: TestBackend) async throws {
+        let playbackService = PlaybackService(baseURL: backend.baseURL, accountID: TestBackend.Fixtures.account,
+                                              policyKey: TestBackend.Fixtures.playPolicyKey)
+
+        // 1. A FairPlay rental: preload with the parameter set, then download with the same set.
+        let rental = try await playbackService.findVideo(id: TestBackend.Fixtures.rentalVideo)
+        #expect(rental.canBeDownloaded)
+        let bitrates = try await sharedManager.variantBitrates(for: rental)
+        app.settings.withLock { $0.bitrate = bitrates[1] }
+        await app.doDownload(forVideo: rental, displayName: "Rental (offline)", mediaSelections: MediaSelections(audioLanguages: ["en"]))
+        let rentalFinish = try await Self.nextFinish(app)
+        #expect(rentalFinish.code == nil, "alerts: \(app.alerts.titles)")
+        let rentalToken = try await Self.token(of: rental, sharedManager)
+        #expect(rentalFinish.token == rentalToken)
+        let status = try #require(try await sharedManager.offlineVideoStatus(forToken: rentalToken))
+        #expect(status.downloadState == .completed && status.displayName == "Rental (offline)")
+        #expect(app.alerts.titles.isEmpty)
+
+        // 2. Play it.
+        let playback = try #require(await app.play(rentalToken))
+        #expect(try playback.serve().absoluteString.hasPrefix("http://127.0.0.1:"))
+        await playback.close()
+
+        // 3. The play window (24 h from the first play) passes: the expired-license alert.
+        backend.clock.advance(by: 25 * 60 * 60)
+        #expect(await app.play(rentalToken) == nil)
+        #expect(app.alerts.titles.last == "License Expired")
+        #expect(app.alerts.shown.withLock { $0.last?.message.isEmpty } == false)
+
+        // 4. Renew it as a purchase with a fresh video object; it plays again.
+        app.settings.withLock { $0.isPurchaseLicenseType = true }
+        #expect(await app.renewLicense(rentalToken, freshVideo: try await playbackService.findVideo(id: TestBackend.Fixtures.rentalVideo)))
+        #expect(try await sharedManager.fairPlayLicenseExpiration(rentalToken) == .distantFuture)
+        let again = try #require(await app.play(rentalToken))
+        await again.close()
+
+        // 5. A clear video: pause and resume (its segments are slow, so it is still running).
+        try backend.faults.add(FaultRule(id: "slow", route: .segment, video: TestBackend.Fixtures.clearVideo, latencyMs: 300))
+        let clear = try await playbackService.findVideo(id: TestBackend.Fixtures.clearVideo)
+        await app.doDownload(forVideo: clear)
+        let clearToken = try await Self.token(of: clear, sharedManager)
+        await app.pause(clearToken)
+        #expect(try await sharedManager.offlineVideoStatus(forToken: clearToken)?.downloadState == .suspended)
+        backend.faults.removeAll()
+        await app.resume(clearToken)
+        let clearFinish = try await Self.nextFinish(app)
+        #expect(clearFinish.token == clearToken && clearFinish.code == nil)
+
+        // 6. Cancel, then retry the sample's way: delete and download again.
+        let purchase = try await playbackService.findVideo(id: TestBackend.Fixtures.fairPlayVideo)
+        try backend.faults.add(FaultRule(id: "slow", route: .segment, video: TestBackend.Fixtures.fairPlayVideo, latencyMs: 300))
+        await app.doDownload(forVideo: purchase)
+        let purchaseToken = try await Self.token(of: purchase, sharedManager)
+        await app.cancel(purchaseToken)
+        let cancelled = try await Self.nextFinish(app)
+        #expect(cancelled.token == purchaseToken && cancelled.code == 69302, "cancelled: kBCOVOfflineVideoManagerErrorCodeDownloadFailure")
+        backend.faults.removeAll()
+        await app.retry(purchaseToken, video: purchase)
+        let retried = try await Self.nextFinish(app)
+        #expect(retried.code == nil)
+        let retriedToken = try await Self.token(of: purchase, sharedManager)
+        #expect(retried.token == retriedToken && retriedToken != purchaseToken)
+        let purchased = try #require(await app.play(retriedToken))
+        await purchased.close()
+
+        // 7. Delete.
+        await app.delete(rentalToken)
+        #expect(try await !sharedManager.offlineVideoTokens.contains(rentalToken))
+        #expect(app.alerts.titles == ["License Expired"], "the only alert the user saw")
     }
 }

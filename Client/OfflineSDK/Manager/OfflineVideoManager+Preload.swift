@@ -30,8 +30,8 @@ extension OfflineVideoManager {
                                             + ": request the download with the same terms or none, or change them with renewFairPlayLicense first")
             }
         }
-        // The license is the preloaded one: the terms are not asked for again.
-        request.parameters.license = nil
+        // The license is the preloaded one (not asked for again); its terms stay on record.
+        request.parameters.license = preload.license
         if request.parameters.requestedBitrate == nil, let bitrate = preload.requestedBitrate {
             request.parameters.requestedBitrate = bitrate
             if case .bitrate(nil) = request.variant { request.variant = .bitrate(bitrate) }

@@ -72,9 +72,16 @@ extension OfflineVideoManager {
             }
         }
         if let terms = StoredLicense.terms(of: record) {
+            // The terms as asked (preload, download or last renewal); the server's rental end is
+            // whole seconds counted from its own time, so it is only the fallback.
+            let asked = (try? JSONDecoder().decode(DownloadParameters.self, from: record.parameters))?.license
             properties[OfflineProperty.licensePurchase] = .bool(terms.kind == .purchase)
-            if terms.kind == .rental, let end = terms.rentalEnd {
-                properties[OfflineProperty.licenseRentalDuration] = .number(end.timeIntervalSince(terms.issuedAt).rounded(.up))  // the end is whole seconds, rounded down
+            if terms.kind == .rental {
+                if let duration = asked?.kind == .rental ? asked?.rentalDuration : nil {
+                    properties[OfflineProperty.licenseRentalDuration] = .number(duration)
+                } else if let end = terms.rentalEnd {
+                    properties[OfflineProperty.licenseRentalDuration] = .number(end.timeIntervalSince(terms.issuedAt).rounded())
+                }
             }
             if let play = terms.playDuration { properties[OfflineProperty.licensePlayDuration] = .number(play) }
         }

@@ -191,7 +191,9 @@ public actor OfflineVideoManager {
     /// Stops every running download without changing what is stored, as if the process
     /// ended, waits until their tasks have ended and lets go of the storage folder: a manager
     /// made later on the same storage continues them. The manager changes nothing afterwards.
+    /// Closing the shared manager forgets it: the next `initializeOfflineVideoManager` makes a new one.
     public func close() async {
+        OfflineVideoManager.sharedManager.withLock { if $0 === self { $0 = nil } }
         let tasks = Array(running.values) + Array(winding.values)
         for task in tasks { task.cancel() }
         reportWatcher?.cancel()

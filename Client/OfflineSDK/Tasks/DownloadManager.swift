@@ -103,7 +103,8 @@ public actor DownloadManager {
     /// The download manager over `OfflineVideoManager.shared`, made on first call (the shared
     /// offline video manager too, with `configuration`, when it does not exist yet).
     public static func shared(configuration: OfflineVideoManagerConfiguration? = nil) async throws(OfflineVideoError) -> DownloadManager {
-        if let existing = sharedManager.withLock({ $0 }) { return existing }
+        // Over the shared manager of now (a closed shared manager was forgotten: a new one is made).
+        if let existing = sharedManager.withLock({ $0 }), existing.offlineVideoManager === OfflineVideoManager.shared { return existing }
         let manager: OfflineVideoManager
         if let shared = OfflineVideoManager.shared {
             manager = shared
@@ -113,7 +114,7 @@ public actor DownloadManager {
         }
         let made = try await DownloadManager(manager: manager)
         return sharedManager.withLock { current in
-            if let current { return current }
+            if let current, current.offlineVideoManager === manager { return current }
             current = made
             return made
         }
