@@ -204,6 +204,12 @@ let package = Package(
                                                             "LicenseProtocol", "SampleAES", "SQLiteSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
                                                             .product(name: "Logging", package: "swift-log")],
                     path: "Tests/OfflineSDKTests", swiftSettings: swiftSettings),
+        // A small app written the way Brightcove's offline guide and OfflinePlayer sample write it,
+        // against the live mock. Warnings are errors here: a delegate method that nearly matches a
+        // requirement (and so would never be called) fails the build.
+        .testTarget(name: "PortedAppTests", dependencies: ["OfflineSDK", "MockBackendTesting", "Locking", "TestKit"],
+                    path: "Tests/PortedAppTests",
+                    swiftSettings: swiftSettings + [.unsafeFlags(["-warnings-as-errors"])]),
         .testTarget(name: "SampleAESTests", dependencies: ["SampleAES", "TestKit", .product(name: "Crypto", package: "swift-crypto"),
                                                            .product(name: "_CryptoExtras", package: "swift-crypto")],
                     path: "Tests/SampleAESTests",

@@ -98,7 +98,7 @@ struct EstimateCommand: AsyncParsableCommand {
             // What `offline download` with the same options would fetch (without --bitrate, the lowest variant).
             let megabytes = try await manager.estimateDownloadSize(video, mediaSelections: selection.selections,
                                                                    parameters: DownloadParameters(requestedBitrate: selection.bitrate))
-            let needed = Int64(megabytes * 1_048_576)
+            let needed = Int64(megabytes * OfflineVideoManager.bytesPerMegabyte)
             let free = Storage.freeSpace(storage.folder)
             let reserve = Int64(storage.reserveMB) * 1_048_576
             let fits = free.map { $0 - needed >= reserve }

@@ -110,8 +110,8 @@ final class Demo: Sendable {
         let selections = MediaSelections(audioLanguages: ["en", "fr"], subtitleLanguages: ["de"])
         let megabytes = try await manager.estimateDownloadSize(video, mediaSelections: selections, parameters: DownloadParameters())
         let free = Storage.freeSpace(folder) ?? 0
-        detail("about \(Format.bytes(Int64(megabytes * 1_048_576))); \(Format.bytes(free)) free in \(folder.path)")
-        try check(Double(free) > megabytes * 1_048_576, "it fits")
+        detail("about \(Format.bytes(Int64(megabytes * OfflineVideoManager.bytesPerMegabyte))); \(Format.bytes(free)) free in \(folder.path)")
+        try check(Double(free) > megabytes * OfflineVideoManager.bytesPerMegabyte, "it fits")
 
         step("Preload a rental license: 48 h, with a 6 h play window from the first play")
         let token = try await manager.preloadFairPlayLicense(video, parameters: DownloadParameters(license: .rental(duration: 48 * 3600, playDuration: 6 * 3600)))

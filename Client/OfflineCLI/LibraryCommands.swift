@@ -24,7 +24,7 @@ struct LibraryEntry {
         return LibraryEntry(token: token, title: video?.name ?? "?", status: status, fairPlay: video?.usesFairPlay ?? false,
                             license: license, licenseProblem: problem,
                             size: Storage.size(storage.appendingPathComponent("packages/\(token)")),
-                            path: video?.offlineVideoPath, playable: video?.playableOffline ?? false)
+                            path: video?.offlineMasterPlaylistPath, playable: video?.playableOffline ?? false)
     }
 
     func licenseLine(now: Date) -> String {

@@ -1,3 +1,5 @@
+public import Foundation
+
 /// Why a license-protocol operation failed: a stable `code` to decide on, a message for
 /// logs and error bodies, and the error underneath when a library refused.
 public struct LicenseProtocolError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -50,7 +52,32 @@ public struct LicenseProtocolError: Error, Sendable, Equatable, CustomStringConv
         /// The `X-BC-CRT-CONFIG` profile is not valid.
         public static let invalidRentalProfile = Code(.invalidRentalProfile)
 
+        /// The stable number of the kind (`NSError.code`): 1 … 7 in the order above.
+        public var number: Int {
+            switch base {
+            case .malformed: 1
+            case .authenticationFailed: 2
+            case .certificateMismatch: 3
+            case .invalidCertificate: 4
+            case .invalidPayload: 5
+            case .responseMismatch: 6
+            case .invalidRentalProfile: 7
+            }
+        }
+
         /// The stable name of the kind, e.g. "malformed".
         public var description: String { base.rawValue }
     }
+}
+
+/// The message as `localizedDescription`; `(error as NSError).code` is `code.number`.
+extension LicenseProtocolError: LocalizedError, CustomNSError {
+    /// The domain of every `LicenseProtocolError`; it never changes.
+    public static let errorDomain = "LicenseProtocol.LicenseProtocolError"
+    /// `code.number`.
+    public var errorCode: Int { code.number }
+    /// The message (swift-corelibs-foundation reads it only from here).
+    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: message] }
+    /// The message.
+    public var errorDescription: String? { message }
 }

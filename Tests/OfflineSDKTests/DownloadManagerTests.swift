@@ -243,8 +243,13 @@ struct DownloadManagerTests {
             #expect(try await h.manager.status(task.token).downloadState == .licensePreloaded)
             #expect(try await h.manager.store.segments(task.token).isEmpty, "the purged plan is forgotten")
 
-            // Enqueued again, the kept key serves; deleting the key afterwards leaves the media.
-            let again = try await enqueue(downloads, request)
+            // Enqueued again with the first request's terms: refused, the kept key has the renewal's.
+            let stale = await downloads.enqueue(request: request)
+            if case .failure(let error) = stale { #expect(error.reason == .invalidLicenseParameters) } else {
+                Issue.record("a request naming other terms than the kept key's was accepted")
+            }
+            // Enqueued again with the key's terms, the kept key serves; deleting the key afterwards leaves the media.
+            let again = try await enqueue(downloads, renewal)
             try await again.resume()
             #expect(try await eventually { again.state.value == .completed })
             #expect(again.token == task.token)

@@ -103,7 +103,7 @@ struct ManagerTests {
             let withFrench = try await h.manager.estimateDownloadSize(video, requestedBitrate: bitrates[0],
                                                                       mediaSelections: MediaSelections(audioLanguages: ["en", "fr"]))
             #expect(largest > smallest && withFrench > smallest)
-            let expectedLargest = Double(bitrates[2]) * 12 / 8 / 1_048_576 + 128_000.0 * 12 / 8 / 1_048_576
+            let expectedLargest = Double(bitrates[2]) * 12 / 8 / 1_000_000 + 128_000.0 * 12 / 8 / 1_000_000
             #expect(abs(largest - expectedLargest) < 0.05, "\(largest) MB, expected about \(expectedLargest)")
             // A download configuration is estimated as it would download: no qualifier, the largest;
             // its variant qualifier and auxiliary audio as the same bitrate and selections.
@@ -154,16 +154,16 @@ struct ManagerTests {
     func delegate() async throws {
         final class Recorder: OfflineVideoManagerDelegate {
             let log = Locked<[OfflineVideoEvent]>([])
-            func offlineVideoToken(_ token: OfflineVideoToken, didProgressTo percent: Double, forMediaSelection mediaSelection: OfflineMediaSelection) {
+            func offlineVideoToken(_ token: OfflineVideoToken, didProgressTo percent: TimeInterval, for mediaSelection: OfflineMediaSelection) {
                 log.withLock { $0.append(.progress(token, percent: percent, mediaSelection: mediaSelection)) }
             }
             func offlineVideoToken(_ token: OfflineVideoToken, didFinishMediaSelectionDownload mediaSelection: OfflineMediaSelection) {
                 log.withLock { $0.append(.mediaSelectionFinished(token, mediaSelection)) }
             }
-            func offlineVideoToken(_ token: OfflineVideoToken, didFinishDownloadWithError error: OfflineVideoError?) {
-                log.withLock { $0.append(.downloadFinished(token, error: error)) }
+            func offlineVideoToken(_ token: OfflineVideoToken, didFinishDownloadWithError error: (any Error)?) {
+                log.withLock { $0.append(.downloadFinished(token, error: error as? OfflineVideoError)) }
             }
-            func didDownloadStaticImages(offlineVideoToken token: OfflineVideoToken) {
+            func didDownloadStaticImages(withOfflineVideoToken token: OfflineVideoToken) {
                 log.withLock { $0.append(.staticImagesDownloaded(token)) }
             }
             func offlineVideoToken(_ token: OfflineVideoToken, didChangeStateTo state: OfflineVideoDownloadState?) {

@@ -7,36 +7,63 @@ import Testing
 /// The shared manager's configuration, the storage check on demand, and the display name.
 @Suite("OfflineVideoManager: shared instance, storage check, display name")
 struct SharedManagerTests {
-    /// The only test that touches the process-wide shared manager.
+    /// The test of the process-wide shared manager (under `ProcessWideLock`, with PortedAppTests).
     @Test("the shared manager takes a configuration on first call; later calls update it and refuse another folder")
     func sharedManager() async throws {
-        let storage = try TemporaryDirectory()
-        defer { storage.remove() }
-        var configuration = OfflineVideoManagerConfiguration(storageDirectory: storage.url)
-        let network = ManualNetworkMonitor(path: .cellular)
-        configuration.network = network
-        let manager = try await OfflineVideoManager.initializeOfflineVideoManager(
-            delegate: nil, options: OfflineVideoManagerOptions(allowsCellularDownload: true), configuration: configuration)
-        #expect(OfflineVideoManager.shared === manager)
-        #expect(manager.configuration.storageDirectory == storage.url)
-        #expect(manager.configuration.network as? ManualNetworkMonitor === network)
-        #expect(await manager.options.allowsCellularDownload)
+        // The shared manager is process-wide: one test at a time uses it (PortedAppTests does too).
+        try await ProcessWideLock.sharedOfflineVideoManager.run {
+            if let leftOver = OfflineVideoManager.shared { await leftOver.close() }
+            let storage = try TemporaryDirectory()
+            defer { storage.remove() }
+            var configuration = OfflineVideoManagerConfiguration(storageDirectory: storage.url)
+            let network = ManualNetworkMonitor(path: .cellular)
+            configuration.network = network
+            let manager = try await OfflineVideoManager.initializeOfflineVideoManager(
+                delegate: nil, options: OfflineVideoManagerOptions(allowsCellularDownload: true), configuration: configuration)
+            #expect(OfflineVideoManager.shared === manager)
+            #expect(manager.configuration.storageDirectory == storage.url)
+            #expect(manager.configuration.network as? ManualNetworkMonitor === network)
+            #expect(await manager.options.allowsCellularDownload)
 
-        let again = try await OfflineVideoManager.initializeOfflineVideoManager(delegate: nil, options: OfflineVideoManagerOptions())
-        #expect(again === manager)
-        #expect(await manager.options.allowsCellularDownload == false, "a later call updates the options")
-        let same = try await OfflineVideoManager.initializeOfflineVideoManager(
-            delegate: nil, options: OfflineVideoManagerOptions(), configuration: OfflineVideoManagerConfiguration(storageDirectory: storage.url))
-        #expect(same === manager)
+            let again = try await OfflineVideoManager.initializeOfflineVideoManager(delegate: nil, options: OfflineVideoManagerOptions())
+            #expect(again === manager)
+            #expect(await manager.options.allowsCellularDownload == false, "a later call updates the options")
+            var sameConfiguration = OfflineVideoManagerConfiguration(storageDirectory: storage.url)
+            sameConfiguration.network = network
+            let proxy = KeyExchangeTests.Proxy(.forward)
+            sameConfiguration.keyExchange = proxy
+            let same = try await OfflineVideoManager.initializeOfflineVideoManager(
+                delegate: nil, options: OfflineVideoManagerOptions(), configuration: sameConfiguration)
+            #expect(same === manager)
+            #expect(manager.authProxy as? KeyExchangeTests.Proxy === proxy, "the key-exchange hook can change: it is set as authProxy")
 
-        let other = try TemporaryDirectory()
-        defer { other.remove() }
-        let refused = await #expect(throws: OfflineVideoError.self) {
-            try await OfflineVideoManager.initializeOfflineVideoManager(
-                delegate: nil, options: OfflineVideoManagerOptions(), configuration: OfflineVideoManagerConfiguration(storageDirectory: other.url))
+            // What cannot take effect on a running manager is refused, naming it, not silently ignored.
+            var otherNetwork = sameConfiguration
+            otherNetwork.network = ManualNetworkMonitor(path: .wifi)
+            otherNetwork.maxConcurrentDownloads = 5
+            let fixed = await #expect(throws: OfflineVideoError.self) {
+                try await OfflineVideoManager.initializeOfflineVideoManager(delegate: nil, options: OfflineVideoManagerOptions(),
+                                                                            configuration: otherNetwork)
+            }
+            #expect(fixed?.code == .invalidParameter)
+            #expect(fixed?.message.contains("maxConcurrentDownloads, network") == true, "\(fixed?.message ?? "")")
+            #expect(fixed?.localizedDescription.contains("cannot change while it runs") == true)
+
+            // The task façade's shared instance sits on the shared manager.
+            let downloads = try await DownloadManager.shared()
+            #expect(downloads.offlineVideoManager === manager)
+            #expect(try await DownloadManager.shared() === downloads)
+
+            let other = try TemporaryDirectory()
+            defer { other.remove() }
+            let refused = await #expect(throws: OfflineVideoError.self) {
+                try await OfflineVideoManager.initializeOfflineVideoManager(
+                    delegate: nil, options: OfflineVideoManagerOptions(), configuration: OfflineVideoManagerConfiguration(storageDirectory: other.url))
+            }
+            #expect(refused?.code == .invalidParameter && refused?.message.contains(storage.url.path) == true)
+            await manager.close()
+            #expect(OfflineVideoManager.shared == nil, "closing the shared manager forgets it")
         }
-        #expect(refused?.code == .invalidParameter && refused?.message.contains(storage.url.path) == true)
-        await manager.close()
     }
 
     @Test("checkStorage: missing files make a download stale, unknown folders go, the delegate hears it; nothing changed, false")

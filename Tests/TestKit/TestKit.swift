@@ -336,3 +336,43 @@ public func completeServerSentEvents(_ text: String, type: String) -> [String] {
 
 /// A logger that drops everything, so servers under test do not flood the output.
 public let quietLogger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+
+/// Runs tests one at a time across every suite and test target of the test process: for tests of
+/// a process-wide singleton (the shared offline video manager), which Swift Testing would
+/// otherwise run beside each other.
+public actor ProcessWideLock {
+    /// The lock of tests that initialize `OfflineVideoManager.shared`.
+    public static let sharedOfflineVideoManager = ProcessWideLock()
+
+    private var busy = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    public init() {}
+
+    /// Waits until the lock is free and takes it.
+    public func acquire() async {
+        guard busy else {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    /// Hands the lock to the next waiter, or frees it.
+    public func release() {
+        if waiters.isEmpty { busy = false } else { waiters.removeFirst().resume() }
+    }
+
+    /// Runs `body` holding the lock.
+    public nonisolated func run<T>(_ body: () async throws -> T) async throws -> T {
+        await acquire()
+        do {
+            let result = try await body()
+            await release()
+            return result
+        } catch {
+            await release()
+            throw error
+        }
+    }
+}

@@ -1,3 +1,5 @@
+public import Foundation
+
 /// Why a transfer failed: a stable `code` to decide on, a message for people, and the
 /// libcurl or system error number underneath when there is one.
 ///
@@ -93,6 +95,28 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
         /// Any other libcurl failure, by its `CURLcode`.
         public static func other(_ curlCode: Int) -> Code { Code(.other(curlCode)) }
 
+        /// The stable number of the kind (`NSError.code`): 1 … 13 in the order above, the HTTP
+        /// status itself for `.http(status)`, and 1000 + the `CURLcode` for `.other`.
+        public var number: Int {
+            switch base {
+            case .invalidURL: 1
+            case .couldNotResolveHost: 2
+            case .couldNotConnect: 3
+            case .timedOut: 4
+            case .cancelled: 5
+            case .connectionLost: 6
+            case .tooManyRedirects: 7
+            case .lengthMismatch: 8
+            case .contentMismatch: 9
+            case .writeFailed: 10
+            case .diskFull: 11
+            case .untrustedCertificate: 12
+            case .tlsFailed: 13
+            case .http(let status): status
+            case .other(let code): 1000 + code
+            }
+        }
+
         /// The HTTP status when this is `.http(status)`.
         public var httpStatus: Int? {
             if case .http(let status) = base { status } else { nil }
@@ -124,5 +148,30 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
 extension TransferError {
     static func cancelled(_ message: String = "the transfer was cancelled") -> TransferError {
         TransferError(.cancelled, message)
+    }
+}
+
+/// The message as `localizedDescription`; `(error as NSError).code` is `code.number`.
+extension TransferError: LocalizedError, CustomNSError {
+    /// The domain of every `TransferError`; it never changes.
+    public static let errorDomain = "CurlTransfer.TransferError"
+    /// `code.number`.
+    public var errorCode: Int { code.number }
+    /// The message and the recovery suggestion (swift-corelibs-foundation reads them only from here).
+    public var errorUserInfo: [String: Any] {
+        var info: [String: Any] = [NSLocalizedDescriptionKey: message]
+        if let recoverySuggestion { info[NSLocalizedRecoverySuggestionErrorKey] = recoverySuggestion }
+        return info
+    }
+    /// The message.
+    public var errorDescription: String? { message }
+    /// What to do next, where something can be done.
+    public var recoverySuggestion: String? {
+        switch code {
+        case .untrustedCertificate: "Trust the server's CA (trustedCAFile), or check the server's host name and certificate."
+        case .diskFull: "Free some space, then try again."
+        case .couldNotResolveHost, .couldNotConnect, .timedOut, .connectionLost: "Check the network connection, then try again."
+        default: nil
+        }
     }
 }

@@ -68,7 +68,8 @@ struct DownloadPlanner: Sendable {
             throw OfflineVideoError(.unsupported, .noHLSSource, "Video \(video.id) has no HLS source")
         }
         if source.fairPlay == nil, URLToken.path(ofURL: source.src).split(separator: "/").contains("aes128") {
-            throw OfflineVideoError(.unsupported, .hlseNotSupported, "Offline playback is not supported for HLSe content")
+            throw OfflineVideoError(.unsupported, .hlseNotSupported,
+                                    "Video \(video.id) is AES-128 (HLSe) content, which is not supported for download: only clear and FairPlay HLS can be downloaded")
         }
         return source
     }
@@ -102,7 +103,8 @@ struct DownloadPlanner: Sendable {
                 guard refusal == nil else { return }
                 if !parsed.keys.isEmpty { keysInEffect = parsed.keys }
                 if keysInEffect.first(where: { $0.method != .none })?.method == .aes128 {
-                    refusal = OfflineVideoError(.unsupported, .hlseNotSupported, "Offline playback is not supported for HLSe content")
+                    refusal = OfflineVideoError(.unsupported, .hlseNotSupported,
+                                                "AES-128 (HLSe) content is not supported for download: only clear and FairPlay HLS can be downloaded")
                 } else if parsed.byteRange != nil || parsed.map != nil {
                     refusal = OfflineVideoError(.unsupported, .malformedPlaylist,
                                                 "Byte-range and fMP4 (EXT-X-MAP) playlists are not supported offline")

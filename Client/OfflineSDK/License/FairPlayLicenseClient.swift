@@ -2,6 +2,7 @@ import Crypto
 import CurlTransfer
 import Foundation
 import LicenseProtocol
+import Locking
 import WireModels
 
 /// The SDK's side of the license exchange (docs/license-protocol.md): application
@@ -20,8 +21,10 @@ struct FairPlayLicenseClient: Sendable {
     /// How failed certificate and license requests are tried again (5xx, 429, 408, transport
     /// failures; `Retry-After` honoured).
     var retry = RetryPolicy()
-    /// The app's hook on the two network steps (`OfflineVideoManagerConfiguration.keyExchange`).
-    var keyExchange: (any FairPlayKeyExchange)?
+    /// The app's hook on the two network steps (`OfflineVideoManager.authProxy`, first from
+    /// `OfflineVideoManagerConfiguration.keyExchange`), read at each request: a hook set while
+    /// the manager runs takes effect for the next request.
+    let keyExchange: Locked<(any FairPlayKeyExchange)?>
 
     /// Sends a key-exchange request with the SDK's HTTP client.
     var send: KeyExchangeSender {
@@ -216,7 +219,7 @@ struct FairPlayLicenseClient: Sendable {
 
     /// Sends a key-exchange request through the app's hook when there is one, else straight.
     private func deliver(_ request: KeyExchangeRequest) async throws -> KeyExchangeResponse {
-        guard let keyExchange else { return try await send(request) }
+        guard let keyExchange = keyExchange.withLock({ $0 }) else { return try await send(request) }
         return request.purpose == .certificate ? try await keyExchange.applicationCertificate(request, send: send)
                                                : try await keyExchange.contentKey(request, send: send)
     }

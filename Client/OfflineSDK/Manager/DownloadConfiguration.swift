@@ -164,6 +164,10 @@ struct DownloadSpec: Sendable {
         var metadata: String?
         /// The content key id the request names (`skd`): the video's must be the same.
         var keyID: String?
+        /// The request's terms as it names them (a rental end, a play window; nil: a purchase),
+        /// checked against a key fetched earlier.
+        var expiration: Date? = nil
+        var playbackExpiryDuration: TimeInterval? = nil
     }
 
     /// The download-configuration path's own parts.

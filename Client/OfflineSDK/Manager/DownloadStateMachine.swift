@@ -14,6 +14,7 @@ import Foundation
 ///                             suspended ◄──── (requested/downloading)      │
 ///   error ─retry/resume─► requested      cancel: requested/downloading/suspended/error ─► cancelled
 ///   forceStop: requested/downloading/suspended ─► error      delete, licenseExpired(purge): any ─► gone
+///   (cancel, forceStop and delete of a requested, downloading or suspended one announce its end, cancelled)
 ///   purge (a task's, keeping its key): any ─► licensePreloaded with its license, else gone
 /// ```
 enum DownloadStateMachine {
@@ -158,6 +159,10 @@ enum DownloadStateMachine {
         case (.filesMissing(let file), .completed):
             let error = OfflineVideoError(.downloadFailure, .filesMissing, "Files of the download vanished: \(file)")
             return Transition(state: .stale, error: .set(error), actions: [.forgetCaches, .announceStorageChanged])
+        case (.delete, .requested), (.delete, .downloading), (.delete, .suspended):
+            // Ends like a cancel: the app hears the download end.
+            return Transition(state: nil, actions: [.stopTask, .releaseLicense, .removePackage, .forgetCaches,
+                                                    .announceFinished(cancelled("deleteOfflineVideo"))])
         case (.delete, _):
             return Transition(state: nil, actions: [.stopTask, .releaseLicense, .removePackage, .forgetCaches])
         case (.purgeExpired, _):

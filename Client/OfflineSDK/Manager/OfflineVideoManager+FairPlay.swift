@@ -5,8 +5,11 @@ import WireModels
 /// FairPlay licenses: preloading, renewal, invalidation, expiry, application certificates.
 extension OfflineVideoManager {
     /// Acquires the offline license of a FairPlay video before any download, and returns a
-    /// token in state `licensePreloaded`. A later `requestVideoDownload` of the video with no
-    /// license terms uses this license and returns the same token.
+    /// token in state `licensePreloaded`. Takes the app's whole parameter set: the terms make the
+    /// license; the bitrate and display name are kept for the download. A later
+    /// `requestVideoDownload` of the video with the same parameters, or none, uses this license,
+    /// the kept bitrate and display name where it gives none, and returns the same token; one
+    /// naming other terms is refused (`invalidLicenseParameters`: renew the license first).
     ///
     /// ```swift
     /// let token = try await manager.preloadFairPlayLicense(video, parameters: DownloadParameters(license: .rental(duration: 86400)))
@@ -21,9 +24,7 @@ extension OfflineVideoManager {
     func preloadLicense(_ video: PlaybackVideo, parameters: DownloadParameters, contentID: String?,
                         expectedKeyID: String?) async throws(OfflineVideoError) -> OfflineVideoToken {
         try requireOwner()
-        if parameters.requestedBitrate != nil {
-            throw OfflineVideoError(.invalidParameter, .invalidLicenseParameters, "A license preload takes no bitrate")
-        }
+        try ParameterRules.validateBitrate(parameters.requestedBitrate)
         let terms = try ParameterRules.validateNewLicense(parameters.license)
         guard video.canBeDownloaded else {
             throw OfflineVideoError(.unsupported, .notEligible, "Video \(video.id) is not eligible for offline playback")
@@ -102,6 +103,11 @@ extension OfflineVideoManager {
             try store.update(token, freshLicense: true) { stored in
                 renewed.apply(to: &stored)
                 stored.initialPlaybackAt = nil  // a renewed rental's play window starts again
+                // The terms a later request after a preload must name are the renewed ones.
+                if var asked = try? JSONDecoder().decode(DownloadParameters.self, from: stored.parameters) {
+                    asked.license = terms
+                    stored.parameters = (try? JSONEncoder().encode(asked)) ?? stored.parameters
+                }
             }
         }
         videoCache[token] = nil

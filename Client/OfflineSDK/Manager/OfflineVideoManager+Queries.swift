@@ -30,7 +30,8 @@ extension OfflineVideoManager {
         try await planner.master(of: video).playlist.renditions.map { OfflineVideoManager.dictionary($0.attributes, uri: nil) }
     }
 
-    /// The size of a download in megabytes (MiB): the rendition at or below `requestedBitrate`,
+    /// The size of a download in megabytes (the reference's unit; 1 MB = 1,000,000 bytes,
+    /// `bytesPerMegabyte`): the rendition at or below `requestedBitrate`,
     /// or the largest when none is given, with the selected audio and subtitles (nil: the
     /// configured preferred languages). Sizes are BANDWIDTH x duration per segment (audio at
     /// 128 kbit/s), since the playlists do not carry segment sizes.
@@ -40,7 +41,7 @@ extension OfflineVideoManager {
                                                withoutBitrate: .largest))
     }
 
-    /// The size in megabytes (MiB) of exactly what `requestVideoDownload(_:mediaSelections:parameters:)`
+    /// The size in megabytes (1,000,000 bytes) of exactly what `requestVideoDownload(_:mediaSelections:parameters:)`
     /// with these arguments would download: without a requested bitrate, the lowest variant
     /// with video (not the largest, as the estimate by bitrate measures).
     public func estimateDownloadSize(_ video: PlaybackVideo, mediaSelections: MediaSelections?,
@@ -48,7 +49,7 @@ extension OfflineVideoManager {
         try await estimate(video, DownloadSpec(mediaSelections: mediaSelections, parameters: parameters))
     }
 
-    /// The size of a download requested with `downloadConfiguration` in megabytes (MiB): the
+    /// The size of a download requested with `downloadConfiguration` in megabytes (1,000,000 bytes): the
     /// variant its qualifiers pick (the largest when it has none), with the audio and subtitles
     /// of every content configuration. The same checks as `requestVideoDownload(_:downloadConfiguration:parameters:)`.
     public func estimateDownloadSize(_ video: PlaybackVideo,
@@ -63,8 +64,11 @@ extension OfflineVideoManager {
                                                             subtitleLanguages: configuration.preferredSubtitleLanguages)
         let plan = try await planner.plan(token: "estimate", video: video, variant: spec.variant, audioLanguages: selections.audioLanguages,
                                           subtitleLanguages: OfflineVideoManager.manifestSubtitleLanguages(selections.subtitleLanguages, video: video))
-        return Double(plan.estimatedBytes) / 1_048_576 + Double(spec.configuration?.artwork?.count ?? 0) / 1_048_576
+        return Double(plan.estimatedBytes + Int64(spec.configuration?.artwork?.count ?? 0)) / OfflineVideoManager.bytesPerMegabyte
     }
+
+    /// The megabyte of `estimateDownloadSize`: 1,000,000 bytes.
+    public static let bytesPerMegabyte: Double = 1_000_000
 
     static func dictionary(_ attributes: AttributeList, uri: String?) -> [String: String] {
         var dictionary: [String: String] = [:]

@@ -225,11 +225,17 @@ extension OfflineVideoManager {
     }
 
     /// The sideband subtitle files of the selected languages, each tried again by the retry rule.
+    /// Each is a media selection of its own: progress (0, then 100) and its finish are announced
+    /// as for the playlist's tracks (not for a download-configuration download, which reports
+    /// one progress for the whole).
     func fetchSidebandSubtitles(_ token: OfflineVideoToken) async -> OfflineVideoError? {
         guard let record = try? store.download(token), let video = try? record.video() else { return nil }
         for track in OfflineVideoManager.sidebandTracks(record: record, video: video) {
             let destination = packageFolder(token).appendingPathComponent(PackageLayout.sidebandFile(track)).path
             if FileManager.default.fileExists(atPath: destination) { continue }
+            let perSelection = live[token].map { !$0.wholeDownload } ?? false
+            let selection = OfflineMediaSelection(kind: .subtitles, language: track.srclang, name: track.label.isEmpty ? track.srclang : track.label)
+            if perSelection { hub.emit(.progress(token, percent: 0, mediaSelection: selection)) }
             do {
                 try await transferConfiguration.retryPolicy.retrying { [engine] _ -> Attempt<Void, TransferError> in
                     do throws(TransferError) {
@@ -244,6 +250,10 @@ extension OfflineVideoManager {
                 return OfflineVideoError(.downloadFailure, error.code.httpStatus != nil ? .http : .network,
                                          "The \(track.srclang) subtitle file failed: \(error.message)", httpStatus: error.code.httpStatus,
                                          underlying: error)
+            }
+            if perSelection {
+                hub.emit(.progress(token, percent: 100, mediaSelection: selection))
+                hub.emit(.mediaSelectionFinished(token, selection))
             }
         }
         return nil

@@ -1,4 +1,5 @@
 import Foundation
+import LicenseProtocol
 import WireModels
 
 /// The offline video object: the stored video with the reference's offline properties.
@@ -12,8 +13,17 @@ extension OfflineVideoManager {
         public static let startTime = "offline_download_start_time"
         /// 0 until the download ends.
         public static let endTime = "offline_download_end_time"
-        /// The online source object the download came from.
+        /// The URL of the online source the download came from, as a string (it may have expired).
         public static let onlineSource = "online_source"
+        /// The online source the download came from, as the Playback API described it (its URL,
+        /// type and key systems).
+        public static let onlineSourceObject = "online_source_object"
+        /// Whether the license is a purchase (the `DownloadParameters` terms the license was made with).
+        public static let licensePurchase = "offline_license_purchase"
+        /// A rental's duration in seconds, from the license request.
+        public static let licenseRentalDuration = "offline_license_rental_duration"
+        /// A rental's play window in seconds from the first play ("dual expiry"), when it has one.
+        public static let licensePlayDuration = "offline_license_play_duration"
         public static let thumbnailName = "offline_thumbnail_name"
         public static let thumbnailPath = "offline_thumbnail"
         public static let posterName = "offline_poster_name"
@@ -21,10 +31,14 @@ extension OfflineVideoManager {
         /// The download configuration's artwork (`DownloadConfiguration.artworkData`), when given.
         public static let artworkName = "offline_artwork_name"
         public static let artworkPath = "offline_artwork"
-        /// The master playlist's path relative to the storage directory.
+        /// The package folder's path relative to the storage directory (the reference's
+        /// relative path of the video bundle).
         public static let relativeVideoPath = "offline_relative_video_path"
-        /// The master playlist's absolute path.
+        /// The package folder's absolute path: the downloaded video bundle, every file of the
+        /// download inside it (sum its files for the download's size).
         public static let videoPath = "offline_video_path"
+        /// The local master playlist's absolute path (inside the package folder): what a player opens.
+        public static let masterPlaylistPath = "offline_master_playlist_path"
         public static let usesSidebandSubtitles = "offline_uses_sideband_subtitles"
         public static let sidebandSubtitleLanguages = "offline_sideband_subtitle_languages"
         /// Absolute paths of the sideband subtitle files, by language.
@@ -50,10 +64,26 @@ extension OfflineVideoManager {
         if let requested = record.licenseRequestedAt { properties[OfflineProperty.licenseRequestTime] = since2001(requested) }
         if let expires = record.licenseExpiresAt { properties[OfflineProperty.licenseAbsoluteExpirationTime] = since2001(expires) }
         if let played = record.initialPlaybackAt { properties[OfflineProperty.initialPlaybackTime] = since2001(played) }
-        if let source = try? DownloadPlanner.offlineSource(of: original),
-           let data = try? WireJSON.encoder(sortedKeys: true).encode(source),
-           let json = try? JSONDecoder().decode(JSONValue.self, from: data) {
-            properties[OfflineProperty.onlineSource] = json
+        if let source = try? DownloadPlanner.offlineSource(of: original) {
+            properties[OfflineProperty.onlineSource] = .string(source.src)
+            if let data = try? WireJSON.encoder(sortedKeys: true).encode(source),
+               let json = try? JSONDecoder().decode(JSONValue.self, from: data) {
+                properties[OfflineProperty.onlineSourceObject] = json
+            }
+        }
+        if let terms = StoredLicense.terms(of: record) {
+            // The terms as asked (preload, download or last renewal); the server's rental end is
+            // whole seconds counted from its own time, so it is only the fallback.
+            let asked = (try? JSONDecoder().decode(DownloadParameters.self, from: record.parameters))?.license
+            properties[OfflineProperty.licensePurchase] = .bool(terms.kind == .purchase)
+            if terms.kind == .rental {
+                if let duration = asked?.kind == .rental ? asked?.rentalDuration : nil {
+                    properties[OfflineProperty.licenseRentalDuration] = .number(duration)
+                } else if let end = terms.rentalEnd {
+                    properties[OfflineProperty.licenseRentalDuration] = .number(end.timeIntervalSince(terms.issuedAt).rounded())
+                }
+            }
+            if let play = terms.playDuration { properties[OfflineProperty.licensePlayDuration] = .number(play) }
         }
         if let poster = record.posterFile {
             properties[OfflineProperty.posterName] = .string((poster as NSString).lastPathComponent)
@@ -67,8 +97,9 @@ extension OfflineVideoManager {
             properties[OfflineProperty.artworkName] = .string((artwork as NSString).lastPathComponent)
             properties[OfflineProperty.artworkPath] = .string(folder.appendingPathComponent(artwork).path)
         }
-        properties[OfflineProperty.relativeVideoPath] = .string("packages/\(token)/\(PackageLayout.masterPlaylist)")
-        properties[OfflineProperty.videoPath] = .string(folder.appendingPathComponent(PackageLayout.masterPlaylist).path)
+        properties[OfflineProperty.relativeVideoPath] = .string("packages/\(token)")
+        properties[OfflineProperty.videoPath] = .string(folder.path)
+        properties[OfflineProperty.masterPlaylistPath] = .string(folder.appendingPathComponent(PackageLayout.masterPlaylist).path)
         let sideband = OfflineVideoManager.sidebandTracks(record: record, video: original)
         properties[OfflineProperty.usesSidebandSubtitles] = .bool(!sideband.isEmpty)
         properties[OfflineProperty.sidebandSubtitleLanguages] = .array(sideband.map { .string($0.srclang) })
@@ -95,6 +126,8 @@ extension PlaybackVideo {
     public var playableOffline: Bool { properties[OfflineVideoManager.OfflineProperty.playableOffline]?.boolValue ?? false }
     /// The name an offline video was downloaded under (`DownloadParameters.displayName`, else its name).
     public var offlineDisplayName: String? { properties[OfflineVideoManager.OfflineProperty.displayName]?.stringValue }
-    /// The local master playlist of an offline video.
+    /// The package folder of an offline video (every file of the download is inside it).
     public var offlineVideoPath: String? { properties[OfflineVideoManager.OfflineProperty.videoPath]?.stringValue }
+    /// The local master playlist of an offline video: what a player opens.
+    public var offlineMasterPlaylistPath: String? { properties[OfflineVideoManager.OfflineProperty.masterPlaylistPath]?.stringValue }
 }

@@ -121,7 +121,7 @@ public actor OfflineVideoManager {
         planner = DownloadPlanner(client: client, retry: transferConfiguration.retryPolicy)
         licenseClient = FairPlayLicenseClient(store: store, device: device, client: client, clock: configuration.clock,
                                               retry: transferConfiguration.retryPolicy,
-                                              keyExchange: configuration.keyExchange)
+                                              keyExchange: Locked(configuration.keyExchange))
         reportOutbox = Outbox(initialDelay: configuration.retryInitialDelay)
         analyticsOutbox = Outbox(initialDelay: configuration.retryInitialDelay)
         hub.delegate = delegate
@@ -144,15 +144,27 @@ public actor OfflineVideoManager {
     /// Makes the shared manager on first call, with `configuration` (storage folder, network
     /// monitor, limits; the defaults when nil) and `options` over its options; later calls
     /// update its delegate and options. Downloads already running keep the policy they started
-    /// with. A later call naming another storage folder is refused (`invalidParameter`).
+    /// with. A later call's configuration may set the key-exchange hook (as `authProxy`) and
+    /// `autoPurgesExpiredDownloads`; one asking for any other setting than the manager runs with
+    /// (another storage folder, network monitor, limits) is refused (`invalidParameter`, naming
+    /// the settings): those are fixed for the manager's life.
     @discardableResult
     public static func initializeOfflineVideoManager(delegate: (any OfflineVideoManagerDelegate)?,
                                                      options: OfflineVideoManagerOptions,
                                                      configuration: OfflineVideoManagerConfiguration? = nil) async throws(OfflineVideoError) -> OfflineVideoManager {
         if let existing = shared {
-            if let configuration, configuration.storageDirectory.standardizedFileURL != existing.configuration.storageDirectory.standardizedFileURL {
-                throw OfflineVideoError(.invalidParameter, .invalidParameter,
-                                        "The shared manager already stores under \(existing.configuration.storageDirectory.path)")
+            if let configuration {
+                let fixed = fixedSettingsDiffering(configuration, from: existing.configuration)
+                if !fixed.isEmpty {
+                    throw OfflineVideoError(.invalidParameter, .invalidParameter,
+                                            "The shared manager (storing under \(existing.configuration.storageDirectory.path)) exists: "
+                                                + "\(fixed.joined(separator: ", ")) cannot change while it runs; set authProxy, the delegate "
+                                                + "and the options instead, or close it and make a new manager")
+                }
+                if let keyExchange = configuration.keyExchange { existing.authProxy = keyExchange }
+                if configuration.autoPurgesExpiredDownloads != (await existing.autoPurgesExpiredDownloads) {
+                    try await existing.setAutoPurgesExpiredDownloads(configuration.autoPurgesExpiredDownloads)
+                }
             }
             await existing.update(delegate: delegate, options: options)
             return existing
@@ -179,7 +191,9 @@ public actor OfflineVideoManager {
     /// Stops every running download without changing what is stored, as if the process
     /// ended, waits until their tasks have ended and lets go of the storage folder: a manager
     /// made later on the same storage continues them. The manager changes nothing afterwards.
+    /// Closing the shared manager forgets it: the next `initializeOfflineVideoManager` makes a new one.
     public func close() async {
+        OfflineVideoManager.sharedManager.withLock { if $0 === self { $0 = nil } }
         let tasks = scheduler.close()
         for task in tasks { task.cancel() }
         reportWatcher?.cancel()
@@ -237,6 +251,7 @@ public actor OfflineVideoManager {
 
     /// The one request path under both public ones.
     func requestDownload(_ video: PlaybackVideo, _ request: DownloadSpec) async throws(OfflineVideoError) -> OfflineVideoToken {
+        var request = request
         try requireOwner()
         var parameters = request.parameters
         try ParameterRules.validateBitrate(parameters.requestedBitrate)
@@ -249,18 +264,15 @@ public actor OfflineVideoManager {
         let existing = try reserve(video, refusingIn: DownloadStateMachine.holdsVideo,
                                    "has already been downloaded or is downloading", contentID: request.task?.contentID)
         defer { unreserve(video, contentID: request.task?.contentID) }
-        // FairPlay: a preloaded license is used as it is; otherwise terms are checked before
-        // any request, and the license is acquired before any media byte is fetched.
+        // FairPlay: a preloaded license is used as it is (with the preload's bitrate and display
+        // name where the request gives none; other terms are refused); otherwise terms are
+        // checked before any request, and the license is acquired before any media byte is fetched.
         let preloaded = existing.first { $0.downloadState == .licensePreloaded }
         var requestedLicense: RequestedLicense?
         if source.fairPlay != nil {
-            if preloaded != nil {
-                // A task uses the key its content holds (`LicenseFetcher`), whatever its request's expiry says.
-                if request.task != nil { parameters.license = nil }
-                if parameters.license != nil {
-                    throw OfflineVideoError(.invalidParameter, .invalidLicenseParameters,
-                                            "A license was preloaded for video \(video.id): request the download without license terms, or renew the license")
-                }
+            if let preloaded {
+                try OfflineVideoManager.mergePreloaded(preloaded, into: &request, video: video)
+                parameters = request.parameters
             } else {
                 requestedLicense = try ParameterRules.validateNewLicense(parameters.license)
             }
@@ -335,7 +347,7 @@ public actor OfflineVideoManager {
             if preloaded != nil {
                 record.videoJSON = try OfflineVideoManager.json(video)
                 record.parameters = try JSONEncoder().encode(parameters)
-                record.displayName = parameters.displayName ?? video.name
+                record.displayName = parameters.displayName ?? record.displayName  // the preload's, else the video's name
                 record.requestedAt = now
                 record.policyKey = video.origin?.policyKey ?? record.policyKey
                 record.serviceBaseURL = video.origin?.baseURL ?? record.serviceBaseURL
@@ -432,7 +444,8 @@ public actor OfflineVideoManager {
     }
 
     /// Removes every file of the offline video and its license, and forgets the token. The
-    /// license is given back to the server (later, if offline now).
+    /// license is given back to the server (later, if offline now). A download still requested,
+    /// running or suspended ends as a cancel does, with `didFinishDownloadWithError` (reason `cancelled`).
     public func deleteOfflineVideo(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
         try await apply(.delete, to: token)
     }
@@ -488,6 +501,8 @@ public actor OfflineVideoManager {
         let percent: Double
         if state == .completed {
             percent = 100
+        } else if state == .cancelled || state == .licensePreloaded {
+            percent = 0  // nothing of it is on disk (a cancel removed its files)
         } else if let live = live[record.token] {
             percent = live.percent
         } else {
@@ -498,7 +513,8 @@ public actor OfflineVideoManager {
                                   downloadEndTime: record.endedAt.map(Date.init(timeIntervalSince1970:)),
                                   downloadPercent: percent,
                                   error: record.error.flatMap { try? JSONDecoder().decode(StoredError.self, from: $0).error },
-                                  displayName: record.displayName)
+                                  displayName: record.displayName,
+                                  licenseRequestTime: record.licenseRequestedAt.map(Date.init(timeIntervalSince1970:)))
     }
 
     // MARK: Helpers

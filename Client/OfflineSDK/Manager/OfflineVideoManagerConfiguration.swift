@@ -45,8 +45,10 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     public var maxConcurrentDownloads = 2
     /// Segments fetched in parallel per download (default 6).
     public var segmentsInParallel = 6
-    /// A download is refused when it would leave less free space than this (default 1 GiB).
-    public var minimumFreeSpace: Int64 = 1 << 30
+    /// A download is refused when it would leave less free space than this, in bytes (default 0:
+    /// as the reference, the SDK enforces no reserve; the guide suggests leaving about 1 GB free,
+    /// and the `offline` command keeps 1 GiB unless `--reserve-mb` says otherwise).
+    public var minimumFreeSpace: Int64 = 0
     /// Audio languages taken when a request gives no media selections (empty: the default audio).
     public var preferredAudioLanguages: [String] = []
     /// Subtitle languages taken when a request gives no media selections.

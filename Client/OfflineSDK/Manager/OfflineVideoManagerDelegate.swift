@@ -53,38 +53,56 @@ public enum OfflineVideoEvent: Sendable, Equatable {
     case analyticsEventsDropped(count: Int)
 }
 
-/// Callbacks of `OfflineVideoManager`, named as in Brightcove's SDK. Every method has an
-/// empty default, so implement only those you need. Called on no particular thread, one
-/// at a time, in the order things happen.
+/// Callbacks of `OfflineVideoManager`, with the labels Brightcove's `BCOVOfflineVideoManagerDelegate`
+/// has in Swift (`offlineVideoToken(_:didFinishDownloadWithError:)` with an `(any Error)?`,
+/// `didDownloadStaticImages(withOfflineVideoToken:)`, progress as a `TimeInterval` percent), so
+/// the declaration a ported app already has is the one called. Every method has an empty
+/// default, so implement only those you need. Called on no particular thread, one at a time, in
+/// the order things happen.
+///
+/// Declare the methods in the extension that declares the conformance, as Brightcove's sample
+/// does: a method there that nearly matches a requirement (another parameter type, a label off
+/// by a word) is then a compiler warning ("nearly matches defaulted requirement") instead of a
+/// method that is silently never called.
+///
+/// ```swift
+/// extension DownloadController: OfflineVideoManagerDelegate {
+///     func offlineVideoToken(_ offlineVideoToken: OfflineVideoToken, didFinishDownloadWithError error: (any Error)?) { … }
+/// }
+/// ```
 public protocol OfflineVideoManagerDelegate: AnyObject, Sendable {
-    /// A track of a download progressed.
-    func offlineVideoToken(_ token: OfflineVideoToken, didProgressTo percent: Double, forMediaSelection mediaSelection: OfflineMediaSelection)
-    /// A track of a download finished.
-    func offlineVideoToken(_ token: OfflineVideoToken, didFinishMediaSelectionDownload mediaSelection: OfflineMediaSelection)
+    /// A track (media selection) of a download progressed: 0–100 for each track on its own.
+    func offlineVideoToken(_ offlineVideoToken: OfflineVideoToken, didProgressTo progressPercent: TimeInterval,
+                           for mediaSelection: OfflineMediaSelection)
+    /// A track (media selection) of a download finished: the video, each audio language and each
+    /// subtitle language, sideband ones included.
+    func offlineVideoToken(_ offlineVideoToken: OfflineVideoToken, didFinishMediaSelectionDownload mediaSelection: OfflineMediaSelection)
     /// The variants a download-configuration download will fetch. Called before its first media
     /// byte is requested: the download waits until this returns.
-    func offlineVideoToken(_ token: OfflineVideoToken, willDownloadVariants variants: [OfflineVariant])
-    /// A download-configuration download progressed as a whole.
-    func offlineVideoToken(_ token: OfflineVideoToken, didProgressTo percent: Double)
+    func offlineVideoToken(_ offlineVideoToken: OfflineVideoToken, willDownloadVariants variants: [OfflineVariant])
+    /// A download-configuration download progressed as a whole (0–100).
+    func offlineVideoToken(_ offlineVideoToken: OfflineVideoToken, didProgressTo progressPercent: TimeInterval)
     /// The transfer configuration the manager is about to make its engine with; change it here.
     /// Asked once, in `init` (and so in the first `initializeOfflineVideoManager`), of the delegate
     /// given there, before any request: a delegate set later is never asked, and the engine keeps
     /// what was decided for the manager's life (`OfflineVideoManager.transferConfiguration`).
     func didCreateTransferConfiguration(_ configuration: inout TransferConfiguration)
-    /// A download ended; `error` is nil when it completed.
-    func offlineVideoToken(_ token: OfflineVideoToken, didFinishDownloadWithError error: OfflineVideoError?)
+    /// A download ended; `error` is nil when it completed, else an `OfflineVideoError` (cancelled,
+    /// deleted or force-stopped downloads too, with reason `cancelled`).
+    func offlineVideoToken(_ offlineVideoToken: OfflineVideoToken, didFinishDownloadWithError error: (any Error)?)
     /// An offline video's stored state changed (nil: its record was deleted).
-    func offlineVideoToken(_ token: OfflineVideoToken, didChangeStateTo state: OfflineVideoDownloadState?)
-    /// Poster and thumbnail were fetched (or tried).
-    func didDownloadStaticImages(offlineVideoToken token: OfflineVideoToken)
+    func offlineVideoToken(_ offlineVideoToken: OfflineVideoToken, didChangeStateTo state: OfflineVideoDownloadState?)
+    /// Poster and thumbnail were fetched, or tried: called even when they could not be (the
+    /// property paths are set; check the files).
+    func didDownloadStaticImages(withOfflineVideoToken offlineVideoToken: OfflineVideoToken)
     /// A package folder no record knows was found at start; true deletes it (the default).
     func shouldDeleteVideoPackage(_ videoPackagePath: String) -> Bool
     /// Stored videos changed behind the manager's back.
     func offlineVideoStorageDidChange()
     /// The effective expiry of a video's license moved (nil: no license now).
-    func offlineVideoToken(_ token: OfflineVideoToken, didChangeLicenseExpirationTo expiration: Date?)
+    func offlineVideoToken(_ offlineVideoToken: OfflineVideoToken, didChangeLicenseExpirationTo expiration: Date?)
     /// A download whose license expired was deleted by auto-purge.
-    func offlineVideoTokenWasPurged(_ token: OfflineVideoToken)
+    func offlineVideoTokenWasPurged(_ offlineVideoToken: OfflineVideoToken)
     /// Unsent analytics events went over `analyticsStorageLimit`: `count` of the oldest were dropped.
     func offlineVideoAnalyticsEventsDropped(_ count: Int)
     /// The service to fetch `video` again with when its URLs expired; nil builds one from the
@@ -95,18 +113,19 @@ public protocol OfflineVideoManagerDelegate: AnyObject, Sendable {
 }
 
 extension OfflineVideoManagerDelegate {
-    public func offlineVideoToken(_ token: OfflineVideoToken, didProgressTo percent: Double, forMediaSelection mediaSelection: OfflineMediaSelection) {}
-    public func offlineVideoToken(_ token: OfflineVideoToken, didFinishMediaSelectionDownload mediaSelection: OfflineMediaSelection) {}
-    public func offlineVideoToken(_ token: OfflineVideoToken, willDownloadVariants variants: [OfflineVariant]) {}
-    public func offlineVideoToken(_ token: OfflineVideoToken, didProgressTo percent: Double) {}
+    public func offlineVideoToken(_ offlineVideoToken: OfflineVideoToken, didProgressTo progressPercent: TimeInterval,
+                                  for mediaSelection: OfflineMediaSelection) {}
+    public func offlineVideoToken(_ offlineVideoToken: OfflineVideoToken, didFinishMediaSelectionDownload mediaSelection: OfflineMediaSelection) {}
+    public func offlineVideoToken(_ offlineVideoToken: OfflineVideoToken, willDownloadVariants variants: [OfflineVariant]) {}
+    public func offlineVideoToken(_ offlineVideoToken: OfflineVideoToken, didProgressTo progressPercent: TimeInterval) {}
     public func didCreateTransferConfiguration(_ configuration: inout TransferConfiguration) {}
-    public func offlineVideoToken(_ token: OfflineVideoToken, didFinishDownloadWithError error: OfflineVideoError?) {}
-    public func offlineVideoToken(_ token: OfflineVideoToken, didChangeStateTo state: OfflineVideoDownloadState?) {}
-    public func didDownloadStaticImages(offlineVideoToken token: OfflineVideoToken) {}
+    public func offlineVideoToken(_ offlineVideoToken: OfflineVideoToken, didFinishDownloadWithError error: (any Error)?) {}
+    public func offlineVideoToken(_ offlineVideoToken: OfflineVideoToken, didChangeStateTo state: OfflineVideoDownloadState?) {}
+    public func didDownloadStaticImages(withOfflineVideoToken offlineVideoToken: OfflineVideoToken) {}
     public func shouldDeleteVideoPackage(_ videoPackagePath: String) -> Bool { true }
     public func offlineVideoStorageDidChange() {}
-    public func offlineVideoToken(_ token: OfflineVideoToken, didChangeLicenseExpirationTo expiration: Date?) {}
-    public func offlineVideoTokenWasPurged(_ token: OfflineVideoToken) {}
+    public func offlineVideoToken(_ offlineVideoToken: OfflineVideoToken, didChangeLicenseExpirationTo expiration: Date?) {}
+    public func offlineVideoTokenWasPurged(_ offlineVideoToken: OfflineVideoToken) {}
     public func offlineVideoAnalyticsEventsDropped(_ count: Int) {}
     public func playbackServiceForManifestURLTTLUpdate(for video: PlaybackVideo) -> PlaybackService? { nil }
 }
@@ -116,7 +135,7 @@ extension OfflineVideoEvent {
     func deliver(to delegate: any OfflineVideoManagerDelegate) {
         switch self {
         case .progress(let token, let percent, let selection):
-            delegate.offlineVideoToken(token, didProgressTo: percent, forMediaSelection: selection)
+            delegate.offlineVideoToken(token, didProgressTo: percent, for: selection)
         case .mediaSelectionFinished(let token, let selection):
             delegate.offlineVideoToken(token, didFinishMediaSelectionDownload: selection)
         case .willDownloadVariants(let token, let variants):
@@ -124,7 +143,7 @@ extension OfflineVideoEvent {
         case .downloadProgress(let token, let percent):
             delegate.offlineVideoToken(token, didProgressTo: percent)
         case .staticImagesDownloaded(let token):
-            delegate.didDownloadStaticImages(offlineVideoToken: token)
+            delegate.didDownloadStaticImages(withOfflineVideoToken: token)
         case .downloadFinished(let token, let error):
             delegate.offlineVideoToken(token, didFinishDownloadWithError: error)
         case .downloadStateChanged(let token, let state):

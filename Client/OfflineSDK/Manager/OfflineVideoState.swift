@@ -51,17 +51,20 @@ public struct OfflineVideoStatus: Sendable, Equatable {
     public var downloadStartTime: Date
     /// When it ended, however it ended; nil while it has not.
     public var downloadEndTime: Date?
-    /// 0 to 100; exactly 100 only when every byte is on disk.
+    /// 0 to 100; exactly 100 only when every byte is on disk; 0 once cancelled (its files are gone).
     public var downloadPercent: Double
     /// Why it failed, for `.error` (and `.stale`).
     public var error: OfflineVideoError?
     /// The name it was requested under (`DownloadParameters.displayName`, else the video's name).
     public var displayName: String
+    /// When its FairPlay license was requested (the start of a rental's duration); nil without one.
+    public var licenseRequestTime: Date?
 
     /// Creates a status.
     public init(token: OfflineVideoToken, downloadState: OfflineVideoDownloadState, downloadStartTime: Date,
                 downloadEndTime: Date? = nil, downloadPercent: Double = 0, error: OfflineVideoError? = nil,
-                displayName: String = "") {
+                displayName: String = "", licenseRequestTime: Date? = nil) {
+        self.licenseRequestTime = licenseRequestTime
         self.token = token
         self.displayName = displayName
         self.downloadState = downloadState

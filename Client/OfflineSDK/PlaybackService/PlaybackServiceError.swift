@@ -1,4 +1,5 @@
 import CurlTransfer
+public import Foundation
 public import WireModels
 
 /// Why a Playback API call failed: the HTTP status and the parsed error array when the
@@ -17,6 +18,16 @@ public struct PlaybackServiceError: Error, Sendable, CustomStringConvertible {
         /// The call's arguments were refused before any request.
         public static let invalidArgument = Code(value: .invalidArgument)
         public var description: String { "\(value)" }
+
+        /// The stable number of the kind: `NSError.code` of a `PlaybackServiceError`.
+        public var number: Int {
+            switch value {
+            case .transport: 1
+            case .http: 2
+            case .decoding: 3
+            case .invalidArgument: 4
+            }
+        }
     }
 
     /// The kind of failure.
@@ -35,5 +46,33 @@ public struct PlaybackServiceError: Error, Sendable, CustomStringConvertible {
         if let status { text += " \(status)" }
         if let first = errors.first { text += " \(first.errorCode)" + (first.errorSubcode.map { "/\($0)" } ?? "") }
         return text + ": " + message
+    }
+}
+
+/// The message as `localizedDescription`; `(error as NSError).code` is `code.number`.
+extension PlaybackServiceError: LocalizedError, CustomNSError {
+    /// The domain of every `PlaybackServiceError`; it never changes.
+    public static let errorDomain = "OfflineSDK.PlaybackService"
+    /// `code.number`: transport 1, http 2, decoding 3, invalidArgument 4.
+    public var errorCode: Int { code.number }
+    /// The HTTP status when the server answered, and the error underneath.
+    public var errorUserInfo: [String: Any] {
+        var info: [String: Any] = [NSLocalizedDescriptionKey: errorDescription ?? message]
+        if let recoverySuggestion { info[NSLocalizedRecoverySuggestionErrorKey] = recoverySuggestion }
+        if let status { info["OfflineSDKHTTPStatus"] = status }
+        if let underlying { info[NSUnderlyingErrorKey] = underlying as NSError }
+        return info
+    }
+    /// The message (with the server's first error code when it sent one).
+    public var errorDescription: String? {
+        errors.first.map { "\(message) (\($0.errorCode))" } ?? message
+    }
+    /// What to do next for a failure that may pass.
+    public var recoverySuggestion: String? {
+        switch code {
+        case .transport: "Check the network connection, then try again."
+        case .http where (status ?? 0) >= 500: "The service failed; try again later."
+        default: nil
+        }
     }
 }

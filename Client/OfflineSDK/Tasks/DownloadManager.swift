@@ -103,7 +103,8 @@ public actor DownloadManager {
     /// The download manager over `OfflineVideoManager.shared`, made on first call (the shared
     /// offline video manager too, with `configuration`, when it does not exist yet).
     public static func shared(configuration: OfflineVideoManagerConfiguration? = nil) async throws(OfflineVideoError) -> DownloadManager {
-        if let existing = sharedManager.withLock({ $0 }) { return existing }
+        // Over the shared manager of now (a closed shared manager was forgotten: a new one is made).
+        if let existing = sharedManager.withLock({ $0 }), existing.offlineVideoManager === OfflineVideoManager.shared { return existing }
         let manager: OfflineVideoManager
         if let shared = OfflineVideoManager.shared {
             manager = shared
@@ -113,7 +114,7 @@ public actor DownloadManager {
         }
         let made = try await DownloadManager(manager: manager)
         return sharedManager.withLock { current in
-            if let current { return current }
+            if let current, current.offlineVideoManager === manager { return current }
             current = made
             return made
         }
@@ -125,8 +126,9 @@ public actor DownloadManager {
     /// Fails (never throws) with the same errors as `OfflineVideoManager.requestVideoDownload`,
     /// and `alreadyDownloaded` when a task has the content id already (purge it first).
     /// FairPlay content is licensed before any media byte, with the key fetched earlier by
-    /// `licenseFetcher` when there is one (the request's expiry then does not apply), else a
-    /// new key on the request's terms.
+    /// `licenseFetcher` when there is one (the request's `expiration` and
+    /// `playbackExpiryDuration` must then be the key's, else it fails with
+    /// `invalidLicenseParameters`: renew the key first), else a new key on the request's terms.
     public func enqueue(request: DownloadRequest) async -> Result<DownloadTask, OfflineVideoError> {
         do throws(OfflineVideoError) {
             try request.validate()
@@ -135,7 +137,8 @@ public actor DownloadManager {
             var spec = DownloadSpec(mediaSelections: request.mediaSelections,
                                     parameters: DownloadParameters(requestedBitrate: request.preferredVideoBitrate, displayName: request.title,
                                                                    license: video.usesFairPlay ? try request.license(now: now) : nil))
-            spec.task = DownloadSpec.TaskFields(contentID: request.contentId, metadata: request.metadata, keyID: request.keyID)
+            spec.task = DownloadSpec.TaskFields(contentID: request.contentId, metadata: request.metadata, keyID: request.keyID,
+                                                expiration: request.expiration, playbackExpiryDuration: request.playbackExpiryDuration)
             let token = try await offlineVideoManager.requestDownload(video, spec)
             try await refresh(token)
             guard let task = tasks[token] else {

@@ -35,6 +35,15 @@ public struct URLTokenError: Error, Sendable, Equatable, CustomStringConvertible
         /// The HMAC does not match this path and secret.
         public static let forged = Code(.forged)
 
+        /// The stable number of the kind (`NSError.code`): malformed 1, expired 2, forged 3.
+        public var number: Int {
+            switch base {
+            case .malformed: 1
+            case .expired: 2
+            case .forged: 3
+            }
+        }
+
         /// The stable name of the kind, e.g. "expired".
         public var description: String { base.rawValue }
     }
@@ -175,4 +184,16 @@ private struct ParsedToken {
     private static func nibble(_ byte: UInt8) -> UInt8 {
         byte <= UInt8(ascii: "9") ? byte - UInt8(ascii: "0") : byte - UInt8(ascii: "a") + 10
     }
+}
+
+/// The message as `localizedDescription`; `(error as NSError).code` is `code.number`.
+extension URLTokenError: LocalizedError, CustomNSError {
+    /// The domain of every `URLTokenError`; it never changes.
+    public static let errorDomain = "WireModels.URLTokenError"
+    /// `code.number`.
+    public var errorCode: Int { code.number }
+    /// The message (swift-corelibs-foundation reads it only from here).
+    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: message] }
+    /// The message.
+    public var errorDescription: String? { message }
 }
