@@ -34,7 +34,7 @@ extension OfflineVideoManager {
         request.parameters.license = preload.license
         if request.parameters.requestedBitrate == nil, let bitrate = preload.requestedBitrate {
             request.parameters.requestedBitrate = bitrate
-            if case .bitrate(nil) = request.variant { request.variant = .bitrate(bitrate) }
+            if case .lowestWithVideo = request.variant { request.variant = .atOrBelow(bitrate) }
         }
         if request.parameters.displayName == nil { request.parameters.displayName = preload.displayName }
     }

@@ -147,10 +147,8 @@ public final class RequestLog: Sendable {
                               completed: request.completed, fault: request.note)
             if let id = state.pending.removeValue(forKey: request.serial) {
                 entry.id = id
-                state.entries.update(id: id) { kept in
-                    entry.time = kept.time
-                    kept = entry
-                }
+                // Its time becomes the answer's end, as its duration does: time - duration is when it arrived.
+                state.entries.update(id: id) { kept in kept = entry }
             } else {
                 state.next += 1
                 state.entries.append(entry)
