@@ -23,4 +23,19 @@ struct PublicAPITests {
             #expect(backend.requests().isEmpty, "no request got past the handshake")
         }
     }
+
+    @Test("the README's test example compiles and runs from the two products alone: a fault rule, an admin edit, the request log")
+    func readmeExample() async throws {
+        try await withTestBackend { backend in
+            try backend.faults.add(FaultRule(route: .segment, probability: 0.1, cutAfterBytes: 4_000))
+            try backend.admin("PUT", "/accounts/\(TestBackend.Fixtures.account)/videos/mine",
+                              ["name": "Mine", "asset": "bars", "protection": "clear", "offline_enabled": true])
+            let service = PlaybackService(baseURL: backend.baseURL, accountID: TestBackend.Fixtures.account,
+                                          policyKey: TestBackend.Fixtures.playPolicyKey)
+            let video = try await service.findVideo(id: "mine")
+            #expect(video.name == "Mine")
+            #expect(await backend.requests(pathPrefix: "/playback/", atLeast: 1).count == 1)
+            #expect(backend.faults.rules.first?.rule.effects == [.cut(afterBytes: 4_000)])
+        }
+    }
 }
