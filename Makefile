@@ -6,7 +6,7 @@ APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev 
 # the balancer test puts in front of two instances; gnutls-cli (the TLS profile's test) and testssl.sh.
 TEST_APT_PACKAGES := python3-venv chromium iproute2 postgresql nginx gnutls-bin testssl.sh
 
-.PHONY: deps test-deps build test test-api test-tls test-stress test-tsan serve demo fixtures bench-server fuzz soak clean
+.PHONY: deps test-deps build docs test test-api test-tls test-stress test-tsan serve demo fixtures bench-server fuzz soak clean
 
 deps:
 	@scripts/install-deps.sh $(APT_PACKAGES)
@@ -17,9 +17,19 @@ test-deps:
 build: deps
 	$(SWIFT) build
 
+# The DocC reference of the products an app imports: landing pages, the articles (Getting started,
+# Licenses and expiry, Downloading on a bad network, Porting from Brightcove) and every public symbol,
+# from the catalogs beside the sources (*.docc). Any warning, a broken symbol link say, fails it.
+# Archives in .build/plugins/Swift-DocC/outputs/. Part of `make test` (about 40 s after its build).
+DOC_TARGETS := OfflineSDK MockBackendTesting WireModels
+GENERATE_DOCS := $(SWIFT) package generate-documentation $(foreach target,$(DOC_TARGETS),--target $(target)) --warnings-as-errors
+docs: deps
+	$(GENERATE_DOCS)
+
 test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	$(GENERATE_DOCS)
 	scripts/dashboard-browser-test.sh
 	scripts/testssl.sh
 	scripts/schemathesis.sh

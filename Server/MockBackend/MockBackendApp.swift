@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 public import Logging
-public import MicroHTTP
+package import MicroHTTP
 import WireModels
 
 /// The backend's request handling, independent of any socket: catalog, database, URL
@@ -152,7 +152,7 @@ public final class MockBackendApp: Sendable {
 
     /// Answers one request. Never throws: whatever a handler throws becomes its error array
     /// here (`APIResponse.error(for:request:logger:)`).
-    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+    package func handle(_ request: HTTPRequest) -> HTTPResponse {
         var response: HTTPResponse
         var allowed: [String]?
         // A fault rule's error answers instead of the request, which is then not carried out.

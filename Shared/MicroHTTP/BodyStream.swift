@@ -11,9 +11,9 @@ import Locking
 /// }
 /// return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/event-stream")]), body: .stream(events))
 /// ```
-public final class BodyStream: Sendable {
+package final class BodyStream: Sendable {
     /// What the next read of a body gives.
-    public enum Step: Sendable, Equatable {
+    package enum Step: Sendable, Equatable {
         /// These bytes (at most the `max` asked for), sent now.
         case bytes([UInt8])
         /// Nothing for now: ask again after this long.
@@ -27,7 +27,7 @@ public final class BodyStream: Sendable {
     }
 
     /// The whole length when known (sent as Content-Length), else nil (chunked).
-    public let length: UInt64?
+    package let length: UInt64?
     private let produce: @Sendable (_ max: Int) -> Step
     private let state = Locked<(pending: Bool, waker: (@Sendable () -> Void)?)>((false, nil))
     /// Bytes handed out so far (for the request log).
@@ -35,13 +35,13 @@ public final class BodyStream: Sendable {
 
     /// A body of `length` bytes (nil: unknown) whose pieces `produce` makes, each at most
     /// `max` bytes long.
-    public init(length: UInt64?, produce: @escaping @Sendable (_ max: Int) -> Step) {
+    package init(length: UInt64?, produce: @escaping @Sendable (_ max: Int) -> Step) {
         self.length = length
         self.produce = produce
     }
 
     /// Wakes a read waiting for a signal (or, when none waits, makes the next one go on at once).
-    public func signal() {
+    package func signal() {
         let waker = state.withLock { state -> (@Sendable () -> Void)? in
             guard let waker = state.waker else {
                 state.pending = true
@@ -80,5 +80,5 @@ public final class BodyStream: Sendable {
 
 extension BodyStream: Equatable {
     /// Streams are equal only to themselves.
-    public static func == (lhs: BodyStream, rhs: BodyStream) -> Bool { lhs === rhs }
+    package static func == (lhs: BodyStream, rhs: BodyStream) -> Bool { lhs === rhs }
 }

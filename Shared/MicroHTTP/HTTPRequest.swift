@@ -1,26 +1,26 @@
 /// One parsed HTTP request as a handler sees it. The body has been read in full.
-public struct HTTPRequest: Sendable {
+package struct HTTPRequest: Sendable {
     /// The method as sent, e.g. "GET".
-    public var method: String
+    package var method: String
     /// The request target exactly as it arrived (path and query, still percent-encoded).
-    public var target: String
+    package var target: String
     /// The path part of the target, still percent-encoded.
-    public var path: String
+    package var path: String
     /// The path split on "/" with each segment percent-decoded. Never contains "." or "..".
-    public var pathSegments: [String]
+    package var pathSegments: [String]
     /// The query parameters in order, percent-decoded ("+" as space). Repeats are kept.
-    public var query: [(name: String, value: String)]
+    package var query: [(name: String, value: String)]
     /// The request headers.
-    public var headers: HTTPHeaders
+    package var headers: HTTPHeaders
     /// The request body.
-    public var body: [UInt8]
+    package var body: [UInt8]
     /// The peer's address as text, when known.
-    public var remoteAddress: String?
+    package var remoteAddress: String?
     /// Whether it arrived over TLS (the server that took it serves HTTPS).
-    public var isSecure = false
+    package var isSecure = false
 
     /// Creates a request; `target` is parsed into path segments and query parameters.
-    public init(method: String, target: String, headers: HTTPHeaders = HTTPHeaders(),
+    package init(method: String, target: String, headers: HTTPHeaders = HTTPHeaders(),
                 body: [UInt8] = [], remoteAddress: String? = nil) throws(RequestTargetError) {
         let parsed = try RequestTarget(parsing: target)
         self.method = method
@@ -34,12 +34,12 @@ public struct HTTPRequest: Sendable {
     }
 
     /// The single value of query parameter `name`, or nil if absent.
-    public func queryValue(_ name: String) -> String? {
+    package func queryValue(_ name: String) -> String? {
         query.first { $0.name == name }?.value
     }
 
     /// Names that occur more than once in the query, in first-seen order.
-    public var duplicateQueryNames: [String] {
+    package var duplicateQueryNames: [String] {
         var seen = Set<String>(), dup: [String] = []
         for item in query where !seen.insert(item.name).inserted && !dup.contains(item.name) {
             dup.append(item.name)

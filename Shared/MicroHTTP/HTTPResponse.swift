@@ -7,9 +7,9 @@ import SystemFiles
 
 /// What a handler answers. Files are sent zero-copy by the server; byte ranges and
 /// conditional requests are applied by the server to any 200 answer (see `HTTPResponse+Conditional`).
-public struct HTTPResponse: Sendable {
+package struct HTTPResponse: Sendable {
     /// The body of a response.
-    public enum Body: Sendable, Equatable {
+    package enum Body: Sendable, Equatable {
         /// No body.
         case empty
         /// Bytes held in memory.
@@ -20,7 +20,7 @@ public struct HTTPResponse: Sendable {
         case stream(BodyStream)
 
         /// The number of bytes the body holds (a stream: its announced length, else 0).
-        public var count: UInt64 {
+        package var count: UInt64 {
             switch self {
             case .empty: 0
             case .bytes(let bytes): UInt64(bytes.count)
@@ -31,39 +31,39 @@ public struct HTTPResponse: Sendable {
     }
 
     /// The status code.
-    public var status: Int
+    package var status: Int
     /// The response headers (Content-Length is added by the server).
-    public var headers: HTTPHeaders
+    package var headers: HTTPHeaders
     /// The body.
-    public var body: Body
+    package var body: Body
     /// Time to wait before sending the answer (besides the server's added latency); no
     /// thread waits with it.
-    public var delay: Duration?
+    package var delay: Duration?
     /// A remark for the completion observer (a request log), never sent.
-    public var note: String?
+    package var note: String?
     /// Close the connection without answering at all (a fault a mock injects).
-    public var dropsConnection = false
+    package var dropsConnection = false
 
     /// Creates a response.
-    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Body = .empty) {
+    package init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Body = .empty) {
         self.status = status
         self.headers = headers
         self.body = body
     }
 
     /// A response with a UTF-8 text body and its content type.
-    public static func text(_ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {
+    package static func text(_ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {
         HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", contentType)]), body: .bytes(Array(text.utf8)))
     }
 
     /// A response with a byte body and its content type.
-    public static func bytes(_ bytes: [UInt8], status: Int = 200, contentType: String) -> HTTPResponse {
+    package static func bytes(_ bytes: [UInt8], status: Int = 200, contentType: String) -> HTTPResponse {
         HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", contentType)]), body: .bytes(bytes))
     }
 
     /// A 200 response for a whole file, with an ETag from its size and modification time
     /// (as nginx makes them); nil when the path is not a readable regular file.
-    public static func file(at path: String, contentType: String) -> HTTPResponse? {
+    package static func file(at path: String, contentType: String) -> HTTPResponse? {
         guard let status = FileStatus(path: path), status.isRegularFile, access(path, R_OK) == 0 else { return nil }
         let size = UInt64(status.size)
         let mtime = status.modifiedSeconds
@@ -73,15 +73,15 @@ public struct HTTPResponse: Sendable {
     }
 
     /// A file's ETag as nginx makes it: `"{mtime hex}-{size hex}"`, quotes included.
-    public static func etag(mtime: Int, size: UInt64) -> String {
+    package static func etag(mtime: Int, size: UInt64) -> String {
         "\"\(String(mtime, radix: 16))-\(String(size, radix: 16))\""
     }
 }
 
 /// Common status codes' reason phrases, for logs and error bodies.
-public enum HTTPStatus {
+package enum HTTPStatus {
     /// The standard reason phrase for `code`.
-    public static func reason(_ code: Int) -> String {
+    package static func reason(_ code: Int) -> String {
         switch code {
         case 200: "OK"
         case 204: "No Content"

@@ -1,5 +1,5 @@
 import CMicroHTTPD
-public import Logging
+package import Logging
 import Synchronization
 import Locking
 import Dispatch
@@ -19,29 +19,29 @@ import Glibc
 /// try server.start()
 /// print("listening on http://127.0.0.1:\(server.port)")
 /// ```
-public final class HTTPServer: Sendable {
+package final class HTTPServer: Sendable {
     /// Answers one request. Runs on an MHD thread.
-    public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
+    package typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
     /// Answers one request when its answer has to wait (for a file still arriving, say): the
     /// connection is suspended meanwhile, so no MHD thread waits with it.
-    public typealias DeferredHandler = @Sendable (HTTPRequest) async -> HTTPResponse
+    package typealias DeferredHandler = @Sendable (HTTPRequest) async -> HTTPResponse
     /// Told about every request once its answer is sent or its connection is gone (runs on
     /// an MHD thread: keep it short).
-    public typealias CompletionObserver = @Sendable (CompletedRequest) -> Void
+    package typealias CompletionObserver = @Sendable (CompletedRequest) -> Void
     /// Told about every answer just before it is handed to the connection, so before any of
     /// its bytes leave (runs on an MHD thread: keep it short). `completed` is false and
     /// `bytesSent` the body's planned length; the completion observer later reports the same
     /// request (the same `serial`) as it ended.
-    public typealias AnswerObserver = @Sendable (CompletedRequest) -> Void
+    package typealias AnswerObserver = @Sendable (CompletedRequest) -> Void
     /// Builds the answer for failures found before a handler runs (bad target, 413, 500).
-    public typealias ErrorResponder = @Sendable (_ status: Int, _ message: String) -> HTTPResponse
+    package typealias ErrorResponder = @Sendable (_ status: Int, _ message: String) -> HTTPResponse
 
     let core: ServerCore
     private let daemon = Locked<DaemonHandle?>(nil)
     private let boundPort = Atomic<Int>(0)
 
     /// Creates a server; nothing is bound until `start()`.
-    public init(configuration: HTTPServerConfiguration, logger: Logger,
+    package init(configuration: HTTPServerConfiguration, logger: Logger,
                 errorResponder: @escaping ErrorResponder = HTTPServer.plainErrorResponder,
                 observer: CompletionObserver? = nil, answerObserver: AnswerObserver? = nil, handler: @escaping Handler) {
         core = ServerCore(configuration: configuration, logger: logger, handler: .immediate(handler), errorResponder: errorResponder,
@@ -49,7 +49,7 @@ public final class HTTPServer: Sendable {
     }
 
     /// Creates a server whose handler answers asynchronously; nothing is bound until `start()`.
-    public init(configuration: HTTPServerConfiguration, logger: Logger,
+    package init(configuration: HTTPServerConfiguration, logger: Logger,
                 errorResponder: @escaping ErrorResponder = HTTPServer.plainErrorResponder,
                 observer: CompletionObserver? = nil, answerObserver: AnswerObserver? = nil,
                 deferredHandler: @escaping DeferredHandler) {
@@ -69,22 +69,22 @@ public final class HTTPServer: Sendable {
     }
 
     /// The bound port once started (the real one when the configuration asked for 0).
-    public var port: Int { boundPort.load(ordering: .acquiring) }
+    package var port: Int { boundPort.load(ordering: .acquiring) }
 
     /// Whether it serves HTTPS.
-    public var isSecure: Bool { core.configuration.tls != nil }
+    package var isSecure: Bool { core.configuration.tls != nil }
 
     /// Requests being handled right now (headers received, response not yet completed).
-    public var activeRequests: Int { core.activeRequests.load(ordering: .relaxed) }
+    package var activeRequests: Int { core.activeRequests.load(ordering: .relaxed) }
 
     /// Milliseconds added to every response from now on.
-    public var addedLatencyMilliseconds: Int {
+    package var addedLatencyMilliseconds: Int {
         get { core.addedLatency.load(ordering: .relaxed) }
         set { core.addedLatency.store(max(0, newValue), ordering: .relaxed) }
     }
 
     /// Binds and starts serving. Throws if the address is invalid or the port is taken.
-    public func start() throws(HTTPServerError) {
+    package func start() throws(HTTPServerError) {
         let config = core.configuration
         let address = try SocketAddress(host: config.host, port: config.port)
         var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
@@ -130,7 +130,7 @@ public final class HTTPServer: Sendable {
     /// Stops accepting connections, lets requests in flight finish (up to `gracePeriod`),
     /// then closes every connection and joins MHD's threads. Safe to call twice. Blocks the
     /// calling thread while requests finish: from async code, use the `async` variant.
-    public func shutdown(gracePeriod: Duration = .seconds(10)) {
+    package func shutdown(gracePeriod: Duration = .seconds(10)) {
         guard let handle = takeDaemon() else { return }
         let listenSocket = Self.quiesce(handle)
         Self.waitForRequests(core, for: gracePeriod) { usleep(5_000) }
@@ -143,7 +143,7 @@ public final class HTTPServer: Sendable {
 
     /// `shutdown(gracePeriod:)` without holding a thread of the cooperative pool while
     /// requests finish.
-    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
+    package func shutdown(gracePeriod: Duration = .seconds(10)) async {
         guard let handle = takeDaemon() else { return }
         let listenSocket = Self.quiesce(handle)
         await Self.waitForRequests(core, for: gracePeriod) { try? await Task.sleep(for: .milliseconds(5)) }
@@ -185,7 +185,7 @@ public final class HTTPServer: Sendable {
     }
 
     /// A plain-text error body, for servers that have no error format of their own.
-    public static let plainErrorResponder: ErrorResponder = { status, message in
+    package static let plainErrorResponder: ErrorResponder = { status, message in
         .text("\(status) \(HTTPStatus.reason(status)): \(message)\n", status: status)
     }
 }
@@ -265,21 +265,21 @@ final class ServerCore: Sendable {
 }
 
 /// One request as it ended, for a request log.
-public struct CompletedRequest: Sendable {
+package struct CompletedRequest: Sendable {
     /// The method and the target as received.
-    public var method: String
-    public var target: String
+    package var method: String
+    package var target: String
     /// The status answered (0 when no answer was queued).
-    public var status: Int
+    package var status: Int
     /// Body bytes handed to the connection (a stream: as far as it got).
-    public var bytesSent: UInt64
+    package var bytesSent: UInt64
     /// From the headers' arrival to the end.
-    public var duration: Duration
+    package var duration: Duration
     /// Whether the whole answer was sent (false: the connection broke off or timed out).
-    public var completed: Bool
+    package var completed: Bool
     /// The handler's note (`HTTPResponse.note`).
-    public var note: String?
+    package var note: String?
     /// Which request this is (unique per server): the answer observer and the completion
     /// observer see the same request under the same serial.
-    public var serial: UInt64 = 0
+    package var serial: UInt64 = 0
 }

@@ -1,35 +1,35 @@
 /// Why a request target was refused before any handler saw it: a stable `code` and a
 /// message for the 400's body.
-public struct RequestTargetError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct RequestTargetError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What was wrong, stable.
-    public let code: Code
+    package let code: Code
     /// A sentence for the 400's body.
-    public let message: String
+    package let message: String
 
     /// Creates the error for `code`, with the message that goes with it.
-    public init(_ code: Code) {
+    package init(_ code: Code) {
         self.code = code
         message = code.message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 
     /// The kinds of refusal. A struct over a private enum, so kinds can be added later
     /// without breaking anyone's exhaustive switch.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable { case notOriginForm, badPercentEncoding, pathTraversal }
         private let base: Base
         private init(_ base: Base) { self.base = base }
 
         /// The target does not start with "/" (absolute-form and asterisk-form are not served).
-        public static let notOriginForm = Code(.notOriginForm)
+        package static let notOriginForm = Code(.notOriginForm)
         /// A percent escape is not two hex digits, or decodes to invalid UTF-8.
-        public static let badPercentEncoding = Code(.badPercentEncoding)
+        package static let badPercentEncoding = Code(.badPercentEncoding)
         /// A path segment is "." or "..", or decodes to something holding "/", "\\" or NUL.
-        public static let pathTraversal = Code(.pathTraversal)
+        package static let pathTraversal = Code(.pathTraversal)
 
         /// The stable name of the kind, e.g. "pathTraversal".
-        public var description: String { base.rawValue }
+        package var description: String { base.rawValue }
 
         fileprivate var message: String {
             switch base {

@@ -1,13 +1,13 @@
 /// Values captured from a matched route pattern (`:name` segments and a trailing `*name`).
-public struct RouteParameters: Sendable {
+package struct RouteParameters: Sendable {
     // A handful of pairs: a linear search beats hashing every name on every request.
     private var values: [(name: String, value: String)] = []
 
     /// Creates parameters from captured values.
-    public init(_ values: [String: String] = [:]) { self.values = values.map { (name: $0.key, value: $0.value) } }
+    package init(_ values: [String: String] = [:]) { self.values = values.map { (name: $0.key, value: $0.value) } }
 
     /// The captured value for `name`, or "" when the pattern has no such parameter.
-    public subscript(name: String) -> String { values.first { $0.name == name }?.value ?? "" }
+    package subscript(name: String) -> String { values.first { $0.name == name }?.value ?? "" }
 
     fileprivate mutating func set(_ name: String, _ value: String) {
         if let index = values.firstIndex(where: { $0.name == name }) { values[index].value = value } else { values.append((name, value)) }
@@ -21,12 +21,12 @@ public struct RouteParameters: Sendable {
 ///
 /// Handlers may throw: whoever dispatches a `.found` match catches and turns the error into
 /// a response, in one place for every route.
-public struct Router<Context>: Sendable {
+package struct Router<Context>: Sendable {
     /// A route's handler.
-    public typealias Handler = @Sendable (Context, HTTPRequest, RouteParameters) throws -> HTTPResponse
+    package typealias Handler = @Sendable (Context, HTTPRequest, RouteParameters) throws -> HTTPResponse
 
     /// The result of looking a request up.
-    public enum Match: Sendable {
+    package enum Match: Sendable {
         /// A route matched.
         case found(Handler, RouteParameters)
         /// The path matched routes, none of them for this method; the methods that would work.
@@ -51,17 +51,17 @@ public struct Router<Context>: Sendable {
     private var routes: [Route] = []
 
     /// Every route as added, one entry per method (without the HEAD that GET implies), in order.
-    public var routeList: [(method: String, pattern: String)] {
+    package var routeList: [(method: String, pattern: String)] {
         routes.flatMap { route in
             route.methods.filter { $0 != "HEAD" || !route.methods.contains("GET") }.sorted().map { (method: $0, pattern: route.pattern) }
         }
     }
 
     /// Creates an empty router.
-    public init() {}
+    package init() {}
 
     /// Adds a route. A route for GET also answers HEAD.
-    public mutating func add(_ methods: [String], _ pattern: String, _ handler: @escaping Handler) {
+    package mutating func add(_ methods: [String], _ pattern: String, _ handler: @escaping Handler) {
         var methodSet = Set(methods)
         if methodSet.contains("GET") { methodSet.insert("HEAD") }
         let segments: [Segment] = pattern.split(separator: "/").map { part in
@@ -73,7 +73,7 @@ public struct Router<Context>: Sendable {
     }
 
     /// Finds the route for `method` and `segments`; the first route added wins.
-    public func match(method: String, segments: [String]) -> Match {
+    package func match(method: String, segments: [String]) -> Match {
         var allowed: Set<String> = []
         for route in routes {
             guard let parameters = Router.match(route.segments, segments) else { continue }

@@ -99,18 +99,8 @@ extension DashboardPage {
         return parts.isEmpty ? "<span class=\"muted\">every request</span>" : "\(parts.joined(separator: " · "))"
     }
 
-    /// What a rule does to an answer, in words.
+    /// What a rule does to an answer, in words (the request log's words).
     static func does(_ rule: FaultRule) -> HTML {
-        var parts: [String] = []
-        if let status = rule.status { parts.append("answer \(status)" + (rule.retryAfter.map { ", Retry-After \($0)" } ?? "")) }
-        if rule.latencyMs != nil || rule.latencyJitterMs != nil {
-            parts.append("wait \(rule.latencyMs ?? 0) ms" + (rule.latencyJitterMs.map { " + up to \($0)" } ?? ""))
-        }
-        if let rate = rule.bytesPerSecond { parts.append("\(rate) B/s") }
-        if let cut = rule.cutAfterBytes { parts.append("cut after \(cut) B") }
-        if rule.drop == true { parts.append("drop") }
-        if rule.stall == true { parts.append("stall") }
-        if let corrupt = rule.corruptBytes { parts.append("corrupt \(corrupt) B") }
-        return "\(parts.joined(separator: " · "))"
+        "\(FaultEffect.describe(rule.effects))"
     }
 }

@@ -76,7 +76,8 @@ public final class FaultInjector: Sendable {
     /// What the rule that takes a request does to it, its random choices made.
     struct Decision {
         let rule: FaultRule
-        let latency: Duration?
+        /// What the rule does to this request, a wait's jitter chosen.
+        let effects: [FaultEffect]
         /// The generator of the body's own choices (corrupted places).
         let random: SplitMix
 
@@ -85,7 +86,7 @@ public final class FaultInjector: Sendable {
         /// client that takes a 503 for "not done" and asks again is right. The other effects
         /// delay, shape or lose the answer of a request that was carried out (`drop` too, even
         /// with a status: the answer is lost, and the client cannot tell whether it was done).
-        var answersInstead: Bool { rule.status != nil && rule.drop != true }
+        var answersInstead: Bool { FaultEffect.answerInstead(effects) != nil }
     }
 
     /// The first rule that takes `request`, or nil. Decided before the request is carried out
@@ -111,14 +112,10 @@ public final class FaultInjector: Sendable {
                    Double(state.random.next() >> 11) / Double(1 << 53) >= probability { continue }
                 state.rules[index].applied += 1
                 if let remaining = installed.remaining { state.rules[index].remaining = remaining - 1 }
-                var latency: Duration?
-                if installed.rule.latencyMs != nil || installed.rule.latencyJitterMs != nil {
-                    let jitter = installed.rule.latencyJitterMs.map { Int(state.random.next() % UInt64($0 + 1)) } ?? 0
-                    latency = .milliseconds((installed.rule.latencyMs ?? 0) + jitter)
-                }
+                let effects = FaultEffect.resolved(installed.rule.effects) { most in Int(state.random.next() % UInt64(most + 1)) }
                 // The body's own choices (corrupted places) get a generator split off this one.
                 let body = SplitMix(state: state.random.next())
-                return Decision(rule: installed.rule, latency: latency, random: body)
+                return Decision(rule: installed.rule, effects: effects, random: body)
             }
             return nil
         }
@@ -126,10 +123,10 @@ public final class FaultInjector: Sendable {
 
     /// The error array a rule with a status answers (`FAULT_INJECTED`), with Retry-After on a 503.
     static func refusal(_ rule: FaultRule) -> HTTPResponse {
-        let status = rule.status ?? 503
+        let (status, retryAfter) = FaultEffect.answerInstead(rule.effects) ?? (503, nil)
         var refusal = HTTPError(status, status >= 500 ? PlaybackAPIErrorCode.serverError : "FAULT_INJECTED", "FAULT_INJECTED",
                                 "Fault rule \(rule.id ?? "") answered \(status)").response
-        if status == 503, let retryAfter = rule.retryAfter { refusal.headers.set("Retry-After", "\(retryAfter)") }
+        if status == 503, let retryAfter { refusal.headers.set("Retry-After", "\(retryAfter)") }
         return refusal
     }
 
@@ -138,31 +135,45 @@ public final class FaultInjector: Sendable {
     /// handler made them, so a media body's `Repr-Digest` and ETag (`MediaResponse`) still say
     /// what the body should have been, and a client can tell it was cut or corrupted.
     static func apply(_ decision: Decision, to response: inout HTTPResponse) {
-        let rule = decision.rule
-        var random = decision.random
-        let note = rule.describe(latency: decision.latency)
-        if rule.drop == true {
-            response = HTTPResponse(status: 0)
-            response.dropsConnection = true
-            response.note = note
-            return
+        let note = "\(decision.rule.id ?? "fault"): \(FaultEffect.describe(decision.effects))"
+        var corrupt: Int?
+        var stream: (bytesPerSecond: Int?, cutAfter: Int?, stall: Bool)?
+        for effect in decision.effects {
+            switch effect {
+            case .answer:
+                continue  // answered instead (`refusal`), or lost with a drop
+            case .wait(let milliseconds, _):
+                response.delay = .milliseconds(milliseconds)
+            case .pace(let rate):
+                stream = (rate, stream?.cutAfter, stream?.stall ?? false)
+            case .cut(let bytes):
+                stream = (stream?.bytesPerSecond, bytes, stream?.stall ?? false)
+            case .stall:
+                stream = (stream?.bytesPerSecond, stream?.cutAfter, true)
+            case .corrupt(let bytes):
+                corrupt = bytes
+            case .drop:
+                response = HTTPResponse(status: 0)
+                response.dropsConnection = true
+                response.note = note
+                return
+            }
         }
-        response.delay = decision.latency
         response.note = note
-        let shaping = rule.bytesPerSecond != nil || rule.cutAfterBytes != nil || rule.stall == true || rule.corruptBytes != nil
-        guard shaping, var bytes = FaultInjector.bytes(of: response.body) else { return }
-        if let count = rule.corruptBytes, !bytes.isEmpty {
-            for _ in 0..<count {
+        guard corrupt != nil || stream != nil, var bytes = FaultInjector.bytes(of: response.body) else { return }
+        if let corrupt, !bytes.isEmpty {
+            var random = decision.random
+            for _ in 0..<corrupt {
                 let index = Int(random.next() % UInt64(bytes.count))
                 bytes[index] ^= UInt8(truncatingIfNeeded: random.next() | 1)  // never a no-op flip
             }
         }
-        guard rule.bytesPerSecond != nil || rule.cutAfterBytes != nil || rule.stall == true else {
+        if let stream {
+            response.body = .stream(FaultInjector.shaped(bytes, bytesPerSecond: stream.bytesPerSecond, cutAfter: stream.cutAfter,
+                                                         stall: stream.stall))
+        } else {
             response.body = .bytes(bytes)
-            return
         }
-        response.body = .stream(FaultInjector.shaped(bytes, bytesPerSecond: rule.bytesPerSecond, cutAfter: rule.cutAfterBytes,
-                                                     stall: rule.stall == true))
     }
 
     /// The body's bytes (a file's read from disk); nil for a body already made while sent.

@@ -132,9 +132,7 @@ public struct FaultRule: Codable, Sendable, Equatable {
         if let cutAfterBytes, cutAfterBytes < 0 { return "cut_after_bytes must not be negative" }
         if let corruptBytes, corruptBytes < 1 { return "corrupt_bytes must be at least 1" }
         if let id, id.isEmpty || id.count > 64 || id.contains("/") { return "id must be 1-64 characters without /" }
-        let effects = [latencyMs != nil || latencyJitterMs != nil, bytesPerSecond != nil, status != nil, cutAfterBytes != nil,
-                       drop == true, stall == true, corruptBytes != nil]
-        if !effects.contains(true) {
+        if effects.isEmpty {
             return "a rule needs an effect: latency_ms, bytes_per_second, status, cut_after_bytes, drop, stall or corrupt_bytes"
         }
         return nil
@@ -161,18 +159,5 @@ public struct FaultRule: Codable, Sendable, Equatable {
             rest = rest[found.upperBound...]
         }
         return true
-    }
-
-    /// Words for the request log: `rule-3: 503` or `slow: 200 ms, 50000 B/s`.
-    func describe(latency: Duration?) -> String {
-        var effects: [String] = []
-        if let latency, latency > .zero { effects.append("\(latency.components.seconds * 1000 + latency.components.attoseconds / 1_000_000_000_000_000) ms") }
-        if let bytesPerSecond { effects.append("\(bytesPerSecond) B/s") }
-        if let status { effects.append("\(status)") }
-        if let cutAfterBytes { effects.append("cut after \(cutAfterBytes) B") }
-        if drop == true { effects.append("dropped") }
-        if stall == true { effects.append("stalled") }
-        if let corruptBytes { effects.append("\(corruptBytes) B corrupted") }
-        return "\(id ?? "fault"): " + effects.joined(separator: ", ")
     }
 }
