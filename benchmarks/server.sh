@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Segment serving and Playback API throughput of mock-backend beside nginx, in one run.
-#   benchmarks/server.sh [duration-seconds]   (default 5; ROUNDS=3 runs of each, the best kept)
-# Builds release, starts mock-backend (2 threads, warnings-only log) and nginx (2 workers,
+#   benchmarks/server.sh [duration-seconds]   (default 5; ROUNDS=3 runs of each, the median reported)
+# Builds release, starts mock-backend twice (quiet: 2 threads, warnings-only log; and with its
+# default settings, every request logged at info to a file) and nginx (2 workers,
 # sendfile, no access log) on loopback ports serving the same fixture segment, and runs
 # `wrk -t2 -c32` against each, for a clear segment and a cached SAMPLE-AES (FairPlay) one, and
 # the clear segment over HTTPS (the mock's local-CA certificate, served by both).
@@ -16,6 +17,7 @@ work=$(mktemp -d)
 chmod 755 "$work"  # nginx workers (not root) read the SAMPLE-AES cache under it
 cleanup() {
     [ -n "${backend:-}" ] && kill "$backend" 2>/dev/null && wait "$backend" 2>/dev/null
+    [ -n "${default_backend:-}" ] && kill "$default_backend" 2>/dev/null && wait "$default_backend" 2>/dev/null
     [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null
     rm -rf "$work"
 }
@@ -23,8 +25,12 @@ trap cleanup EXIT
 
 .build/release/mock-backend --port 0 --tls-port 0 --data-dir "$work/data" --threads 2 --log-level warning >"$work/out" 2>"$work/err" &
 backend=$!
-for _ in $(seq 200); do grep -q "^tls ca" "$work/out" 2>/dev/null && break; sleep 0.05; done
+# The same mock as a developer runs it: default settings (every request logged at info, to a file here).
+.build/release/mock-backend --port 0 --data-dir "$work/data-default" >"$work/out-default" 2>"$work/err-default" &
+default_backend=$!
+for _ in $(seq 200); do grep -q "^tls ca" "$work/out" 2>/dev/null && grep -q "^admin token" "$work/out-default" 2>/dev/null && break; sleep 0.05; done
 base=$(awk '/listening on/ {print $3}' "$work/out")
+default_base=$(awk '/listening on/ {print $3}' "$work/out-default")
 secure_base=$(awk '/^https on/ {print $3}' "$work/out")
 [ -n "$base" ] || { cat "$work/err"; exit 1; }
 
@@ -71,6 +77,10 @@ segment=$(curl -sf "$rendition" | grep -v '^#' | head -1)
 size=$(curl -sf "$segment" | wc -c)
 nginx_segment="http://127.0.0.1:$nginx_port/bars/video/960x540/seg_000.ts"
 [ "$(curl -sf "$nginx_segment" | wc -c)" = "$size" ] || { echo "nginx does not serve the same file"; exit 1; }
+default_master=$(curl -sf -H "BCOV-Policy: $key" "$default_base/playback/v1/accounts/$account/videos/6415818918101" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["sources"][0]["src"])')
+default_segment=$(curl -sf "$(curl -sf "$default_master" | grep -A1 'RESOLUTION=960x540' | tail -1)" | grep -v '^#' | head -1)
+[ "$(curl -sf "$default_segment" | wc -c)" = "$size" ] || { echo "the default-settings mock does not serve the same segment"; exit 1; }
 # The same segment over HTTPS: the token is bound to the path, so it opens it on either listener.
 secure_segment="$secure_base${segment#"$base"}"
 nginx_tls_segment="https://127.0.0.1:$nginx_tls_port/bars/video/960x540/seg_000.ts"
@@ -100,31 +110,51 @@ run_wrk() {  # url [header] -> "requests/s p99-ms"
     echo "$rps $p99"
 }
 
-keep_best() {  # name url [header]: runs wrk once; keeps the run in $name_rps/$name_p99 if it beat the best so far
-    local name=$1 rps p99 best; shift
-    read -r rps p99 < <(run_wrk "$@")
-    best=$(eval echo "\${${name}_rps:-0}")
-    if python3 -c "import sys; sys.exit(0 if $rps > $best else 1)"; then eval "${name}_rps=$rps; ${name}_p99=$p99"; fi
+record() {  # name url [header]: runs wrk once, appends "requests/s p99" to the name's runs
+    local name=$1; shift
+    run_wrk "$@" >>"$work/runs-$name"
+}
+median() {  # name field(1: requests/s, 2: p99) -> the median of its runs (p99 in ms)
+    python3 - "$work/runs-$1" "$2" <<'PY'
+import statistics, sys
+def ms(v):
+    if v.endswith("us"): return float(v[:-2]) / 1000
+    if v.endswith("ms"): return float(v[:-2])
+    if v.endswith("s"): return float(v[:-1]) * 1000
+    return float(v)
+rows = [line.split() for line in open(sys.argv[1]) if line.strip()]
+field = int(sys.argv[2]) - 1
+print(statistics.median(float(r[0]) if field == 0 else ms(r[1]) for r in rows))
+PY
 }
 rounds=${ROUNDS:-3}
 
-echo "segment: $size bytes (960x540 seg_000.ts), wrk -t2 -c32 -d${duration}s, best of $rounds alternating runs, $(nproc) cores"
+echo "segment: $size bytes (960x540 seg_000.ts), wrk -t2 -c32 -d${duration}s, median of $rounds alternating runs, $(nproc) cores"
 # Alternate the servers round by round, so load from elsewhere hits them alike (the machines
-# here are shared and noisy: the best run of each is kept).
+# here are shared and noisy: the median run of each is reported).
 for _ in $(seq "$rounds"); do
-    keep_best nginx "$nginx_segment"
-    keep_best mb "$segment"
-    keep_best nginx_fps "$nginx_fps"
-    keep_best fps "$fps_segment"
-    keep_best nginx_tls "$nginx_tls_segment"
-    keep_best tls "$secure_segment"
+    record nginx "$nginx_segment"
+    record mb "$segment"
+    record mbdefault "$default_segment"
+    record nginx_fps "$nginx_fps"
+    record fps "$fps_segment"
+    record nginx_tls "$nginx_tls_segment"
+    record tls "$secure_segment"
 done
-for _ in $(seq "$rounds"); do keep_best api "$base/playback/v1/accounts/$account/videos/6415818918101" "BCOV-Policy: $key"; done
-printf '%-34s %12s %10s %8s\n' "target" "requests/s" "p99" "vs nginx"
-printf '%-34s %12.0f %10s %8s\n' "nginx: segment" "$nginx_rps" "$nginx_p99" "1.00x"
-printf '%-34s %12.0f %10s %7.2fx\n' "mock-backend: segment (clear)" "$mb_rps" "$mb_p99" "$(python3 -c "print($mb_rps/$nginx_rps)")"
-printf '%-34s %12.0f %10s %8s\n' "nginx: cached SAMPLE-AES segment" "$nginx_fps_rps" "$nginx_fps_p99" "1.00x"
-printf '%-34s %12.0f %10s %7.2fx\n' "mock-backend: SAMPLE-AES segment" "$fps_rps" "$fps_p99" "$(python3 -c "print($fps_rps/$nginx_fps_rps)")"
-printf '%-34s %12.0f %10s %8s\n' "mock-backend: Playback API video" "$api_rps" "$api_p99" "-"
-printf '%-34s %12.0f %10s %8s\n' "nginx: segment over HTTPS" "$nginx_tls_rps" "$nginx_tls_p99" "1.00x"
-printf '%-34s %12.0f %10s %7.2fx\n' "mock-backend: segment over HTTPS" "$tls_rps" "$tls_p99" "$(python3 -c "print($tls_rps/$nginx_tls_rps)")"
+for _ in $(seq "$rounds"); do record api "$base/playback/v1/accounts/$account/videos/6415818918101" "BCOV-Policy: $key"; done
+row() {  # label name [reference-name]
+    local rps p99 ratio="-"
+    rps=$(median "$2" 1); p99=$(median "$2" 2)
+    [ -n "${3:-}" ] && ratio=$(python3 -c "print(f'{$rps/$(median "$3" 1):.2f}x')")
+    printf '%-40s %12.0f %9.2fms %8s\n' "$1" "$rps" "$p99" "$ratio"
+}
+printf '%-40s %12s %11s %8s\n' "target (median of $rounds)" "requests/s" "p99" "vs nginx"
+row "nginx: segment" nginx nginx
+row "mock-backend: segment (clear, quiet)" mb nginx
+row "mock-backend: segment (default settings)" mbdefault nginx
+row "nginx: cached SAMPLE-AES segment" nginx_fps nginx_fps
+row "mock-backend: SAMPLE-AES segment" fps nginx_fps
+row "mock-backend: Playback API video" api
+row "nginx: segment over HTTPS" nginx_tls nginx_tls
+row "mock-backend: segment over HTTPS" tls nginx_tls
+echo "default-settings mock logged $(grep -c 'GET /media/' "$work/err-default") request lines"
