@@ -304,76 +304,30 @@ public actor OfflineVideoManager {
             stored.configuration = StoredRequest.Configured(artworkFile: configured.artwork.map { _ in PackageLayout.artworkFile })
             files[PackageLayout.artworkFile] = configured.artwork
         }
-        let folder = packagesDirectory.appendingPathComponent(token, isDirectory: true)
+        let folder = packageFolder(token)
         do {
             files[PackageLayout.mediaOptionsFile] = try MediaOptionCatalog.encode(plan.mediaOptions)
-            for (path, bytes) in files {
-                let url = folder.appendingPathComponent(path)
-                try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-                // Not atomic: no plan points at the folder yet. One left half-written by a crash
-                // is a stranded package the next start deletes (or, for a preloaded license,
-                // is written again by the next request).
-                try bytes.write(to: url)
-            }
         } catch {
-            try? FileManager.default.removeItem(at: folder)
-            throw OfflineVideoError(.downloadFailure, OfflineVideoError.storageReason(of: error), "Cannot write the package folder: \(error)",
-                                    underlying: error)
+            throw OfflineVideoError(.downloadFailure, .storage, "Cannot encode the media options: \(error)", underlying: error)
         }
+        try OfflineVideoManager.writePackageFiles(files, to: folder)
         // The license comes after the local playlists (a failure there costs the server nothing)
         // and before any media byte.
         var license: StoredLicense?
         if let requestedLicense, let fairPlay = source.fairPlay {
             do throws(OfflineVideoError) {
-                guard let keyID = plan.contentKeyID else {
-                    throw OfflineVideoError(.noKeyRequestURLForRendition, .license, "The FairPlay playlists of video \(video.id) name no skd:// key")
-                }
-                license = try await licenseClient.offlineLicense(requestedLicense, fairPlay: fairPlay, contentKeyID: keyID,
-                                                                 accountID: video.accountID, authToken: video.origin?.authToken)
+                license = try await acquireLicense(requestedLicense, fairPlay: fairPlay, plan: plan, video: video)
             } catch {
                 try? FileManager.default.removeItem(at: folder)
                 throw error
             }
         }
-        let now = configuration.clock().timeIntervalSince1970
-        let allowsCellular = options.allowsCellularDownload
         let born = DownloadStateMachine.birth(.download(suspended: request.task != nil))
-        let record = try storeCall(.download) { () throws -> DownloadRecord in
-            // A preloaded record keeps its token, sequence, state (moved by `.request` below) and
-            // license; everything else is this request's.
-            var record = try preloaded ?? DownloadRecord.new(token: token, video: video, state: born.state, parameters: parameters,
-                                                             requestedAt: now, allowsCellular: allowsCellular,
-                                                             sequence: try store.nextSequence())
-            if preloaded != nil {
-                record.videoJSON = try OfflineVideoManager.json(video)
-                record.parameters = try JSONEncoder().encode(parameters)
-                record.displayName = parameters.displayName ?? record.displayName  // the preload's, else the video's name
-                record.requestedAt = now
-                record.policyKey = video.origin?.policyKey ?? record.policyKey
-                record.serviceBaseURL = video.origin?.baseURL ?? record.serviceBaseURL
-                record.allowsCellular = allowsCellular
-            }
-            record.selections = try JSONEncoder().encode(stored)
-            if let task = request.task {
-                record.contentID = task.contentID
-                record.taskMetadata = task.metadata
-            }
-            record.bitrate = plan.variant.bandwidth
-            record.masterURL = plan.masterURL
-            if let license { license.apply(to: &record) }
-            return record
+        let record = try storeCall(.download) {
+            try downloadRecord(token: token, video: video, preloaded: preloaded, firstState: born.state, parameters: parameters,
+                               stored: stored, task: request.task, plan: plan, license: license)
         }
-        do {
-            if preloaded != nil {
-                try store.attachPlan(record, tracks: plan.trackRecords, segments: plan.segmentRecords, playlists: files)
-            } else {
-                try store.insert(record, tracks: plan.trackRecords, segments: plan.segmentRecords, playlists: files)
-            }
-        } catch {
-            try? FileManager.default.removeItem(at: folder)
-            if license != nil { releaseOnServer(record) }  // nothing here holds that license now
-            throw OfflineVideoError.storeFailure(error, during: .download, "Cannot store the download")
-        }
+        try storeDownload(record, plan: plan, files: files, attachingToPreload: preloaded != nil, holdsNewLicense: license != nil)
         try? recordAnalytics(.downloadRequested, AnalyticsSubject(record))  // analytics never fail a request
         // Born through the state machine: a new record as `birth` says, a preloaded one by its `request` event.
         if preloaded != nil {
