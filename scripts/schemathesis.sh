@@ -130,7 +130,17 @@ DASHBOARD_SESSION=$(curl -sS -o /dev/null -D - -X POST --data-urlencode "token=$
     sed -n 's/^[Ss]et-[Cc]ookie: mock_admin=\([^;]*\);.*/\1/p')
 [ -n "$DASHBOARD_SESSION" ] || { echo "signing in to the dashboard gave no session cookie" >&2; exit 1; }
 
+# The OAuth token route gets a client credential of the Playback API's account (made through the admin API).
+read -r OAUTH_CLIENT_ID OAUTH_CLIENT_SECRET < <(curl -sSf -X POST -H "Authorization: Bearer $ADMIN_TOKEN" \
+    "$BASE/_admin/v1/accounts/$PLAYBACK_ACCOUNT/client_credentials" |
+    "$VENV/bin/python" -c 'import json, sys; c = json.load(sys.stdin); print(c["client_id"], c["client_secret"])')
+[ -n "$OAUTH_CLIENT_SECRET" ] || { echo "could not make a client credential" >&2; exit 1; }
+
 cat >"$WORK/schemathesis.toml" <<EOF
+[auth.openapi.oauthClientBasic]
+username = "$OAUTH_CLIENT_ID"
+password = "$OAUTH_CLIENT_SECRET"
+
 [auth.openapi.policyKey]
 api_key = "$PLAYBACK_POLICY_KEY"
 
