@@ -32,10 +32,10 @@ struct VideoRenderer: Sendable {
             longDescription: video.longDescription, referenceID: video.referenceID,
             duration: video.durationMilliseconds, economics: video.economics,
             createdAt: video.createdAt, updatedAt: video.updatedAt, publishedAt: video.publishedAt,
-            customFields: video.customFields, tags: video.tags, cuePoints: [],
+            customFields: video.customFields, tags: video.tags, cuePoints: video.cuePoints,
             poster: poster, posterSources: [ImageSource(src: poster)],
             thumbnail: thumbnail, thumbnailSources: [ImageSource(src: thumbnail)],
-            link: nil, offlineEnabled: video.offlineEnabled, adKeys: nil,
+            link: video.link, offlineEnabled: video.offlineEnabled, adKeys: video.adKeys,
             textTracks: textTracks, sources: [source])
     }
 }

@@ -54,7 +54,12 @@ extension MockBackendApp {
     /// The answer to `POST /v4/access_token`: a token, or the RFC 6749 error object.
     private func accessTokenResponse(_ request: HTTPRequest) -> HTTPResponse {
         let form = OAuthForm(request)
-        guard let grant = request.queryValue("grant_type") ?? form.value("grant_type"), grant == "client_credentials" else {
+        guard !form.holdsNUL else {
+            return HTTPError(400, PlaybackAPIErrorCode.badRequest, "INVALID_BODY", "Form fields may not contain a NUL character (%00)").response
+        }
+        // The grant may come in the query, the body or both; every one given must be client_credentials.
+        let grants = [request.queryValue("grant_type"), form.value("grant_type")].compactMap { $0 }
+        guard !grants.isEmpty, grants.allSatisfy({ $0 == "client_credentials" }) else {
             return OAuthError.unsupportedGrantType.response
         }
         guard let (id, secret) = PlaybackAuth.credential("Basic", in: request.headers).flatMap(Self.basicCredentials)
@@ -91,8 +96,11 @@ extension MockBackendApp {
 /// unreadable body has no fields (the query and the Authorization header may still carry them).
 private struct OAuthForm {
     private var fields: [String: String] = [:]
+    /// Whether any field holds a NUL (refused, as everywhere: `JSONBody.refuseNUL`).
+    private(set) var holdsNUL = false
 
     init(_ request: HTTPRequest) {
+        defer { holdsNUL = fields.contains { $0.key.utf8.contains(0) || $0.value.utf8.contains(0) } }
         guard !request.body.isEmpty else { return }
         if let object = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any] {
             fields = object.compactMapValues { $0 as? String }
