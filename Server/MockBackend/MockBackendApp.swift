@@ -103,6 +103,7 @@ public final class MockBackendApp: Sendable {
         MockBackendApp.addDashboardRoutes(to: &router)
         MockBackendApp.addOAuthRoutes(to: &router)
         MockBackendApp.addCMSVideoRoutes(to: &router)
+        MockBackendApp.addCMSFieldRoutes(to: &router)
         self.router = router
         // What instances sharing the store already agreed on: the clock, and the fault rules
         // unless this one starts with its own (then the others take those).

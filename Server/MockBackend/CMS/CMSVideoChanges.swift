@@ -97,7 +97,10 @@ struct CMSVideoChanges {
     }
 
     /// The member `key` decoded as `T`; nil when absent or `null`.
-    private func value<T: Decodable>(_ key: String) throws(CatalogEditError) -> T? {
+    private func value<T: Decodable>(_ key: String) throws(CatalogEditError) -> T? { try Self.member(key, of: body) }
+
+    /// The member `key` of `body` decoded strictly as `T` (`true` is no number, `1` no Boolean); nil when absent or `null`.
+    static func member<T: Decodable>(_ key: String, of body: [String: Any]) throws(CatalogEditError) -> T? {
         guard let raw = body[key], !(raw is NSNull) else { return nil }
         do {
             let data = try JSONSerialization.data(withJSONObject: raw, options: .fragmentsAllowed)

@@ -18,6 +18,17 @@ struct CustomFieldDefinition: Codable, Sendable, Equatable {
         case enumValues = "enum_values"
     }
 
+    /// `description` is written as `null` when there is none, as the real API writes it.
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(displayName, forKey: .displayName)
+        try c.encode(description, forKey: .description)
+        try c.encode(type, forKey: .type)
+        try c.encode(required, forKey: .required)
+        try c.encodeIfPresent(enumValues, forKey: .enumValues)
+    }
+
     /// The most custom fields an account may define (the CMS API's `max_custom_fields`).
     static let maximum = 10
 
