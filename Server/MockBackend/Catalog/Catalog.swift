@@ -102,6 +102,8 @@ public struct CatalogPlaylist: Sendable {
     var videoIDs: [String]
     var createdAt: Date
     var updatedAt: Date
+    /// A smart playlist's rule; nil for a manual (EXPLICIT) one.
+    var smart: SmartPlaylist?
 }
 
 /// The whole catalog, validated and indexed for the lookups the routes make.
@@ -198,14 +200,20 @@ public struct Catalog: Sendable {
         guard accounts[entry.accountID] != nil else {
             throw CatalogError(.invalidCatalog, "playlist \(entry.id) names unknown account \(entry.accountID)")
         }
-        for id in entry.videoIDs where videos[id]?.accountID != entry.accountID {
+        for id in entry.videoIDs where videos[id]?.accountID != entry.accountID && incompleteVideos[id] != entry.accountID {
             throw CatalogError(.invalidCatalog, "playlist \(entry.id) names video \(id), which is not in account \(entry.accountID)")
         }
-        let playlist = CatalogPlaylist(
+        let type = entry.type ?? "EXPLICIT"
+        let smart = SmartPlaylist(type: type, search: entry.search, limit: entry.limit)
+        guard type == "EXPLICIT" || smart != nil else {
+            throw CatalogError(.invalidCatalog, "playlist \(entry.id): type \(type) is not EXPLICIT or a smart type, or its search is not a tag search (tags:a,b or +tags:a,b)")
+        }
+        var playlist = CatalogPlaylist(
             id: entry.id, accountID: entry.accountID, referenceID: entry.referenceID, name: entry.name,
             description: entry.description, type: entry.type ?? "EXPLICIT", videoIDs: entry.videoIDs,
             createdAt: try Self.date(entry.createdAt, "playlist \(entry.id) created_at"),
             updatedAt: try Self.date(entry.updatedAt, "playlist \(entry.id) updated_at"))
+        playlist.smart = smart
         guard playlists.updateValue(playlist, forKey: playlist.id) == nil else {
             throw CatalogError(.invalidCatalog, "duplicate playlist id \(entry.id)")
         }

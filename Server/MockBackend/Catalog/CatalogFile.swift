@@ -99,9 +99,13 @@ struct CatalogFile: Codable, Sendable {
         var videoIDs: [String]
         var createdAt: String
         var updatedAt: String
+        /// A smart playlist's tag search (`tags:a,b`, `+tags:a,b`) and most videos (`SmartPlaylist`).
+        var search: String?
+        var limit: Int?
+        var favorite: Bool?
 
         enum CodingKeys: String, CodingKey {
-            case id, name, description, type
+            case id, name, description, type, search, limit, favorite
             case accountID = "account_id"
             case referenceID = "reference_id"
             case videoIDs = "video_ids"

@@ -138,7 +138,7 @@ extension MockBackendApp {
         return .bytes(body, contentType: "application/json; charset=utf-8")
     }
 
-    private func playlistResponse(_ caller: PlaybackCaller, _ request: HTTPRequest, idOrReference: String) throws(HTTPError) -> HTTPResponse {
+    private func playlistResponse(_ caller: PlaybackCaller, _ request: HTTPRequest, idOrReference: String) throws -> HTTPResponse {
         let catalog = self.catalog
         guard let playlist = catalog.playlist(account: caller.account.id, idOrReference: idOrReference) else {
             throw HTTPError(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.playlistNotFound,
@@ -147,7 +147,12 @@ extension MockBackendApp {
         let (limit, offset) = try paging(request, defaultLimit: 20)
         let now = clock.now()
         let links = links(for: request)
-        let videos = playlist.videoIDs.dropFirst(offset).prefix(limit).compactMap { catalog.videos[$0] }.filter { $0.isPlayable(now: now) }
+        // A manual playlist's videos in its order; a smart one's by its rule; only playable ones either way.
+        let members = try playlist.smart.map { smart in
+            try smart.videos(among: catalog.videoOrder.compactMap { catalog.videos[$0] }
+                .filter { $0.accountID == playlist.accountID && $0.isPlayable(now: now) }) { try plays(account: playlist.accountID) }
+        } ?? playlist.videoIDs.compactMap { catalog.videos[$0] }.filter { $0.isPlayable(now: now) }
+        let videos = members.dropFirst(offset).prefix(limit)
             .map { renderer.render($0, account: caller.account, key: contentKeys[$0.id], now: now, links: links) }
         return APIResponse.json(Playlist(
             id: playlist.id, accountID: playlist.accountID, name: playlist.name, description: playlist.description,
