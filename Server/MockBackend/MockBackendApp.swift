@@ -105,6 +105,7 @@ public final class MockBackendApp: Sendable {
         MockBackendApp.addCMSVideoRoutes(to: &router)
         MockBackendApp.addCMSFieldRoutes(to: &router)
         MockBackendApp.addCMSPlaylistRoutes(to: &router)
+        MockBackendApp.addIngestProfileRoutes(to: &router)
         self.router = router
         // What instances sharing the store already agreed on: the clock, and the fault rules
         // unless this one starts with its own (then the others take those).

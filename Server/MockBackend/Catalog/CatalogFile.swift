@@ -13,10 +13,13 @@ struct CatalogFile: Codable, Sendable {
         var policyKeys: [PolicyKey]
         /// The CMS API's custom field definitions (`/video_fields`); nil: never edited (see `CustomFieldDefinition.effective`).
         var videoFields: [CustomFieldDefinition]?
+        /// The Ingest Profiles API's configuration (the default profile); nil: the system default.
+        var ingestConfiguration: IngestConfiguration?
 
         enum CodingKeys: String, CodingKey {
             case id, name, fairplay
             case videoFields = "video_fields"
+            case ingestConfiguration = "ingest_configuration"
             case manifestTokenTTLSeconds = "manifest_token_ttl_seconds"
             case policyKeys = "policy_keys"
         }
