@@ -234,6 +234,21 @@ struct CMSVideoTests {
         }
     }
 
+    @Test("the dashboard lists a CMS video without media (no thumbnail, no length) and renames it; the CMS API sees the new name")
+    func dashboardEditsTheCMSVideo() async throws {
+        try await withApp { app, _ in
+            let token = try OAuthTests.token(app)
+            let id = try #require(try Self.object(Self.cms(app, "POST", "/videos", token: token, ["name": "From the CMS"]))["id"] as? String)
+            let session = try DashboardTests.session(app)
+            let html = try DashboardTests.page(app, cookie: session.cookie).text()
+            let row = try #require(html.components(separatedBy: "<tr data-video-id=\"\(id)\">").dropFirst().first?.components(separatedBy: "</tr>").first)
+            #expect(row.contains("no media") && row.contains("From the CMS") && !row.contains("<img"))
+            let saved = try session.post(app, "/_dashboard/accounts/\(Self.account)/videos/\(id)", [("name", "Renamed on the dashboard")])
+            #expect(saved.status == 303, "\(saved.debugText)")
+            #expect(try Self.object(Self.cms(app, "GET", "/videos/\(id)", token: token))["name"] as? String == "Renamed on the dashboard")
+        }
+    }
+
     @Test("live: curl gets a token, makes a video, finds it, changes and deletes it on a server on port 0")
     func live() async throws {
         try await withLiveServer { server in
