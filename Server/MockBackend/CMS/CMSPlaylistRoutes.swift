@@ -44,8 +44,7 @@ extension MockBackendApp {
         router.add(["GET"], "\(account)/playlists/:playlist/videos") { app, request, p in
             try app.cms(request, p) { account in
                 let videos = try app.cmsPlaylistVideos(p["playlist"], account: account)
-                let limit = try request.integerParameter("limit", in: 1...100, default: 100, subcode: "BAD_VALUE")
-                let offset = try request.integerParameter("offset", in: 0...Int(Int32.max), default: 0, subcode: "BAD_VALUE")
+                let (limit, offset) = try Self.cmsPaging(request, defaultLimit: 100)
                 return APIResponse.json(videos.dropFirst(offset).prefix(limit).map { app.cmsVideoBody($0, account: account, request: request) })
             }
         }
@@ -88,8 +87,7 @@ extension MockBackendApp {
             }
             return sort
         }
-        let limit = try request.integerParameter("limit", in: 1...100, default: 20, subcode: "BAD_VALUE")
-        let offset = try request.integerParameter("offset", in: 0...Int(Int32.max), default: 0, subcode: "BAD_VALUE")
+        let (limit, offset) = try Self.cmsPaging(request, defaultLimit: 20)
         let ordered = CatalogSort.order(all, search: search, sort: sort) { CatalogSort.Plays() }
         return APIResponse.json(ordered.dropFirst(offset).prefix(limit).map(CMSPlaylistBody.init))
     }
@@ -107,9 +105,7 @@ extension MockBackendApp {
                 entry = existing
                 entry.updatedAt = now
             } else {
-                var newID: String
-                repeat { newID = String(UInt64.random(in: 1_000_000_000_000...9_999_999_999_999)) } while document.playlists.contains { $0.id == newID }
-                entry = CatalogFile.Playlist(id: newID, accountID: account.id, referenceID: nil, name: "", description: nil, type: nil,
+                entry = CatalogFile.Playlist(id: Self.newCMSID(taken: Set(document.playlists.map(\.id))), accountID: account.id, referenceID: nil, name: "", description: nil, type: nil,
                                              videoIDs: [], createdAt: now, updatedAt: now)
             }
             try CMSPlaylistChanges(body: body).apply(to: &entry, creating: id == nil)

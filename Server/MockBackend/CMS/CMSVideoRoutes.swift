@@ -101,8 +101,7 @@ extension MockBackendApp {
         let all = CMSVideo.all(of: account.id, document: live.document, catalog: catalog).filter(search.matches)
         if counting { return APIResponse.json(["count": all.count]) }
         let sort = try request.queryValue("sort").map { text throws(HTTPError) in try CatalogSort(text) }
-        let limit = try request.integerParameter("limit", in: 1...100, default: 20, subcode: "BAD_VALUE")
-        let offset = try request.integerParameter("offset", in: 0...Int(Int32.max), default: 0, subcode: "BAD_VALUE")
+        let (limit, offset) = try Self.cmsPaging(request, defaultLimit: 20)
         let ordered = try CatalogSort.order(all, search: search, sort: sort) { try plays(account: account.id) }
         return APIResponse.json(ordered.dropFirst(offset).prefix(limit).map { cmsVideoBody($0, account: account, request: request) })
     }
@@ -146,7 +145,7 @@ extension MockBackendApp {
                 entry = existing
                 entry.updatedAt = now
             } else {
-                entry = CatalogFile.Video.newCMSVideo(id: Self.newCMSVideoID(taken: Set(document.videos.map(\.id))), account: accountEntry, now: now)
+                entry = CatalogFile.Video.newCMSVideo(id: Self.newCMSID(taken: Set(document.videos.map(\.id))), account: accountEntry, now: now)
             }
             let definitions = CustomFieldDefinition.effective(for: accountEntry, in: document)
             try change(&entry) { CMSVideoChanges(body: $0, account: accountEntry, definitions: definitions) }
@@ -160,8 +159,14 @@ extension MockBackendApp {
         return CMSVideo(entry, media: catalog.videos[id])
     }
 
-    /// A new random 13-digit id (as Video Cloud's), so instances sharing a store never pick the same one.
-    private static func newCMSVideoID(taken: Set<String>) -> String {
+    /// `limit` (1–100) and `offset` of a CMS listing; anything else is 400 `BAD_VALUE`.
+    static func cmsPaging(_ request: HTTPRequest, defaultLimit: Int) throws(HTTPError) -> (limit: Int, offset: Int) {
+        (try request.integerParameter("limit", in: 1...100, default: defaultLimit, subcode: "BAD_VALUE"),
+         try request.integerParameter("offset", in: 0...Int(Int32.max), default: 0, subcode: "BAD_VALUE"))
+    }
+
+    /// A new random 13-digit id (as Video Cloud's) for a video or playlist, so instances sharing a store never pick the same one.
+    static func newCMSID(taken: Set<String>) -> String {
         while true {
             let id = String(UInt64.random(in: 1_000_000_000_000...9_999_999_999_999))
             if !taken.contains(id) { return id }
