@@ -234,6 +234,43 @@ struct CMSVideoTests {
         }
     }
 
+    @Test("PATCH text_tracks replaces the list (202): an id keeps a track, src and srclang add one by URL, [] removes all; the Playback API lists the same", arguments: StoreKind.allCases)
+    func textTracks(_ kind: StoreKind) async throws {
+        try await withSharedStore(kind) { makeApp in
+            let app = try makeApp()
+            let token = try OAuthTests.token(app)
+            let id = Fixture.clearVideo
+            let before = try #require(try Self.object(Self.cms(app, "GET", "/videos/\(id)", token: token))["text_tracks"] as? [[String: Any]])
+            let english = try #require(before.first { $0["srclang"] as? String == "en" }?["id"] as? String)
+            #expect(before.count == 3)
+            let patched = try Self.cms(app, "PATCH", "/videos/\(id)", token: token, ["text_tracks": [
+                ["id": english],
+                ["src": "https://example.com/tracks/es.vtt", "srclang": "es", "kind": "subtitles", "label": "Español", "default": true],
+            ]])
+            #expect(patched.status == 202, "\(patched.debugText)")
+            let tracks = try #require(try Self.object(patched)["text_tracks"] as? [[String: Any]])
+            #expect(tracks.compactMap { $0["srclang"] as? String } == ["en", "es"])
+            #expect(tracks.last?["src"] as? String == "https://example.com/tracks/es.vtt")
+            #expect(tracks.last?["kind"] as? String == "subtitles" && tracks.last?["default"] as? Bool == true)
+            let played = try app.video(id).textTracks
+            #expect(played.map(\.srclang) == ["en", "es"] && played.last?.label == "Español")
+            let added = try #require(tracks.last?["id"] as? String)
+            // Kept by id again, the asset's track dropped.
+            let kept = try Self.object(Self.cms(app, "PATCH", "/videos/\(id)", token: token, ["text_tracks": [["id": added]]]))
+            #expect((kept["text_tracks"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [added])
+            try Self.expectCMSError(try Self.cms(app, "PATCH", "/videos/\(id)", token: token, ["text_tracks": [["id": "nope"]]]), 422, "VALIDATION_ERROR")
+            try Self.expectCMSError(try Self.cms(app, "PATCH", "/videos/\(id)", token: token, ["text_tracks": [["src": "file:///etc/passwd", "srclang": "en"]]]),
+                                    422, "VALIDATION_ERROR")
+            try Self.expectCMSError(try Self.cms(app, "PATCH", "/videos/\(id)", token: token,
+                                                 ["text_tracks": [["src": "https://example.com/a.vtt", "srclang": "en", "kind": "karaoke"]]]),
+                                    422, "VALIDATION_ERROR")
+            let none = try Self.object(Self.cms(app, "PATCH", "/videos/\(id)", token: token, ["text_tracks": [Any]()]))
+            #expect((none["text_tracks"] as? [Any])?.isEmpty == true)
+            #expect(try app.video(id).textTracks.isEmpty)
+            #expect(try app.master(id).renditions.contains { $0.type == .subtitles }, "the manifest's subtitles stay")
+        }
+    }
+
     @Test("the dashboard lists a CMS video without media (no thumbnail, no length) and renames it; the CMS API sees the new name")
     func dashboardEditsTheCMSVideo() async throws {
         try await withApp { app, _ in

@@ -9,12 +9,15 @@ struct CMSVideoChanges {
     static let createFields: Set<String> = ["name", "description", "long_description", "reference_id", "state", "tags", "custom_fields",
                                             "cue_points", "geo", "schedule", "economics", "drm_disabled", "offline_enabled"]
     /// What `PATCH /videos/{id}` takes.
-    static let updateFields = createFields.union(["link", "ad_keys", "published_at"])
+    static let updateFields = createFields.union(["link", "ad_keys", "published_at", "text_tracks"])
 
     var body: [String: Any]
     var account: CatalogFile.Account
     /// The account's custom fields: values for others are dropped, as the real service does.
     var definitions: [CustomFieldDefinition]
+    /// The languages of the asset's sideband text tracks the video offers now (a PATCH's
+    /// `text_tracks` keeps those it names by id).
+    var offeredSideband: [String] = []
 
     /// The members of the object-valued members (and of each cue point): others are `ILLEGAL_FIELD`.
     static let objectMembers: [String: Set<String>] = [
@@ -82,6 +85,7 @@ struct CMSVideoChanges {
             if let link, link.url.count > 255 || link.text.count > 255 { throw Self.invalid("link: url and text are at most 255 characters each") }
             entry.link = link
         }
+        if body.keys.contains("text_tracks") { try textTracks(of: &entry) }
         if let published: String = try value("published_at") {
             guard let date = WireDate.date(from: published) else { throw Self.invalid("published_at: '\(published)' is not an ISO-8601 date") }
             entry.publishedAt = WireDate.string(from: date)
@@ -90,6 +94,48 @@ struct CMSVideoChanges {
            let missing = definitions.first(where: { $0.required && (entry.customFields?[$0.id] ?? "").isEmpty }) {
             throw Self.invalid("custom_fields.\(missing.id): REQUIRED_FIELD (a required custom field keeps a video from being ACTIVE)")
         }
+    }
+
+    /// `text_tracks` replaces the list (reference §2.7): an entry with only an `id` keeps that
+    /// track (the asset's own or one added before), an entry with `src` and `srclang` adds one by
+    /// URL (`kind` captions by default); a track left out is removed, `[]` removes all.
+    private func textTracks(of entry: inout CatalogFile.Video) throws(CatalogEditError) {
+        guard let given = body["text_tracks"] as? [Any] else { throw Self.invalid("text_tracks: must be an array") }
+        let existing = entry.remoteTextTracks ?? []
+        var keep: [String] = [], added: [RemoteTextTrack] = []
+        for (index, item) in given.enumerated() {
+            guard let track = item as? [String: Any] else { throw Self.invalid("text_tracks[\(index)]: must be an object") }
+            let id = track["id"] as? String
+            if let id, track["src"] == nil || existing.contains(where: { $0.id == id }) {
+                if let language = offeredSideband.first(where: { StableID.uuid("texttrack:\(entry.id):\($0)") == id }) {
+                    keep.append(language)
+                } else if let old = existing.first(where: { $0.id == id }) {
+                    added.append(old)
+                } else {
+                    throw Self.invalid("text_tracks[\(index)].id: the video has no text track \(id)")
+                }
+                continue
+            }
+            guard let src = track["src"] as? String, let url = URL(string: src), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+                  url.host != nil, src.count <= 2048 else {
+                throw Self.invalid("text_tracks[\(index)].src: REQUIRED_FIELD (an http or https URL of a WebVTT file)")
+            }
+            guard let language = track["srclang"] as? String, (1...35).contains(language.count) else {
+                throw Self.invalid("text_tracks[\(index)].srclang: REQUIRED_FIELD (a BCP-47 language)")
+            }
+            let kind = track["kind"].map { $0 as? String } ?? "captions"
+            guard let kind, CatalogVideo.textTrackKinds.contains(kind) else {
+                throw Self.invalid("text_tracks[\(index)].kind: one of \(CatalogVideo.textTrackKinds.joined(separator: ", "))")
+            }
+            if let label = track["label"], !(label is String) || (label as? String)?.count ?? 0 > 255 {
+                throw Self.invalid("text_tracks[\(index)].label: a string of at most 255 characters")
+            }
+            let isDefault: Bool? = try Self.member("default", of: track)
+            added.append(RemoteTextTrack(id: id ?? UUID().uuidString.lowercased(), src: src, srclang: language, label: track["label"] as? String,
+                                         kind: kind, isDefault: isDefault ?? false))
+        }
+        entry.sidebandLanguages = offeredSideband.isEmpty ? entry.sidebandLanguages : keep
+        entry.remoteTextTracks = added.isEmpty ? nil : added
     }
 
     static func invalid(_ message: String) -> CatalogEditError {

@@ -35,7 +35,8 @@ extension MockBackendApp {
                 let video = try app.saveCMSVideo(account: account, id: id) { entry, changes throws(CatalogEditError) in
                     try changes(body).apply(to: &entry, creating: false)
                 }
-                return APIResponse.json(app.cmsVideoBody(video, account: account, request: request))
+                // 202 when text tracks change, as the real API answers (it applies them later; the mock already has).
+                return APIResponse.json(app.cmsVideoBody(video, account: account, request: request), status: body.keys.contains("text_tracks") ? 202 : 200)
             }
         }
         router.add(["DELETE"], "\(account)/videos/:video") { app, request, p in
@@ -148,7 +149,8 @@ extension MockBackendApp {
                 entry = CatalogFile.Video.newCMSVideo(id: Self.newCMSID(taken: Set(document.videos.map(\.id))), account: accountEntry, now: now)
             }
             let definitions = CustomFieldDefinition.effective(for: accountEntry, in: document)
-            try change(&entry) { CMSVideoChanges(body: $0, account: accountEntry, definitions: definitions) }
+            let offered = catalog.videos[entry.id].map { video in video.sidebandSubtitles.map { video.asset.subtitles[$0].language } } ?? []
+            try change(&entry) { CMSVideoChanges(body: $0, account: accountEntry, definitions: definitions, offeredSideband: offered) }
             if let ref = entry.referenceID,
                document.videos.contains(where: { $0.accountID == account.id && $0.referenceID == ref && $0.id != entry.id }) {
                 throw CatalogEditError(.conflict, "REFERENCE_ID_IN_USE", "Reference id \(ref) is already in use.")

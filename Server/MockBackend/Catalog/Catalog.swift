@@ -70,6 +70,7 @@ public struct CatalogVideo: Sendable {
     var cuePoints: [CuePoint] = []
     var link: Link?
     var adKeys: String?
+    var remoteTextTracks: [RemoteTextTrack] = []
 
     /// Whether the video plays at `now` (it has media, so it is complete): `VideoAvailability`.
     func isPlayable(now: Date) -> Bool {
@@ -266,7 +267,9 @@ public struct Catalog: Sendable {
             referenceID: entry.referenceID, name: entry.name, description: entry.description,
             longDescription: entry.longDescription, protection: entry.protection, offlineEnabled: entry.offlineEnabled,
             asset: asset, repeatCount: repeatCount, videoRenditions: video, audioRenditions: audio,
-            subtitleRenditions: subtitles, sidebandSubtitles: (entry.sidebandTextTracks ?? false) ? subtitleIndices : [],
+            subtitleRenditions: subtitles,
+            sidebandSubtitles: (entry.sidebandTextTracks ?? false)
+                ? subtitleIndices.filter { entry.sidebandLanguages?.contains(asset.subtitles[$0].language) ?? true } : [],
             textTrackKinds: entry.textTrackKinds ?? [:],
             tags: entry.tags ?? [], customFields: entry.customFields ?? [:], economics: entry.economics ?? "AD_SUPPORTED",
             createdAt: try date(entry.createdAt, "video \(entry.id) created_at"),
@@ -278,6 +281,7 @@ public struct Catalog: Sendable {
         made.cuePoints = entry.cuePoints ?? []
         made.link = entry.link
         made.adKeys = entry.adKeys
+        made.remoteTextTracks = entry.remoteTextTracks ?? []
         return made
     }
 

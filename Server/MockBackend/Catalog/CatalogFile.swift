@@ -70,11 +70,17 @@ struct CatalogFile: Codable, Sendable {
         var geo: VideoGeo?
         var link: Link?
         var adKeys: String?
+        /// Text tracks the CMS API added by URL (the mock lists them; it does not fetch them).
+        var remoteTextTracks: [RemoteTextTrack]?
+        /// Which of the asset's sideband tracks stay offered, by language (default: all of `subtitle_languages`).
+        var sidebandLanguages: [String]?
 
         enum CodingKeys: String, CodingKey {
             case id, name, description, protection, asset, tags, economics, renditions, state, schedule, geo, link
             case cuePoints = "cue_points"
             case adKeys = "ad_keys"
+            case remoteTextTracks = "remote_text_tracks"
+            case sidebandLanguages = "sideband_languages"
             case accountID = "account_id"
             case referenceID = "reference_id"
             case longDescription = "long_description"

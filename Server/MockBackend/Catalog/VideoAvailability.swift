@@ -46,3 +46,19 @@ enum VideoAvailability {
         return true
     }
 }
+
+/// A text track the CMS API added to a video by URL (`text_tracks` in a PATCH): listed in the
+/// CMS and Playback APIs' `text_tracks` after the asset's own.
+struct RemoteTextTrack: Codable, Sendable, Equatable {
+    var id: String
+    var src: String
+    var srclang: String
+    var label: String?
+    var kind: String
+    var isDefault: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case id, src, srclang, label, kind
+        case isDefault = "default"
+    }
+}
