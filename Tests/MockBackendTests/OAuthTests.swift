@@ -126,6 +126,28 @@ struct OAuthTests {
         }
     }
 
+    @Test("the mock-backend command: --client-credentials ACCOUNT prints a credential that gets a token; an unknown account stops it with a sentence")
+    func commandPrintsCredentials() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let process = try RunningProcess(BalancedCluster.executable, ["--port", "0", "--data-dir", directory.url.path, "--log-level", "warning",
+                                                                      "--client-credentials", Fixture.northwind])
+        defer { process.kill() }
+        let printed = try await process.waitForOutput { $0.contains("client credentials ") && $0.hasSuffix("\n") }
+        try #require(printed, "\(process.stdoutSoFar)")
+        let lines = process.stdoutSoFar.split(separator: "\n").map(String.init)
+        let base = try #require(lines.first { $0.hasPrefix("listening on ") }).dropFirst("listening on ".count)
+        let words = try #require(lines.first { $0.hasPrefix("client credentials ") }).split(separator: " ").map(String.init)
+        try #require(words.count == 5 && words[2] == Fixture.northwind, "\(words)")
+        let token = try await Curl.fetch("\(base)/v4/access_token", ["-u", "\(words[3]):\(words[4])", "-d", "grant_type=client_credentials"])
+        #expect(token.status == 200, "\(token.text)")
+
+        let refused = try await Run.process(BalancedCluster.executable, ["--port", "0", "--data-dir", directory.url.appendingPathComponent("second").path,
+                                                                                    "--client-credentials", "9999"])
+        #expect(refused.exitCode != 0)
+        #expect(String(decoding: refused.stderr, as: UTF8.self).contains("cannot make client credentials for account 9999"))
+    }
+
     @Test("live: curl gets a token the documented way (Basic, form body) from a server on port 0")
     func liveToken() async throws {
         try await withLiveServer { server in
