@@ -40,6 +40,8 @@ public final class MockBackendApp: Sendable {
     public let requestLog: RequestLog
     /// The fault rules in force: add, list and remove them from a test.
     public let faults: FaultInjector
+    /// What signs OAuth access tokens (a setting every instance sharing the store reads).
+    let oauthSecret: SymmetricKey
     private let router: Router<MockBackendApp>
 
     /// Loads the catalog, opens (or creates) the data directory and database, and makes the
@@ -69,6 +71,7 @@ public final class MockBackendApp: Sendable {
         adminToken = try configuration.adminToken ?? String(decoding: store.setting("admin_token") {
             Array(SecureBytes.random(24).map { String(format: "%02x", $0) }.joined().utf8)
         }, as: UTF8.self)
+        oauthSecret = SymmetricKey(data: try store.setting("oauth_token_secret") { SecureBytes.random(32) })
         links = Links(base: PublicBaseURL.normalized(baseURL), secret: SymmetricKey(data: secret))
         secureLinks = secureBaseURL.map { Links(base: PublicBaseURL.normalized($0), secret: SymmetricKey(data: secret)) }
         certificates = try ApplicationCertificates(accountIDs: catalog.accounts.values.filter(\.fairPlay).map(\.id).sorted(),
@@ -98,6 +101,11 @@ public final class MockBackendApp: Sendable {
         MockBackendApp.addAdminRequestLogRoutes(to: &router)
         MockBackendApp.addTrackerRoutes(to: &router)
         MockBackendApp.addDashboardRoutes(to: &router)
+        MockBackendApp.addOAuthRoutes(to: &router)
+        MockBackendApp.addCMSVideoRoutes(to: &router)
+        MockBackendApp.addCMSFieldRoutes(to: &router)
+        MockBackendApp.addCMSPlaylistRoutes(to: &router)
+        MockBackendApp.addIngestProfileRoutes(to: &router)
         self.router = router
         // What instances sharing the store already agreed on: the clock, and the fault rules
         // unless this one starts with its own (then the others take those).

@@ -116,6 +116,11 @@ struct MockBackendCommand: ParsableCommand {
         return settings
     }
 
+    @Option(name: .customLong("client-credentials"), help: ArgumentHelp(
+        "Make an OAuth client credential for this account at start and print \"client credentials ACCOUNT CLIENT_ID CLIENT_SECRET\" (the secret is shown this once; repeatable).",
+        valueName: "account"))
+    var clientCredentialAccounts: [String] = []
+
     @Option(name: .customLong("ready-file"), help: ArgumentHelp(
         "Once listening, write {\"base_url\", \"port\", \"admin_token\", \"pid\"} (and with HTTPS \"https_base_url\", \"https_port\", \"ca_file\") as JSON to this file (atomically: it exists only when complete).",
         valueName: "path"))
@@ -222,6 +227,16 @@ struct MockBackendCommand: ParsableCommand {
         print("admin token \(server.app.adminToken)")
         if configuration.tls?.port != nil, let securePort = server.securePort { print("https on https://\(shownHost):\(securePort)") }
         if let caFile = server.caFile { print("tls ca \(caFile.path)") }
+        for account in clientCredentialAccounts {
+            do {
+                let (id, secret) = try server.app.makeClientCredentials(accountID: account, name: "mock-backend --client-credentials")
+                print("client credentials \(account) \(id) \(secret)")
+            } catch {
+                FileHandle.standardError.write(Data("mock-backend: cannot make client credentials for account \(account): \(error)\n".utf8))
+                server.shutdown(gracePeriod: .zero)
+                throw ExitCode.failure
+            }
+        }
         fflush(nil)
         if let readyFile {
             do {

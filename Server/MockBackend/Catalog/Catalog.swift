@@ -63,6 +63,19 @@ public struct CatalogVideo: Sendable {
     var createdAt: Date
     var updatedAt: Date
     var publishedAt: Date
+    /// The CMS API's state, schedule and the metadata it edits beyond the catalog file's.
+    var state: VideoState = .active
+    var startsAt: Date?
+    var endsAt: Date?
+    var cuePoints: [CuePoint] = []
+    var link: Link?
+    var adKeys: String?
+    var remoteTextTracks: [RemoteTextTrack] = []
+
+    /// Whether the video plays at `now` (it has media, so it is complete): `VideoAvailability`.
+    func isPlayable(now: Date) -> Bool {
+        VideoAvailability.isPlayable(state: state, complete: true, starts: startsAt, ends: endsAt, now: now)
+    }
 
     /// Which build of the catalog made this value (the admin API's edits rebuild it): bodies
     /// cached from the video carry it in their keys, so an edit makes them miss.
@@ -90,6 +103,8 @@ public struct CatalogPlaylist: Sendable {
     var videoIDs: [String]
     var createdAt: Date
     var updatedAt: Date
+    /// A smart playlist's rule; nil for a manual (EXPLICIT) one.
+    var smart: SmartPlaylist?
 }
 
 /// The whole catalog, validated and indexed for the lookups the routes make.
@@ -106,6 +121,9 @@ public struct Catalog: Sendable {
     private var playlistByReference: [String: String] = [:]  // "acct/ref" → id
     private var videoByUUID: [String: String] = [:]
     private var renditionByUUID: [String: (videoID: String, rendition: RenditionRef)] = [:]
+    /// Videos without media yet (made through the CMS API, not ingested): id → account id.
+    /// They are in the document, not in `videos`: nothing can be served for them.
+    private var incompleteVideos: [String: String] = [:]
 
     /// Loads and validates a catalog file; media assets are read from `media/` beside it.
     public static func load(from file: URL, defaultManifestTokenTTL: TimeInterval = 6 * 3600) throws(CatalogError) -> Catalog {
@@ -155,7 +173,17 @@ public struct Catalog: Sendable {
         if entry.protection == .fairplay && !account.fairPlay {
             throw CatalogError(.invalidCatalog, "video \(entry.id) is FairPlay but account \(account.id) has no FairPlay")
         }
-        var video = try Self.makeVideo(entry, asset: try assets.asset(named: entry.asset))
+        guard let assetName = entry.asset else {
+            guard incompleteVideos.updateValue(entry.accountID, forKey: entry.id) == nil else {
+                throw CatalogError(.invalidCatalog, "duplicate video id \(entry.id)")
+            }
+            if let ref = entry.referenceID, videoByReference.updateValue(entry.id, forKey: "\(entry.accountID)/\(ref)") != nil {
+                throw CatalogError(.invalidCatalog, "duplicate reference id \(ref) in account \(entry.accountID)")
+            }
+            return
+        }
+        guard incompleteVideos[entry.id] == nil else { throw CatalogError(.invalidCatalog, "duplicate video id \(entry.id)") }
+        var video = try Self.makeVideo(entry, asset: try assets.asset(named: assetName))
         video.generation = generation
         videos[video.id] = video
         videoOrder.append(video.id)
@@ -173,14 +201,20 @@ public struct Catalog: Sendable {
         guard accounts[entry.accountID] != nil else {
             throw CatalogError(.invalidCatalog, "playlist \(entry.id) names unknown account \(entry.accountID)")
         }
-        for id in entry.videoIDs where videos[id]?.accountID != entry.accountID {
+        for id in entry.videoIDs where videos[id]?.accountID != entry.accountID && incompleteVideos[id] != entry.accountID {
             throw CatalogError(.invalidCatalog, "playlist \(entry.id) names video \(id), which is not in account \(entry.accountID)")
         }
-        let playlist = CatalogPlaylist(
+        let type = entry.type ?? "EXPLICIT"
+        let smart = SmartPlaylist(type: type, search: entry.search, limit: entry.limit)
+        guard type == "EXPLICIT" || smart != nil else {
+            throw CatalogError(.invalidCatalog, "playlist \(entry.id): type \(type) is not EXPLICIT or a smart type, or its search is not a tag search (tags:a,b or +tags:a,b)")
+        }
+        var playlist = CatalogPlaylist(
             id: entry.id, accountID: entry.accountID, referenceID: entry.referenceID, name: entry.name,
             description: entry.description, type: entry.type ?? "EXPLICIT", videoIDs: entry.videoIDs,
             createdAt: try Self.date(entry.createdAt, "playlist \(entry.id) created_at"),
             updatedAt: try Self.date(entry.updatedAt, "playlist \(entry.id) updated_at"))
+        playlist.smart = smart
         guard playlists.updateValue(playlist, forKey: playlist.id) == nil else {
             throw CatalogError(.invalidCatalog, "duplicate playlist id \(entry.id)")
         }
@@ -222,17 +256,33 @@ public struct Catalog: Sendable {
         let subtitles = (entry.subtitlesInManifest ?? false) ? subtitleIndices.map {
             RenditionRef(uuid: StableID.uuid("rendition:\(entry.id):subtitles:\(asset.subtitles[$0].language)"), kind: .subtitles, index: $0)
         } : []
-        return CatalogVideo(
+        let window = entry.schedule?.window
+        if let schedule = entry.schedule {
+            for (text, date, what) in [(schedule.startsAt, window?.starts, "starts_at"), (schedule.endsAt, window?.ends, "ends_at")] where text != nil && date == nil {
+                throw CatalogError(.invalidCatalog, "video \(entry.id) schedule.\(what): '\(text ?? "")' is not an ISO-8601 date")
+            }
+        }
+        var made = CatalogVideo(
             id: entry.id, accountID: entry.accountID, uuid: StableID.uuid("video:\(entry.accountID):\(entry.id)"),
             referenceID: entry.referenceID, name: entry.name, description: entry.description,
             longDescription: entry.longDescription, protection: entry.protection, offlineEnabled: entry.offlineEnabled,
             asset: asset, repeatCount: repeatCount, videoRenditions: video, audioRenditions: audio,
-            subtitleRenditions: subtitles, sidebandSubtitles: (entry.sidebandTextTracks ?? false) ? subtitleIndices : [],
+            subtitleRenditions: subtitles,
+            sidebandSubtitles: (entry.sidebandTextTracks ?? false)
+                ? subtitleIndices.filter { entry.sidebandLanguages?.contains(asset.subtitles[$0].language) ?? true } : [],
             textTrackKinds: entry.textTrackKinds ?? [:],
             tags: entry.tags ?? [], customFields: entry.customFields ?? [:], economics: entry.economics ?? "AD_SUPPORTED",
             createdAt: try date(entry.createdAt, "video \(entry.id) created_at"),
             updatedAt: try date(entry.updatedAt, "video \(entry.id) updated_at"),
             publishedAt: try date(entry.publishedAt, "video \(entry.id) published_at"))
+        made.state = entry.state ?? .active
+        made.startsAt = window?.starts
+        made.endsAt = window?.ends
+        made.cuePoints = entry.cuePoints ?? []
+        made.link = entry.link
+        made.adKeys = entry.adKeys
+        made.remoteTextTracks = entry.remoteTextTracks ?? []
+        return made
     }
 
     private static func date(_ text: String, _ what: String) throws(CatalogError) -> Date {
@@ -254,6 +304,12 @@ public struct Catalog: Sendable {
             return videoByReference["\(account)/\(idOrReference.dropFirst(4))"].flatMap { videos[$0] }
         }
         return videos[idOrReference].flatMap { $0.accountID == account ? $0 : nil }
+    }
+
+    /// Whether `idOrReference` names a video of `account` that has no media yet (not complete).
+    func hasIncompleteVideo(account: String, idOrReference: String) -> Bool {
+        let id = idOrReference.hasPrefix("ref:") ? videoByReference["\(account)/\(idOrReference.dropFirst(4))"] : idOrReference
+        return id.map { incompleteVideos[$0] == account } ?? false
     }
 
     /// A playlist by id or by `ref:{reference_id}` within an account.

@@ -1,4 +1,5 @@
 import Foundation
+import WireModels
 
 /// The catalog as written in `catalog.json`: accounts with their policy keys, videos
 /// (which media asset, which protection, metadata) and playlists. The admin API reads and
@@ -10,9 +11,15 @@ struct CatalogFile: Codable, Sendable {
         var fairplay: Bool
         var manifestTokenTTLSeconds: Int?
         var policyKeys: [PolicyKey]
+        /// The CMS API's custom field definitions (`/video_fields`); nil: never edited (see `CustomFieldDefinition.effective`).
+        var videoFields: [CustomFieldDefinition]?
+        /// The Ingest Profiles API's configuration (the default profile); nil: the system default.
+        var ingestConfiguration: IngestConfiguration?
 
         enum CodingKeys: String, CodingKey {
             case id, name, fairplay
+            case videoFields = "video_fields"
+            case ingestConfiguration = "ingest_configuration"
             case manifestTokenTTLSeconds = "manifest_token_ttl_seconds"
             case policyKeys = "policy_keys"
         }
@@ -37,7 +44,9 @@ struct CatalogFile: Codable, Sendable {
         var longDescription: String?
         var protection: Protection
         var offlineEnabled: Bool
-        var asset: String
+        /// The media asset; nil while the video has none (made through the CMS API and not yet
+        /// ingested): it is then not `complete` and does not play.
+        var asset: String?
         var repeatCount: Int?
         /// Video renditions by name (`416x234`), in the asset's order (default: all).
         var renditions: [String]?
@@ -54,9 +63,24 @@ struct CatalogFile: Codable, Sendable {
         var createdAt: String
         var updatedAt: String
         var publishedAt: String
+        /// The CMS API's fields beyond the catalog file's own (nil: the default).
+        var state: VideoState?
+        var schedule: VideoSchedule?
+        var cuePoints: [CuePoint]?
+        var geo: VideoGeo?
+        var link: Link?
+        var adKeys: String?
+        /// Text tracks the CMS API added by URL (the mock lists them; it does not fetch them).
+        var remoteTextTracks: [RemoteTextTrack]?
+        /// Which of the asset's sideband tracks stay offered, by language (default: all of `subtitle_languages`).
+        var sidebandLanguages: [String]?
 
         enum CodingKeys: String, CodingKey {
-            case id, name, description, protection, asset, tags, economics, renditions
+            case id, name, description, protection, asset, tags, economics, renditions, state, schedule, geo, link
+            case cuePoints = "cue_points"
+            case adKeys = "ad_keys"
+            case remoteTextTracks = "remote_text_tracks"
+            case sidebandLanguages = "sideband_languages"
             case accountID = "account_id"
             case referenceID = "reference_id"
             case longDescription = "long_description"
@@ -84,9 +108,13 @@ struct CatalogFile: Codable, Sendable {
         var videoIDs: [String]
         var createdAt: String
         var updatedAt: String
+        /// A smart playlist's tag search (`tags:a,b`, `+tags:a,b`) and most videos (`SmartPlaylist`).
+        var search: String?
+        var limit: Int?
+        var favorite: Bool?
 
         enum CodingKeys: String, CodingKey {
-            case id, name, description, type
+            case id, name, description, type, search, limit, favorite
             case accountID = "account_id"
             case referenceID = "reference_id"
             case videoIDs = "video_ids"

@@ -7,13 +7,13 @@ import WireModels
 /// `field:value`; a leading `+` makes a term required, `-` excludes it. Without any `+`
 /// term, a video matches when it matches at least one plain term. Fields: `name`, `text`
 /// (name and both descriptions), `description`, `tags` (`tag`), `reference_id`, `id`,
-/// `custom_fields` (any custom field), a custom field's name, and the exact fields `state`,
-/// `complete`, `playable` (every mock video is ACTIVE, complete and playable). Matching is
+/// `custom_fields` (any custom field), a custom field's name, and the exact fields `state`
+/// (ACTIVE, INACTIVE), `complete` (has media) and `playable` (`VideoAvailability` at `now`). Matching is
 /// case-insensitive substring matching, except tags and ids, which match whole values;
 /// `tags:a,b` matches either tag, `tags:"a,b"` the one tag `a,b`.
 ///
 /// Date fields (`created_at`, `updated_at`, `published_at`, and `schedule.starts_at`/`ends_at`,
-/// which no mock video has, so they match none) take a `SearchDateRange`
+/// which an unscheduled video does not have, so they match none) take a `SearchDateRange`
 /// (`created_at:2018-01-01..2018-02-01`, `updated_at:-2days`, `published_at:..NOW`), `NOW` being
 /// the backend clock's.
 ///
@@ -35,10 +35,13 @@ struct CatalogSearch: Sendable {
     }
 
     var terms: [Term]
+    /// What `NOW`, relative dates and `playable:` are read against.
+    var now: Date
 
     /// Parses `q`; `now` is what `NOW` and relative dates count from.
     init(query: String, now: Date) throws(HTTPError) {
         terms = []
+        self.now = now
         var index = query.startIndex
         func illegal(_ why: String) -> HTTPError {
             HTTPError(400, PlaybackAPIErrorCode.badRequest, PlaybackAPIErrorCode.illegalQuery, "Illegal query q=\(query): \(why)")
@@ -95,21 +98,23 @@ struct CatalogSearch: Sendable {
     /// The fields that take a date range.
     static let dateFields: Set<String> = ["created_at", "updated_at", "published_at", "schedule.starts_at", "schedule.ends_at"]
 
-    /// A date field's value of `video`; nil for the schedule's, which no mock video has.
-    private static func date(_ field: String, of video: CatalogVideo) -> Date? {
+    /// A date field's value of `video`; nil for a schedule end it does not have.
+    private static func date(_ field: String, of video: some SearchableVideo) -> Date? {
         switch field {
         case "created_at": video.createdAt
         case "updated_at": video.updatedAt
         case "published_at": video.publishedAt
+        case "schedule.starts_at": video.startsAt
+        case "schedule.ends_at": video.endsAt
         default: nil
         }
     }
 
     /// Whether `video` satisfies the query. An empty query matches everything.
-    func matches(_ video: CatalogVideo) -> Bool {
+    func matches(_ video: some SearchableVideo) -> Bool {
         var anyOptional = false, matchedOptional = false
         for term in terms {
-            let hit = CatalogSearch.matches(term, video)
+            let hit = matches(term, video)
             switch term.requirement {
             case .required where !hit: return false
             case .excluded where hit: return false
@@ -124,12 +129,12 @@ struct CatalogSearch: Sendable {
 
     /// How well `video` matches: the number of (not excluded) terms it matches. The order of
     /// a search with `q` and no `sort` (relevance), most first.
-    func relevance(_ video: CatalogVideo) -> Int {
-        terms.filter { $0.requirement != .excluded && CatalogSearch.matches($0, video) }.count
+    func relevance(_ video: some SearchableVideo) -> Int {
+        terms.filter { $0.requirement != .excluded && matches($0, video) }.count
     }
 
-    private static func matches(_ term: Term, _ video: CatalogVideo) -> Bool {
-        if let dates = term.dates, let field = term.field { return dates.contains(date(field, of: video)) }
+    private func matches(_ term: Term, _ video: some SearchableVideo) -> Bool {
+        if let dates = term.dates, let field = term.field { return dates.contains(CatalogSearch.date(field, of: video)) }
         let v = term.value
         switch term.field {
         case nil:
@@ -145,8 +150,9 @@ struct CatalogSearch: Sendable {
             return video.tags.contains { wanted.contains($0.lowercased()) }
         case "reference_id": return video.referenceID?.lowercased() == v
         case "id": return video.id == v
-        case "state": return v == "active"
-        case "complete", "playable": return v == "true"
+        case "state": return v == video.state.rawValue.lowercased()
+        case "complete": return v == String(video.isComplete)
+        case "playable": return v == String(video.isPlayable(at: now))
         case "custom_fields": return video.customFields.values.contains { $0.lowercased().contains(v) }
         case let field?:
             return video.customFields.first { $0.key.lowercased() == field }?.value.lowercased().contains(v) ?? false

@@ -3,10 +3,9 @@ import WireModels
 
 /// The `sort` of a search: every field the Playback API documents, `-` for descending.
 ///
-/// Where the mock has no data of its own it says what stands in (README, "Search"):
-/// - `schedule.starts_at`/`schedule_starts_at`, `schedule.ends_at`/`schedule_ends_at`: no
-///   mock video has a schedule (all are always in it), so all are equal;
-/// - `state`: every mock video is `ACTIVE`, so all are equal;
+/// `schedule.starts_at`/`schedule_starts_at` put unscheduled videos (no start) first,
+/// `schedule.ends_at`/`schedule_ends_at` put videos that never end last; `state` is ACTIVE before
+/// INACTIVE. Where the mock has no data of its own it says what stands in (README, "Search"):
 /// - `plays_total`, `plays_trailing_week`: the `play_started` events the analytics collector
 ///   (`POST /tracker`) holds for the video, all of them or those whose `time` is within the
 ///   7 days before the mock's clock.
@@ -59,19 +58,34 @@ struct CatalogSort: Sendable {
         init() {}
     }
 
+    /// The order of a search's `matches` (which came in catalog order): newest `updated_at` first,
+    /// then the `sort` asked, or relevance when there is a `q` and no `sort` (most terms matched
+    /// first). `plays` is read only when the sort needs play counts.
+    static func order<Video: SearchableVideo>(_ matches: [Video], search: CatalogSearch, sort: CatalogSort?,
+                                              plays: () throws -> Plays) rethrows -> [Video] {
+        let newestFirst = defaultOrder.sorted(matches)
+        if let sort { return sort.sorted(newestFirst, plays: sort.needsPlays ? try plays() : Plays()) }
+        guard !search.terms.isEmpty else { return newestFirst }
+        return newestFirst.enumerated().map { ($0.element, search.relevance($0.element), $0.offset) }
+            .sorted { $0.1 != $1.1 ? $0.1 > $1.1 : $0.2 < $1.2 }.map(\.0)
+    }
+
     /// `videos` in this order; equal values keep their order.
-    func sorted(_ videos: [CatalogVideo], plays: Plays = Plays()) -> [CatalogVideo] {
-        func less(_ a: CatalogVideo, _ b: CatalogVideo) -> Bool {
+    func sorted<Video: SearchableVideo>(_ videos: [Video], plays: Plays = Plays()) -> [Video] {
+        func less(_ a: Video, _ b: Video) -> Bool {
             switch field {
             case "name": a.name.lowercased() < b.name.lowercased()
             case "reference_id": (a.referenceID ?? "") < (b.referenceID ?? "")
             case "created_at": a.createdAt < b.createdAt
             case "updated_at": a.updatedAt < b.updatedAt
             case "published_at": a.publishedAt < b.publishedAt
-            case "duration": a.durationMilliseconds < b.durationMilliseconds
+            case "duration": a.sortDuration < b.sortDuration
+            case "schedule.starts_at", "schedule_starts_at": (a.startsAt ?? .distantPast) < (b.startsAt ?? .distantPast)
+            case "schedule.ends_at", "schedule_ends_at": (a.endsAt ?? .distantFuture) < (b.endsAt ?? .distantFuture)
+            case "state": a.state.rawValue < b.state.rawValue
             case "plays_total": plays.total[a.id, default: 0] < plays.total[b.id, default: 0]
             case "plays_trailing_week": plays.trailingWeek[a.id, default: 0] < plays.trailingWeek[b.id, default: 0]
-            default: false  // schedule and state: the same for every mock video
+            default: false
             }
         }
         return videos.enumerated().sorted { x, y in

@@ -54,14 +54,14 @@ extension DashboardPage {
             let rows: [HTML] = account.videos.map { video in
                 let form = "video-\(video.id)"
                 return """
-                    <tr data-video-id="\(video.id)"><td><img class="thumb" src="\(video.thumbnail)" alt="" width="96" height="54"></td>\
+                    <tr data-video-id="\(video.id)"><td>\(video.thumbnail.map { src -> HTML in "<img class=\"thumb\" src=\"\(src)\" alt=\"\" width=\"96\" height=\"54\">" } ?? "<span class=\"muted\">no media</span>")</td>\
                     <td><input class="name" type="text" name="name" value="\(video.name)" form="\(form)" aria-label="Name"></td>\
                     <td><span class="mono">\(video.id)</span>\(video.referenceID.map { ref -> HTML in "<div class=\"muted mono\">ref:\(ref)</div>" } ?? "")</td>\
                     <td><span class="badge \(video.protection)">\(video.protection)</span></td>\
                     <td><input type="hidden" name="offline_enabled" value="false" form="\(form)">\
                     <label class="check"><input type="checkbox" name="offline_enabled" value="true" form="\(form)"\
                     \(video.offlineEnabled ? " checked" : "")> offline</label></td>\
-                    <td class="num">\(DashboardFormat.length(milliseconds: video.lengthMilliseconds))</td>\
+                    <td class="num">\(video.lengthMilliseconds.map { DashboardFormat.length(milliseconds: $0) } ?? "–")</td>\
                     <td class="num"><form method="post" action="/_dashboard/accounts/\(URLToken.percentEncode(account.id))/videos/\(URLToken.percentEncode(video.id))" id="\(form)" class="inline">\
                     \(formTokenField)<button type="submit" class="small">Save</button></form></td></tr>
                     """

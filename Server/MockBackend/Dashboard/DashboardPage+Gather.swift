@@ -6,12 +6,15 @@ extension MockBackendApp {
     func dashboardPage(flash: DashboardSession.Flash?, formToken: String) -> DashboardPage {
         let now = clock.now()
         let catalog = self.catalog
-        let ordered = catalog.videoOrder.compactMap { catalog.videos[$0] }
-        let accounts = live.document.accounts.map { account in
-            DashboardPage.Account(id: account.id, name: account.name, fairPlay: account.fairplay, videos: ordered.filter { $0.accountID == account.id }.map { video in
-                DashboardPage.Video(id: video.id, name: video.name, protection: video.protection.rawValue,
-                                    thumbnail: Links.imagePath(video, width: 160, height: 90), referenceID: video.referenceID,
-                                    offlineEnabled: video.offlineEnabled, lengthMilliseconds: video.durationMilliseconds)
+        // Every video of the document (the one catalog), those without media yet too.
+        let document = live.document
+        let accounts = document.accounts.map { account in
+            DashboardPage.Account(id: account.id, name: account.name, fairPlay: account.fairplay,
+                                  videos: document.videos.filter { $0.accountID == account.id }.map { entry in
+                let media = catalog.videos[entry.id]
+                return DashboardPage.Video(id: entry.id, name: entry.name, protection: entry.protection.rawValue,
+                                           thumbnail: media.map { Links.imagePath($0, width: 160, height: 90) }, referenceID: entry.referenceID,
+                                           offlineEnabled: entry.offlineEnabled, lengthMilliseconds: media?.durationMilliseconds)
             })
         }
         var licenseList: [AdminLicense] = []

@@ -11,10 +11,12 @@ struct DashboardPage {
     }
 
     struct Video {
-        var id, name, protection, thumbnail: String
+        var id, name, protection: String
+        /// The thumbnail's path and the length; nil while the video has no media (made through the CMS API, not ingested).
+        var thumbnail: String?
         var referenceID: String?
         var offlineEnabled: Bool
-        var lengthMilliseconds: Int
+        var lengthMilliseconds: Int?
     }
 
     var now: Date

@@ -52,8 +52,10 @@ extension MockBackendApp {
         guard !ids.contains(where: \.isEmpty) else { throw illegal("an empty video id in '\(idOrReference)'") }
         guard !ids.contains(where: { $0.hasPrefix("ref:") }) else { throw illegal("a ref: id must be asked for alone") }
         var seen = Set<String>(), videos: [CatalogVideo] = []
+        let now = clock.now()
         for id in ids where seen.insert(id).inserted {
-            guard let video = catalog.video(account: caller.account.id, idOrReference: id) else { continue }
+            // Only playable videos, as the real service filters: the others are left out like unknown ids.
+            guard let video = catalog.video(account: caller.account.id, idOrReference: id), video.isPlayable(now: now) else { continue }
             try PlaybackAuth.checkContent(caller.token, video)
             videos.append(video)
         }
@@ -61,13 +63,28 @@ extension MockBackendApp {
     }
 
     /// A video of the caller's account, which its token (if any) may see; else 404 `VIDEO_NOT_FOUND`.
+    /// One that is not playable now (INACTIVE, outside its schedule on the mock's clock, or without
+    /// media yet) is 403 `ACCESS_DENIED`/`VIDEO_NOT_PLAYABLE`.
     func playbackVideo(_ caller: PlaybackCaller, _ idOrReference: String) throws(HTTPError) -> CatalogVideo {
+        let catalog = self.catalog
         guard let video = catalog.video(account: caller.account.id, idOrReference: idOrReference) else {
+            if catalog.hasIncompleteVideo(account: caller.account.id, idOrReference: idOrReference) {
+                throw Self.notPlayable(idOrReference, "has no renditions yet (ingest a source)")
+            }
             throw HTTPError(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.videoNotFound,
                                 "No video \(idOrReference) in account \(caller.account.id)")
         }
         try PlaybackAuth.checkContent(caller.token, video)
+        let now = clock.now()
+        guard video.isPlayable(now: now) else {
+            throw Self.notPlayable(idOrReference, video.state == .inactive ? "is INACTIVE"
+                : "is outside its schedule at \(WireDate.string(from: now)) (the mock's clock)")
+        }
         return video
+    }
+
+    private static func notPlayable(_ idOrReference: String, _ why: String) -> HTTPError {
+        HTTPError(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.videoNotPlayable, "Video \(idOrReference) is not playable: it \(why)")
     }
 
     /// Refuses a policy key that may not search (search and related videos need one).
@@ -80,19 +97,14 @@ extension MockBackendApp {
 
     private func searchResponse(_ caller: PlaybackCaller, _ request: HTTPRequest) throws -> HTTPResponse {
         try requireSearch(caller)
-        let search = try CatalogSearch(query: request.queryValue("q") ?? "", now: clock.now())
+        let now = clock.now()
+        let search = try CatalogSearch(query: request.queryValue("q") ?? "", now: now)
         let sort = try request.queryValue("sort").flatMap { $0.isEmpty ? nil : $0 }.map { try CatalogSort($0) }
         let catalog = self.catalog
         let (limit, offset) = try paging(request, defaultLimit: 20)
-        // The default order first: newest `updated_at`; then relevance with `q`, or the `sort` asked.
-        var matches = CatalogSort.defaultOrder.sorted(catalog.videoOrder.compactMap { catalog.videos[$0] }
-            .filter { $0.accountID == caller.account.id && search.matches($0) })
-        if let sort {
-            matches = sort.sorted(matches, plays: sort.needsPlays ? try plays(account: caller.account.id) : CatalogSort.Plays())
-        } else if !search.terms.isEmpty {
-            matches = matches.enumerated().map { ($0.element, search.relevance($0.element), $0.offset) }
-                .sorted { $0.1 != $1.1 ? $0.1 > $1.1 : $0.2 < $1.2 }.map(\.0)
-        }
+        let matches = try CatalogSort.order(catalog.videoOrder.compactMap { catalog.videos[$0] }
+            .filter { $0.accountID == caller.account.id && $0.isPlayable(now: now) && search.matches($0) },
+                                            search: search, sort: sort) { try plays(account: caller.account.id) }
         return videoArray(Array(matches.dropFirst(offset).prefix(limit)), caller: caller, request: request, wrappedWithCount: matches.count)
     }
 
@@ -102,13 +114,14 @@ extension MockBackendApp {
         let (limit, offset) = try paging(request, defaultLimit: 20)
         let video = try playbackVideo(caller, idOrReference)
         let catalog = self.catalog
-        let related = RelatedVideos.pick(for: video, among: catalog.videoOrder.compactMap { catalog.videos[$0] })
+        let now = clock.now()
+        let related = RelatedVideos.pick(for: video, among: catalog.videoOrder.compactMap { catalog.videos[$0] }.filter { $0.isPlayable(now: now) })
         return videoArray(Array(related.dropFirst(offset).prefix(limit)), caller: caller, request: request, wrappedWithCount: related.count)
     }
 
     /// Play counts from the analytics collector's `play_started` events of an account (the
     /// stand-in for the real service's play counts; see `CatalogSort`).
-    private func plays(account: String) throws(CatalogEditError) -> CatalogSort.Plays {
+    func plays(account: String) throws(CatalogEditError) -> CatalogSort.Plays {
         let events = try storage { try tracker.events(TrackerFilter(accountID: account, event: "play_started"), limit: 100_000).events }
         return CatalogSort.Plays(events: events.map(\.event), now: clock.now())
     }
@@ -125,7 +138,7 @@ extension MockBackendApp {
         return .bytes(body, contentType: "application/json; charset=utf-8")
     }
 
-    private func playlistResponse(_ caller: PlaybackCaller, _ request: HTTPRequest, idOrReference: String) throws(HTTPError) -> HTTPResponse {
+    private func playlistResponse(_ caller: PlaybackCaller, _ request: HTTPRequest, idOrReference: String) throws -> HTTPResponse {
         let catalog = self.catalog
         guard let playlist = catalog.playlist(account: caller.account.id, idOrReference: idOrReference) else {
             throw HTTPError(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.playlistNotFound,
@@ -134,7 +147,12 @@ extension MockBackendApp {
         let (limit, offset) = try paging(request, defaultLimit: 20)
         let now = clock.now()
         let links = links(for: request)
-        let videos = playlist.videoIDs.dropFirst(offset).prefix(limit).compactMap { catalog.videos[$0] }
+        // A manual playlist's videos in its order; a smart one's by its rule; only playable ones either way.
+        let members = try playlist.smart.map { smart in
+            try smart.videos(among: catalog.videoOrder.compactMap { catalog.videos[$0] }
+                .filter { $0.accountID == playlist.accountID && $0.isPlayable(now: now) }) { try plays(account: playlist.accountID) }
+        } ?? playlist.videoIDs.compactMap { catalog.videos[$0] }.filter { $0.isPlayable(now: now) }
+        let videos = members.dropFirst(offset).prefix(limit)
             .map { renderer.render($0, account: caller.account, key: contentKeys[$0.id], now: now, links: links) }
         return APIResponse.json(Playlist(
             id: playlist.id, accountID: playlist.accountID, name: playlist.name, description: playlist.description,

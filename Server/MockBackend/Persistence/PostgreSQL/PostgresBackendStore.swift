@@ -109,6 +109,7 @@ final class PostgresBackendStore: StoreMaintenance {
                 DROP COLUMN key_id, DROP COLUMN kind, DROP COLUMN rental_end, DROP COLUMN play_duration, DROP COLUMN first_play,
                 DROP COLUMN expires_at, DROP COLUMN request_nonce;
             """),
+        oauthClientMigration,
     ]
 
     /// Applies the missing migrations, each in its own transaction, holding a session

@@ -62,6 +62,9 @@ final class SQLiteBackendStore: StoreMaintenance {
         migrator.registerMigration("v6: license terms as one value") { db in
             try SQLiteBackendStore.storeLicenseTermsAsOneValue(db)
         }
+        migrator.registerMigration("v7: oauth client credentials") { db in
+            try SQLiteBackendStore.createOAuthClientTables(db)
+        }
         return migrator
     }
 
