@@ -281,6 +281,9 @@ public struct Catalog: Sendable {
         made.cuePoints = entry.cuePoints ?? []
         made.link = entry.link
         made.adKeys = entry.adKeys
+        for (index, track) in (entry.remoteTextTracks ?? []).enumerated() {
+            if let problem = track.problem { throw CatalogError(.invalidCatalog, "video \(entry.id) remote_text_tracks[\(index)].\(problem)") }
+        }
         made.remoteTextTracks = entry.remoteTextTracks ?? []
         return made
     }

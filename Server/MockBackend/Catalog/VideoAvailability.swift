@@ -61,4 +61,17 @@ struct RemoteTextTrack: Codable, Sendable, Equatable {
         case id, src, srclang, label, kind
         case isDefault = "default"
     }
+
+    /// What makes the track unusable, or nil: the rule every way a track enters the catalog
+    /// (the catalog file, the admin API, the CMS API) is held to.
+    var problem: String? {
+        if id.isEmpty { return "id: empty" }
+        guard let url = URL(string: src), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil, src.count <= 2048 else {
+            return "src: an http or https URL of a WebVTT file"
+        }
+        guard (1...35).contains(srclang.count) else { return "srclang: a BCP-47 language" }
+        guard CatalogVideo.textTrackKinds.contains(kind) else { return "kind: one of \(CatalogVideo.textTrackKinds.joined(separator: ", "))" }
+        if let label, label.count > 255 { return "label: at most 255 characters" }
+        return nil
+    }
 }
