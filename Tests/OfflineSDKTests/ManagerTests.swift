@@ -210,6 +210,9 @@ struct ManagerTests {
                 }
                 #expect(try await h.manager.status(done).downloadState == .completed)
                 #expect(await h.manager.videoObject(fromOfflineVideoToken: done)?.playableOffline == true)
+                // The queued one never started: stopping the running one first gave it the slot, and a loaded
+                // machine let it finish while the stopped task wound down.
+                #expect(!h.events.all.contains(.downloadStateChanged(queued, state: .downloading)), "the queued download never started")
 
                 // Resumed after the force-stop removed its folder: the package is made whole again and plays.
                 server.addedLatencyMilliseconds = 0

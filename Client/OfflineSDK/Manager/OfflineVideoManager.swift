@@ -410,7 +410,10 @@ public actor OfflineVideoManager {
     public func forceStopAllDownloadTasks() async throws(OfflineVideoError) {
         try requireOwner()
         let active = try storeCall(.download) { try store.allDownloads().filter { DownloadStateMachine.stoppable.contains($0.downloadState) } }
-        for record in active {
+        // Queued and suspended ones first: a running one's slot goes to the next in the queue when
+        // it stops, and that one must not start (and even finish, while the stopped task winds down).
+        let ordered = active.filter { !scheduler.isRunning($0.token) } + active.filter { scheduler.isRunning($0.token) }
+        for record in ordered {
             _ = try await applyUnlessMoved(.forceStop, to: record.token)  // false: it ended meanwhile
         }
     }
