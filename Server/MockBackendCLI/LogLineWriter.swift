@@ -48,7 +48,7 @@ final class LogLineWriter: @unchecked Sendable {
     /// Returns once every line queued so far is written (at exit), or once stderr has taken
     /// nothing for `limit` seconds (a reader that stopped reading must not keep the process
     /// from exiting; one that reads slowly gets every line).
-    func flush(stalledFor limit: TimeInterval = 5) {
+    func flush(stalledFor limit: TimeInterval = 2) {
         condition.lock()
         defer { condition.unlock() }
         var seen = bytesWritten
@@ -89,9 +89,7 @@ final class LogLineWriter: @unchecked Sendable {
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
-                // In pieces: a blocking write to a pipe returns only once all of it is taken, and a
-                // waiting `flush` must see a slow reader's progress.
-                let written = write(descriptor, buffer.baseAddress! + offset, min(buffer.count - offset, 16 << 10))
+                let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
                 if written > 0 {
                     offset += written
                     condition.lock()

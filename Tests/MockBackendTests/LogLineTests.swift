@@ -54,7 +54,7 @@ struct LogLineTests {
         #expect(await process.wait().exitCode == 0)
     }
 
-    @Test("with stderr a pipe nobody ever reads, a stopped mock still exits: lines that stderr does not take are given up once it has taken nothing for 5 s")
+    @Test("with stderr a pipe nobody ever reads, a stopped mock still exits: lines that stderr does not take are given up once it has taken nothing for 2 s")
     func stderrNeverRead() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
