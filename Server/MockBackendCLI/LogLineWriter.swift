@@ -18,7 +18,6 @@ final class LogLineWriter: @unchecked Sendable {
     private var dropped = 0
     private var writing = false
     private var started = false
-    private var bytesWritten = 0
 
     init(descriptor: Int32, limit: Int = 8 << 20) {
         self.descriptor = descriptor
@@ -45,21 +44,11 @@ final class LogLineWriter: @unchecked Sendable {
         if wasEmpty { condition.broadcast() }
     }
 
-    /// Returns once every line queued so far is written (at exit), or once stderr has taken
-    /// nothing for `limit` seconds (a reader that stopped reading must not keep the process
-    /// from exiting; one that reads slowly gets every line).
-    func flush(stalledFor limit: TimeInterval = 2) {
+    /// Returns once every line queued so far is written (at exit).
+    func flush() {
         condition.lock()
         defer { condition.unlock() }
-        var seen = bytesWritten
-        var deadline = Date(timeIntervalSinceNow: limit)
-        while started && (!pending.isEmpty || writing || dropped > 0) {
-            if !condition.wait(until: deadline), bytesWritten == seen { return }  // nothing taken for `limit`
-            if bytesWritten != seen {
-                seen = bytesWritten
-                deadline = Date(timeIntervalSinceNow: limit)
-            }
-        }
+        while started && (!pending.isEmpty || writing || dropped > 0) { condition.wait() }
     }
 
     /// The writer: takes everything waiting, writes it with the lock released, and again.
@@ -92,10 +81,6 @@ final class LogLineWriter: @unchecked Sendable {
                 let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
                 if written > 0 {
                     offset += written
-                    condition.lock()
-                    bytesWritten += written  // progress for a waiting `flush`
-                    condition.broadcast()
-                    condition.unlock()
                 } else if written < 0 && errno == EINTR {
                     continue
                 } else {
