@@ -69,6 +69,11 @@ struct BlockingWorkTests {
             let playback = try await h.manager.openPlayback(clear)
             let base = try playback.serve().deletingLastPathComponent().absoluteString
             let video = try #require(playback.reader.tracks.first)
+            // Each segment of the two answered after 200 ms: neither download can end before the
+            // other process holds the lock, however fast (or slow) this machine is.
+            for video in [Catalog.marathonVideo, Catalog.tenMinuteVideo] {
+                try server.app.faults.add(FaultRule(id: "slow-\(video)", route: .segment, video: video, latencyMs: 200))
+            }
             let long = try await h.request(Catalog.marathonVideo)
             let shorter = try await h.request(Catalog.tenMinuteVideo)
             #expect(try await eventually { try await h.manager.status(long).downloadPercent > 0 })
@@ -101,6 +106,7 @@ struct BlockingWorkTests {
             #expect(store.writesInFlight.load(ordering: .relaxed) >= 1, "a write was still waiting: the work above ran beside it")
 
             holder.kill()
+            server.app.faults.removeAll()
             #expect(try await h.events.finished(shorter) == nil, "released, the download goes on and completes")
             try await h.manager.pauseVideoDownload(long)
             await playback.close()

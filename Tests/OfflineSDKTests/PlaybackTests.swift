@@ -338,10 +338,14 @@ struct PlaybackTests {
                 configuration.network = ownerNetwork
                 configuration.segmentsInParallel = 2
             }) { h in
+                // Every segment answered after 100 ms: with two at a time, segment 902 is at least
+                // 45 s away when the owner loses its network below, however fast this machine is (a
+                // fast one fetched it before the test could look).
+                try server.app.faults.add(FaultRule(id: "slow", route: .segment, video: Catalog.marathonVideo, latencyMs: 100))
                 let token = try await h.request(Catalog.marathonVideo)
                 #expect(try await eventually { try await h.manager.status(token).downloadPercent > 1 })
                 // Held: no new request starts while the owner has no network, so segment 902 is not
-                // on disk yet, however fast this machine is.
+                // on disk yet.
                 ownerNetwork.currentPath = .none
                 // The reader may not use the network at all: what it serves comes from the folder.
                 var configuration = testConfiguration(h.storage)
@@ -356,6 +360,7 @@ struct PlaybackTests {
                 #expect(!FileManager.default.fileExists(atPath: later))
                 let waiting = try Curl.start(base + "0-video/00902.ts", ["--max-time", "300"])
                 #expect(try await eventually { FolderWatch.waiting > 0 }, "the request waits, watching the folder")
+                #expect(server.app.faults.remove(id: "slow"))
                 ownerNetwork.currentPath = .wifi  // the owner goes on and brings it
                 let late = waiting.finish(await waiting.process.wait())
                 try #expect(late.status == 200 && late.body == ClearFixture.bytes("video/416x234/seg_002.ts"), "\(late.status) \(late.text.prefix(200))")
