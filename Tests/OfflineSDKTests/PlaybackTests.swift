@@ -21,6 +21,14 @@ enum ClearFixture {
         try (0..<6).map { try bytes("\(folder)/seg_00\($0).ts") }
     }
 
+    /// A segment of a clear download's first video track, `distance` past those on disk (a track
+    /// is fetched in order), with the bytes it holds: its name in the package and the fixture's.
+    static func videoSegment(_ manager: OfflineVideoManager, _ token: String, past distance: Int) async throws -> (name: String, body: [UInt8]) {
+        let done = try await manager.store.segments(token).filter { $0.file.hasPrefix("0-video/") && $0.done }.count
+        let index = done + distance
+        return (String(format: "0-video/%05d.ts", index), try bytes("video/416x234/seg_00\(index % 6).ts"))
+    }
+
     /// ffmpeg's framemd5 lines ("stream, dts, pts, duration, size, md5") of one stream of `input`.
     static func frameHashes(_ input: String, map: String) async throws -> [String] {
         let output = try await Run.process("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-i", input, "-map", map, "-f", "framemd5", "-"])
@@ -299,10 +307,12 @@ struct PlaybackTests {
                 configuration.options.allowsCellularDownload = true  // downloads run on cellular; playback may not
                 configuration.segmentsInParallel = 2
             }) { h in
+                // Every segment answered after 50 ms: the download fetches at most 40 a second,
+                // however fast this machine is, so the segments named below stay ahead of it.
+                try server.app.faults.add(FaultRule(id: "slow", route: .segment, video: Catalog.marathonVideo, latencyMs: 50))
                 let token = try await h.request(Catalog.marathonVideo)
                 #expect(try await eventually { try await h.manager.status(token).downloadPercent > 1 })
-                // Held: no new request starts while there is no network, so segment 902 cannot
-                // be on disk yet, however fast this machine is.
+                // Held: no new request starts while there is no network.
                 network.currentPath = .none
                 let playback = try await h.manager.openPlayback(token)
                 let base = try playback.serve().deletingLastPathComponent().absoluteString
@@ -310,19 +320,21 @@ struct PlaybackTests {
                 try #expect(first.status == 200 && first.body == ClearFixture.bytes("video/416x234/seg_000.ts"))
                 // Further on: not on disk yet, and cellular may not be used for playback: the
                 // request waits until the download brings it.
-                let later = await h.manager.packageFolder(token).appendingPathComponent("0-video/00902.ts").path
-                #expect(!FileManager.default.fileExists(atPath: later))
-                let waiting = try Curl.start(base + "0-video/00902.ts", ["--max-time", "120"])
+                let later = try await ClearFixture.videoSegment(h.manager, token, past: 10)
+                #expect(!FileManager.default.fileExists(atPath: await h.manager.packageFolder(token).appendingPathComponent(later.name).path))
+                let waiting = try Curl.start(base + later.name, ["--max-time", "120"])
                 #expect(try await eventually { await h.manager.arrivals.waiting > 0 }, "the request waits for the download")
                 network.currentPath = .cellular
                 let late = waiting.finish(await waiting.process.wait())
-                try #expect(late.status == 200 && late.body == ClearFixture.bytes("video/416x234/seg_002.ts"), "\(late.status) \(late.text.prefix(200))")
+                #expect(late.status == 200 && late.body == later.body, "\(late.status) \(late.text.prefix(200))")
                 #expect(try await h.manager.status(token).downloadState == .downloading, "the download went on while playing")
-                // On wifi, playback may use the network: a segment far ahead is fetched at once.
+                // On wifi, playback may use the network: a segment far ahead (a minute of the
+                // download away at least) is fetched at once.
                 network.currentPath = .wifi
-                let ahead = try await Curl.fetch(base + "0-video/03000.ts")
-                try #expect(ahead.status == 200 && ahead.body == ClearFixture.bytes("video/416x234/seg_000.ts"))
-                #expect(!FileManager.default.fileExists(atPath: await h.manager.packageFolder(token).appendingPathComponent("0-video/03000.ts").path),
+                let far = try await ClearFixture.videoSegment(h.manager, token, past: 2_400)
+                let ahead = try await Curl.fetch(base + far.name)
+                #expect(ahead.status == 200 && ahead.body == far.body)
+                #expect(!FileManager.default.fileExists(atPath: await h.manager.packageFolder(token).appendingPathComponent(far.name).path),
                         "fetched for playback, not stored ahead of the download")
                 await playback.close()
                 try await h.manager.pauseVideoDownload(token)
@@ -338,14 +350,12 @@ struct PlaybackTests {
                 configuration.network = ownerNetwork
                 configuration.segmentsInParallel = 2
             }) { h in
-                // Every segment answered after 100 ms: with two at a time, segment 902 is at least
-                // 45 s away when the owner loses its network below, however fast this machine is (a
-                // fast one fetched it before the test could look).
-                try server.app.faults.add(FaultRule(id: "slow", route: .segment, video: Catalog.marathonVideo, latencyMs: 100))
+                // Every segment answered after 50 ms: the download fetches at most 40 a second,
+                // however fast this machine is, so the segments named below stay ahead of it.
+                try server.app.faults.add(FaultRule(id: "slow", route: .segment, video: Catalog.marathonVideo, latencyMs: 50))
                 let token = try await h.request(Catalog.marathonVideo)
                 #expect(try await eventually { try await h.manager.status(token).downloadPercent > 1 })
-                // Held: no new request starts while the owner has no network, so segment 902 is not
-                // on disk yet.
+                // Held: no new request starts while the owner has no network.
                 ownerNetwork.currentPath = .none
                 // The reader may not use the network at all: what it serves comes from the folder.
                 var configuration = testConfiguration(h.storage)
@@ -356,22 +366,21 @@ struct PlaybackTests {
                 let base = try playback.serve().deletingLastPathComponent().absoluteString
                 let first = try await Curl.fetch(base + "0-video/00000.ts")
                 try #expect(first.status == 200 && first.body == ClearFixture.bytes("video/416x234/seg_000.ts"))
-                let later = await h.manager.packageFolder(token).appendingPathComponent("0-video/00902.ts").path
-                #expect(!FileManager.default.fileExists(atPath: later))
-                let waiting = try Curl.start(base + "0-video/00902.ts", ["--max-time", "300"])
+                let later = try await ClearFixture.videoSegment(h.manager, token, past: 10)
+                #expect(!FileManager.default.fileExists(atPath: await h.manager.packageFolder(token).appendingPathComponent(later.name).path))
+                let waiting = try Curl.start(base + later.name, ["--max-time", "300"])
                 #expect(try await eventually { FolderWatch.waiting > 0 }, "the request waits, watching the folder")
-                #expect(server.app.faults.remove(id: "slow"))
                 ownerNetwork.currentPath = .wifi  // the owner goes on and brings it
                 let late = waiting.finish(await waiting.process.wait())
-                try #expect(late.status == 200 && late.body == ClearFixture.bytes("video/416x234/seg_002.ts"), "\(late.status) \(late.text.prefix(200))")
+                #expect(late.status == 200 && late.body == later.body, "\(late.status) \(late.text.prefix(200))")
                 #expect(try await h.manager.status(token).downloadState == .downloading, "the download went on while the reader played")
 
                 // Paused by its owner, the download brings nothing more: a segment not on disk is
                 // refused at once instead of waited for.
                 try await h.manager.pauseVideoDownload(token)
-                let missing = await h.manager.packageFolder(token).appendingPathComponent("0-video/07000.ts").path
-                #expect(!FileManager.default.fileExists(atPath: missing))
-                let refused = try await Curl.fetch(base + "0-video/07000.ts")
+                let absent = try await ClearFixture.videoSegment(h.manager, token, past: 100)
+                #expect(!FileManager.default.fileExists(atPath: await h.manager.packageFolder(token).appendingPathComponent(absent.name).path))
+                let refused = try await Curl.fetch(base + absent.name)
                 #expect(refused.status != 200 && refused.exitCode == 0, "\(refused.status) \(refused.exitCode)")
                 await playback.close()
                 await reader.close()
