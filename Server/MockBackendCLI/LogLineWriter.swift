@@ -18,6 +18,7 @@ final class LogLineWriter: @unchecked Sendable {
     private var dropped = 0
     private var writing = false
     private var started = false
+    private var bytesWritten = 0
 
     init(descriptor: Int32, limit: Int = 8 << 20) {
         self.descriptor = descriptor
@@ -44,11 +45,21 @@ final class LogLineWriter: @unchecked Sendable {
         if wasEmpty { condition.broadcast() }
     }
 
-    /// Returns once every line queued so far is written (at exit).
-    func flush() {
+    /// Returns once every line queued so far is written (at exit), or once stderr has taken
+    /// nothing for `limit` seconds (a reader that stopped reading must not keep the process
+    /// from exiting; one that reads slowly gets every line).
+    func flush(stalledFor limit: TimeInterval = 5) {
         condition.lock()
         defer { condition.unlock() }
-        while started && (!pending.isEmpty || writing || dropped > 0) { condition.wait() }
+        var seen = bytesWritten
+        var deadline = Date(timeIntervalSinceNow: limit)
+        while started && (!pending.isEmpty || writing || dropped > 0) {
+            if !condition.wait(until: deadline), bytesWritten == seen { return }  // nothing taken for `limit`
+            if bytesWritten != seen {
+                seen = bytesWritten
+                deadline = Date(timeIntervalSinceNow: limit)
+            }
+        }
     }
 
     /// The writer: takes everything waiting, writes it with the lock released, and again.
@@ -78,9 +89,15 @@ final class LogLineWriter: @unchecked Sendable {
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
-                let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                // In pieces: a blocking write to a pipe returns only once all of it is taken, and a
+                // waiting `flush` must see a slow reader's progress.
+                let written = write(descriptor, buffer.baseAddress! + offset, min(buffer.count - offset, 16 << 10))
                 if written > 0 {
                     offset += written
+                    condition.lock()
+                    bytesWritten += written  // progress for a waiting `flush`
+                    condition.broadcast()
+                    condition.unlock()
                 } else if written < 0 && errno == EINTR {
                     continue
                 } else {

@@ -33,19 +33,49 @@ struct LogLineTests {
         let statuses = answered.stdoutText.split(separator: "\n")
         #expect(statuses.count == count && statuses.allSatisfy { $0 == "200" }, "\(statuses.count) answers, \(Set(statuses)): \(answered.stderrText)")
 
-        // Stopped, it writes what waits (the pipe now read) and exits.
+        // Now read (blocking, on a thread of its own, until the child's end closes); stopped, it writes
+        // what waits and exits. Reading starts first, so a starved test never leaves stderr stalled.
+        _ = fcntl(reader, F_SETFL, 0)
+        let drained = Task { try await offPool { () -> [UInt8] in
+            var text: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let read = buffer.withUnsafeMutableBytes { Glibc.read(reader, $0.baseAddress, $0.count) }
+                if read > 0 { text += buffer[..<read] } else if read < 0 && errno == EINTR { continue } else { break }
+            }
+            return text
+        } }
         process.kill(SIGTERM)
-        var text: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        _ = fcntl(reader, F_SETFL, 0)  // blocking reads from here: until the child's end closes
-        while true {
-            let read = buffer.withUnsafeMutableBytes { Glibc.read(reader, $0.baseAddress, $0.count) }
-            if read > 0 { text += buffer[..<read] } else if read < 0 && errno == EINTR { continue } else { break }
-        }
+        let text = try await drained.value
         let lines = String(decoding: text, as: UTF8.self).split(separator: "\n")
         #expect(lines.filter { $0.hasSuffix("GET /healthz 200 15") }.count == count, "\(lines.suffix(3))")
         #expect(lines.last?.hasSuffix("stopped") == true, "the last line was written before the exit: \(lines.suffix(2))")
         #expect(!lines.contains { $0.contains("dropped") })
         #expect(await process.wait().exitCode == 0)
+    }
+
+    @Test("with stderr a pipe nobody ever reads, a stopped mock still exits: lines that stderr does not take are given up once it has taken nothing for 5 s")
+    func stderrNeverRead() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let fifo = directory.url.appendingPathComponent("stderr").path
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let reader = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        try #require(reader >= 0)
+        defer { close(reader) }
+        let ready = directory.url.appendingPathComponent("ready.json")
+        let process = try RunningProcess("/bin/sh", ["-c", "exec \"$0\" \"$@\" 2>\"\(fifo)\"", BalancedCluster.executable,
+                                                     "--port", "0", "--data-dir", directory.url.appendingPathComponent("data").path,
+                                                     "--ready-file", ready.path])
+        defer { process.kill() }
+        try #require(try await process.waitForOutput { _ in FileManager.default.fileExists(atPath: ready.path) }, "\(process.stdoutSoFar)")
+        let info = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: ready)) as? [String: Any])
+        let base = try #require(info["base_url"] as? String)
+        // More lines than the pipe holds: the writer is stuck in write(2) when the stop comes.
+        let curl = try RunningProcess("/usr/bin/curl", ["-sS", "--max-time", "120", "-w", "%{http_code}\\n"]
+                                      + (0..<2000).flatMap { _ in ["-o", "/dev/null", base + "/healthz"] })
+        #expect(await curl.wait().stdoutText.split(separator: "\n").count == 2000)
+        process.kill(SIGTERM)
+        #expect(await process.wait().exitCode == 0, "it exits although stderr never drains")
     }
 }
