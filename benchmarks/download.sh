@@ -82,6 +82,17 @@ import sys
 sdk, aria, yt = map(float, sys.argv[1:])
 print(f"SDK wall time: {sdk / aria:.2f}x aria2c's (target <= 0.8), {sdk / yt:.2f}x yt-dlp's (target <= 0.6)")
 PY
+# The latency floor: the round trips the command cannot avoid, each at least the added latency:
+# the Playback API, the master playlist, the media playlists (together), ceil(segments / 8)
+# rounds of segments, the poster and thumbnail (together, after the media), and the analytics
+# upload before it exits.
+python3 - "$sdk_wall" "$count" "$latency" <<'PY'
+import math, sys
+sdk, count, latency = float(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) / 1000
+rounds = 3 + math.ceil(count / 8) + 1 + 1
+floor = rounds * latency
+print(f"SDK wall time over the latency floor ({rounds} round trips x {latency * 1000:.0f} ms = {floor:.2f} s): {sdk / floor:.3f}x (target <= 1.05)")
+PY
 
 # A bad network: the same SDK download with 10 % of segment bodies cut after 20,000 bytes and 5 %
 # answered 503 (no Retry-After: a server that asks for a wait gets it, which a 2-second download

@@ -33,10 +33,11 @@ struct LogLineTests {
         let statuses = answered.stdoutText.split(separator: "\n")
         #expect(statuses.count == count && statuses.allSatisfy { $0 == "200" }, "\(statuses.count) answers, \(Set(statuses)): \(answered.stderrText)")
 
-        // Now read (blocking, on a thread of its own, until the child's end closes); stopped, it writes
-        // what waits and exits. Reading starts first, so a starved test never leaves stderr stalled.
+        // Now read (blocking, on a thread started here, until the child's end closes); stopped, it
+        // writes what waits and exits. The reading runs before the stop and never waits for the
+        // cooperative pool, which a busy test run can hold for longer than the exit's patience.
         _ = fcntl(reader, F_SETFL, 0)
-        let drained = Task { try await offPool { () -> [UInt8] in
+        let drained = ThreadWork { () -> [UInt8] in
             var text: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 65536)
             while true {
@@ -44,7 +45,7 @@ struct LogLineTests {
                 if read > 0 { text += buffer[..<read] } else if read < 0 && errno == EINTR { continue } else { break }
             }
             return text
-        } }
+        }
         process.kill(SIGTERM)
         let text = try await drained.value
         let lines = String(decoding: text, as: UTF8.self).split(separator: "\n")

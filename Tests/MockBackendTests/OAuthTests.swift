@@ -126,6 +126,26 @@ struct OAuthTests {
         }
     }
 
+    @Test("the back-office APIs answer JSON only: an Accept header that takes none is 406 NOT_ACCEPTABLE (after the token check); none, */*, application/* or application/json with a quality go on")
+    func acceptHeader() async throws {
+        try await withApp { app, _ in
+            let token = try Self.token(app)
+            for path in ["/v1/accounts/\(Fixture.northwind)/videos", "/v1/accounts/\(Fixture.northwind)/profiles"] {
+                for accept in ["text/html", "application/xml, text/*;q=0.9", "application/json;q=0"] {
+                    let refused = try app.request("GET", path, headers: [("Authorization", "Bearer \(token)"), ("Accept", accept)])
+                    #expect(refused.status == 406, "\(path) \(accept): \(refused.debugText)")
+                    let errors = try JSONSerialization.jsonObject(with: Data(refused.bytes())) as? [[String: Any]]
+                    #expect(errors?.first?["error_code"] as? String == "NOT_ACCEPTABLE", "\(refused.debugText)")
+                }
+                for accept in [nil, "*/*", "application/*", "text/html, application/json;q=0.5", "APPLICATION/JSON; charset=utf-8"] {
+                    let headers = [("Authorization", "Bearer \(token)")] + (accept.map { [("Accept", $0)] } ?? [])
+                    #expect(try app.request("GET", path, headers: headers).status == 200, "\(path) \(accept ?? "no Accept")")
+                }
+                #expect(try app.request("GET", path, headers: [("Accept", "text/html")]).status == 401, "the token is checked first")
+            }
+        }
+    }
+
     @Test("the mock-backend command: --client-credentials ACCOUNT prints a credential that gets a token; an unknown account stops it with a sentence")
     func commandPrintsCredentials() async throws {
         let directory = try TemporaryDirectory()

@@ -274,6 +274,30 @@ public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) asy
     }
 }
 
+/// Work started on a thread of its own when made (not whenever the cooperative pool gets to a
+/// task: a busy pool may run one seconds late), its result awaited later: a reader that must be
+/// reading before the test goes on.
+public final class ThreadWork<T: Sendable>: Sendable {
+    private let result = Locked<Result<T, any Error>?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    public init(_ work: @escaping @Sendable () throws -> T) {
+        Thread.detachNewThread { [result, done] in
+            result.withLock { $0 = Result { try work() } }
+            done.signal()
+        }
+    }
+
+    public var value: T {
+        get async throws {
+            try await offPool { [result, done] in
+                done.wait()
+                done.signal()  // for the next to ask
+                return try result.withLock { $0! }.get()
+            }
+        }
+    }
+}
 
 /// A gate tasks wait on until the test opens it (a stand-in for something slow: a disk, a server).
 public final class Gate: Sendable {
