@@ -22,6 +22,21 @@ struct OfflineCommand: AsyncParsableCommand {
                       ListCommand.self, StatusCommand.self, LicenseCommand.self, PauseCommand.self, ResumeCommand.self,
                       CancelCommand.self, DeleteCommand.self, RetryCommand.self, RenewCommand.self, PlayCommand.self,
                       DemoCommand.self, ControlCommand.self])
+
+    static func main() async {
+        #if canImport(Glibc)
+        // The SDK's blocking work (store calls) runs on dispatch's overcommitting threads, some 30
+        // to 40 in a long download; glibc gives each its own malloc arena (up to 8 per core),
+        // which keeps what was freed in it. Two arenas keep the peak RSS of a 2-hour download
+        // within 10 % of a 10-minute one's (the live heap peaks under 4 MB either way).
+        // (`mallopt` is in malloc.h, which the Glibc module leaves out; M_ARENA_MAX is -8.)
+        typealias MallocOption = @convention(c) (Int32, Int32) -> Int32
+        if let mallopt = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") {
+            _ = unsafeBitCast(mallopt, to: MallocOption.self)(-8, 2)
+        }
+        #endif
+        await main(nil)
+    }
 }
 
 /// `--json`.
