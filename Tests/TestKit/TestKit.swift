@@ -274,6 +274,13 @@ public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) asy
     }
 }
 
+/// The instants from `start` to `end` moved by `offset`, a second of rounding either side: when
+/// something the test set off between two readings of the clock happened (or what it decides,
+/// `offset` later), however long a loaded machine took between them.
+public func between(_ start: Date, _ end: Date, plus offset: TimeInterval = 0) -> ClosedRange<Date> {
+    start.addingTimeInterval(offset - 1)...end.addingTimeInterval(offset + 1)
+}
+
 /// Work started on a thread of its own when made (not whenever the cooperative pool gets to a
 /// task: a busy pool may run one seconds late), its result awaited later: a reader that must be
 /// reading before the test goes on.
