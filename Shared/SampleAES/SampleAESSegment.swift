@@ -34,7 +34,7 @@ public enum SampleAES {
     /// a well-formed segment with garbage in the protected blocks.
     public static func decrypt(segment: [UInt8], key: [UInt8], iv: [UInt8]) throws(SampleAESError) -> [UInt8] {
         // Nearly every segment decrypts without a length changing: in place, in one AES pass.
-        if let clear = try InPlaceDecryption.decrypt(segment, key: key, iv: iv) { return clear }
+        if let clear = try SegmentDecryption.decrypt(segment, key: key, iv: iv) { return clear }
         return try SegmentTransformer(cipher: PatternCipher(key: key, iv: iv, direction: .decrypt)).transform(segment)
     }
 }

@@ -4,7 +4,7 @@ import Testing
 @testable import SampleAES
 
 @Suite("In-place SAMPLE-AES decryption: the general path's bytes, faster")
-struct InPlaceDecryptionTests {
+struct SegmentDecryptionTests {
     static func general(_ segment: [UInt8], key: [UInt8] = Fixtures.key) -> Result<[UInt8], SampleAESError> {
         Result { () throws(SampleAESError) in
             try SegmentTransformer(cipher: PatternCipher(key: key, iv: Fixtures.iv, direction: .decrypt)).transform(segment)
@@ -12,7 +12,7 @@ struct InPlaceDecryptionTests {
     }
 
     static func inPlace(_ segment: [UInt8], key: [UInt8] = Fixtures.key) -> Result<[UInt8]?, SampleAESError> {
-        Result { () throws(SampleAESError) in try InPlaceDecryption.decrypt(segment, key: key, iv: Fixtures.iv) }
+        Result { () throws(SampleAESError) in try SegmentDecryption.decrypt(segment, key: key, iv: Fixtures.iv) }
     }
 
     @Test("every fixture segment: the clear segment exactly, in place unless a NAL unit changes length")
@@ -21,7 +21,7 @@ struct InPlaceDecryptionTests {
         for name in Fixtures.segments {
             let clear = try Fixtures.bytes(name)
             let encrypted = try SampleAES.encrypt(segment: clear, key: Fixtures.key, iv: Fixtures.iv)
-            if let fast = try InPlaceDecryption.decrypt(encrypted, key: Fixtures.key, iv: Fixtures.iv) {
+            if let fast = try SegmentDecryption.decrypt(encrypted, key: Fixtures.key, iv: Fixtures.iv) {
                 inPlace += 1
                 #expect(fast == clear, "\(name)")
             }
@@ -30,7 +30,7 @@ struct InPlaceDecryptionTests {
         #expect(inPlace >= Fixtures.segments.count * 3 / 4, "\(inPlace) of \(Fixtures.segments.count) in place")
         // Clear segments (nothing to decrypt) come back unchanged.
         let clear = try Fixtures.bytes("video/416x234/seg_000.ts")
-        #expect(try InPlaceDecryption.decrypt(clear, key: Fixtures.key, iv: Fixtures.iv) == clear)
+        #expect(try SegmentDecryption.decrypt(clear, key: Fixtures.key, iv: Fixtures.iv) == clear)
     }
 
     @Test("a wrong key: the same garbage as the general path (or the general path), never a different answer")
