@@ -92,6 +92,51 @@ struct SegmentDecryptionTests {
         #expect(answered > 200)
     }
 
+    /// Emulation prevention byte by byte, as the spec words it: the reference for the word-at-a-time versions.
+    static func referenceUnescape(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = [], index = 0
+        while index < bytes.count {
+            if bytes.count - index > 3, bytes[index] == 0, bytes[index + 1] == 0, bytes[index + 2] == 3 {
+                out += [0, 0]
+                index += 3
+            } else {
+                out.append(bytes[index])
+                index += 1
+            }
+        }
+        return out
+    }
+
+    static func referenceEscape(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = [], zeros = 0
+        for (index, byte) in bytes.enumerated() {
+            if zeros >= 2, byte <= 3, !(byte == 3 && index == bytes.count - 1) {
+                out.append(3)
+                zeros = 0
+            }
+            out.append(byte)
+            zeros = byte == 0 ? zeros + 1 : 0
+        }
+        return out
+    }
+
+    @Test("escape and unescape give the byte-by-byte reference's bytes: zeros and 03s among long runs without a zero")
+    func emulationPrevention() {
+        var generator = SplitMix(state: 27)
+        for round in 0..<2_000 {
+            var bytes: [UInt8] = []
+            for _ in 0..<Int.random(in: 0...12, using: &generator) {
+                // A run of small values (zeros, 03s), then a run of bytes that are never zero.
+                bytes += (0..<Int.random(in: 0...6, using: &generator)).map { _ in UInt8.random(in: 0...3, using: &generator) }
+                bytes += (0..<Int.random(in: 0...40, using: &generator)).map { _ in UInt8.random(in: 1...255, using: &generator) }
+            }
+            #expect(H264SampleEncryption.escape(bytes) == Self.referenceEscape(bytes), "round \(round): \(bytes)")
+            #expect(H264SampleEncryption.unescape(bytes[...]) == Self.referenceUnescape(bytes), "round \(round): \(bytes)")
+            let inner = bytes.dropFirst(min(3, bytes.count))
+            #expect(H264SampleEncryption.unescape(inner) == Self.referenceUnescape(Array(inner)), "round \(round), a slice")
+        }
+    }
+
     @Test("NAL unit boundaries are the general scanner's, on random bytes full of zeros")
     func scanner() {
         var generator = SystemRandomNumberGenerator()
