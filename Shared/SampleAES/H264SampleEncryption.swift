@@ -74,38 +74,64 @@ package enum H264SampleEncryption {
     /// Removes emulation-prevention bytes: the 0x03 of 00 00 03 when another byte follows
     /// (a final 00 00 03 is kept, as ffmpeg keeps it).
     package static func unescape(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count)
-        var index = bytes.startIndex
-        let end = bytes.endIndex
-        while index < end {
-            if end - index > 3, bytes[index] == 0, bytes[index + 1] == 0, bytes[index + 2] == 3 {
-                out.append(0)
-                out.append(0)
-                index += 3
-            } else {
-                out.append(bytes[index])
-                index += 1
+        bytes.withUnsafeBufferPointer { input in
+            [UInt8](unsafeUninitializedCapacity: input.count) { output, written in
+                guard let source = input.baseAddress, let target = output.baseAddress else { written = 0; return }
+                let end = input.count
+                var index = 0, copied = 0, length = 0
+                while index < end {
+                    // Eight bytes without a zero: no 00 00 03 begins among them.
+                    if index + 8 <= end, !NALScanner.hasZeroByte(UnsafeRawPointer(source + index).loadUnaligned(as: UInt64.self)) {
+                        index += 8
+                        continue
+                    }
+                    if end - index > 3, source[index] == 0, source[index + 1] == 0, source[index + 2] == 3 {
+                        (target + length).update(from: source + copied, count: index + 2 - copied)
+                        length += index + 2 - copied
+                        index += 3
+                        copied = index
+                    } else {
+                        index += 1
+                    }
+                }
+                (target + length).update(from: source + copied, count: end - copied)
+                written = length + end - copied
             }
         }
-        return out
     }
 
     /// Inserts emulation-prevention bytes: 0x03 after two zeros when the next byte is 0…3,
     /// except before a final 0x03 (the mirror of `unescape`, so `unescape(escape(x)) == x`).
     package static func escape(_ bytes: [UInt8]) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count + bytes.count / 64)
-        var zeros = 0
-        for (index, byte) in bytes.enumerated() {
-            if zeros >= 2, byte <= 3, !(byte == 3 && index == bytes.count - 1) {
-                out.append(3)
-                zeros = 0
+        bytes.withUnsafeBufferPointer { input in
+            // At most one byte inserted for every two of the input.
+            [UInt8](unsafeUninitializedCapacity: input.count + input.count / 2 + 1) { output, written in
+                guard let source = input.baseAddress, let target = output.baseAddress else { written = 0; return }
+                let end = input.count
+                var index = 0, copied = 0, length = 0, zeros = 0
+                while index < end {
+                    // Eight bytes without a zero after a byte that is not one: nothing to insert there.
+                    if zeros == 0, index + 8 <= end,
+                       !NALScanner.hasZeroByte(UnsafeRawPointer(source + index).loadUnaligned(as: UInt64.self)) {
+                        index += 8
+                        continue
+                    }
+                    let byte = source[index]
+                    if zeros >= 2, byte <= 3, !(byte == 3 && index == end - 1) {
+                        (target + length).update(from: source + copied, count: index - copied)
+                        length += index - copied
+                        target[length] = 3
+                        length += 1
+                        copied = index
+                        zeros = 0
+                    }
+                    zeros = byte == 0 ? zeros + 1 : 0
+                    index += 1
+                }
+                (target + length).update(from: source + copied, count: end - copied)
+                written = length + end - copied
             }
-            out.append(byte)
-            zeros = byte == 0 ? zeros + 1 : 0
         }
-        return out
     }
 
     /// Encrypts or decrypts every protected NAL unit of one access unit (a PES payload).

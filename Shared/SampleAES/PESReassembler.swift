@@ -47,24 +47,36 @@ package struct PESUnit: Sendable {
         /// The output segment: every packet in order (replaced, dropped or followed by inserted
         /// ones), with continuity counters shifted per PID by the packets added or removed.
         package func write(_ packets: [TransportPacket]) -> [UInt8] {
-            let layout = self
+            var segment: [UInt8] = []
+            segment.reserveCapacity(packets.count * TransportPacket.size)
+            for packet in packets { segment.append(contentsOf: packet.bytes) }
+            return write(segment: segment)
+        }
+
+        /// The same, from the segment's bytes (a whole number of packets): packets this layout
+        /// does not name are copied as they are, but for their continuity counter.
+        package func write(segment: [UInt8]) -> [UInt8] {
+            let size = TransportPacket.size
             var out: [UInt8] = []
-            out.reserveCapacity(packets.count * TransportPacket.size + layout.inserted.count * TransportPacket.size)
-            var shift: [Int: Int] = [:]
-            for (index, packet) in packets.enumerated() {
-                if layout.dropped.contains(index) {
-                    shift[packet.pid, default: 0] -= 1
+            out.reserveCapacity(segment.count + inserted.values.reduce(0) { $0 + $1.count } * size)
+            var shift = [Int](repeating: 0, count: 0x2000)
+            for index in 0 ..< segment.count / size {
+                let base = index * size
+                let pid = Int(segment[base + 1] & 0x1F) << 8 | Int(segment[base + 2])
+                if dropped.contains(index) {
+                    shift[pid] -= 1
                     continue
                 }
-                var bytes = layout.replaced[index] ?? packet.bytes
-                var counter = (packet.continuityCounter + shift[packet.pid, default: 0]) & 0x0F
-                bytes[3] = bytes[3] & 0xF0 | UInt8(counter)
-                out.append(contentsOf: bytes)
-                for var extra in layout.inserted[index] ?? [] {
+                let start = out.count
+                if let bytes = replaced[index] { out.append(contentsOf: bytes) } else { out.append(contentsOf: segment[base ..< base + size]) }
+                var counter = (Int(segment[base + 3] & 0x0F) + shift[pid]) & 0x0F
+                out[start + 3] = out[start + 3] & 0xF0 | UInt8(counter)
+                for extra in inserted[index] ?? [] {
                     counter = (counter + 1) & 0x0F
-                    extra[3] = extra[3] & 0xF0 | UInt8(counter)
+                    let at = out.count
                     out.append(contentsOf: extra)
-                    shift[packet.pid, default: 0] += 1
+                    out[at + 3] = out[at + 3] & 0xF0 | UInt8(counter)
+                    shift[pid] += 1
                 }
             }
             return out

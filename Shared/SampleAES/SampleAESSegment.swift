@@ -33,8 +33,9 @@ public enum SampleAES {
     /// encrypted with. A wrong key is not detected (there is no authentication): it gives
     /// a well-formed segment with garbage in the protected blocks.
     public static func decrypt(segment: [UInt8], key: [UInt8], iv: [UInt8]) throws(SampleAESError) -> [UInt8] {
-        // Nearly every segment decrypts without a length changing: in place, in one AES pass.
-        if let clear = try InPlaceDecryption.decrypt(segment, key: key, iv: iv) { return clear }
+        // Every well-formed segment: in one pass (one AES call, only PES packets whose length
+        // changed laid out again). Malformed ones: the general path, which says what is wrong.
+        if let clear = try SegmentDecryption.decrypt(segment, key: key, iv: iv) { return clear }
         return try SegmentTransformer(cipher: PatternCipher(key: key, iv: iv, direction: .decrypt)).transform(segment)
     }
 }

@@ -6,17 +6,40 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// SAMPLE-AES decryption without re-packetizing, for the segments where no length changes:
-/// every protected H.264 NAL unit has no emulation-prevention byte before decryption and needs
-/// none after it (nearly every unit: a 00 00 0x pattern is rare in ciphertext and in slice
-/// data). The output is byte for byte what `SegmentTransformer` gives; where that cannot be
-/// known cheaply, this gives up (`nil`) and the caller takes the general path.
+/// SAMPLE-AES decryption of a whole segment in one AES pass, copying every TS packet it can
+/// verbatim. The output is byte for byte what `SegmentTransformer` (the general path, kept for
+/// encryption and as the reference) gives; where the input is malformed or a layout this does
+/// not take (a PES outgrowing its length field, a packet with a PCR that would be left empty),
+/// this gives up (`nil`) and the caller takes the general path, which says what is wrong.
 ///
-/// One pass over the packet headers, the PES payloads gathered into one scratch buffer, the
-/// encrypted blocks of the whole segment run through a single AES-CBC call (CBC decryption of
-/// a block needs only the ciphertext before it, so each unit's first block is corrected from
-/// the previous unit's last ciphertext block to the IV), and the payloads scattered back.
-enum InPlaceDecryption {
+/// One pass over the packet headers; the PES payloads of the protected streams gathered into one
+/// scratch buffer; the encrypted blocks of the whole segment through a single AES-CBC call (CBC
+/// decryption of a block needs only the ciphertext before it, so each unit's first block is
+/// corrected from the previous unit's last ciphertext block to the IV); the payloads scattered
+/// back into a copy of the segment. H.264 NAL units come in two kinds:
+/// - without emulation-prevention bytes (nearly all): their blocks are decrypted where they lie;
+/// - with them: unescaped into a side buffer (appended to the scratch) and decrypted there, then
+///   escaped again (`H264SampleEncryption`'s exact rules), which may change their length.
+/// A decrypted unit that needs emulation prevention, or an escaped one whose length changed,
+/// changes its PES's length: only that PES is laid out again (`PESUnit.layout`, the one rule
+/// both directions share) and the continuity counters of its PID after it shifted
+/// (`PESUnit.Layout.write`); every other packet of the segment is copied as it is.
+enum SegmentDecryption {
+    /// A PES gathered into the scratch buffer: its pieces (one per TS packet) and its header.
+    private struct GatheredPES {
+        var pieces: Range<Int>
+        var scratch: Range<Int>
+        var headerLength = 0
+        var packetLength = 0
+    }
+
+    /// A protected NAL unit whose bytes change length once decrypted and escaped again.
+    private struct Replacement {
+        var pes: Int
+        var unit: Range<Int>
+        var bytes: [UInt8]
+    }
+
     static func decrypt(_ segment: [UInt8], key: [UInt8], iv: [UInt8]) throws(SampleAESError) -> [UInt8]? {
         let size = TransportPacket.size
         guard !segment.isEmpty, segment.count % size == 0, key.count == 16, iv.count == 16 else { return nil }
@@ -57,41 +80,58 @@ enum InPlaceDecryption {
         }
         guard tables > 0 else { throw SampleAESError(.malformedProgramTable, "the segment has no PMT") }
         guard !videoPIDs.isEmpty || !audioPIDs.isEmpty else { return out }
+        guard videoPIDs.isDisjoint(with: audioPIDs) else { return nil }  // one PID announced as both: the general path's call
 
         // PES payloads of the protected streams, back to back in `scratch`; where each piece
         // came from; the encrypted blocks (scratch offsets) and where each CBC unit begins.
         var scratch: [UInt8] = []
         scratch.reserveCapacity(segment.count)
         var pieces: [(segment: Int, scratch: Int, length: Int)] = []
+        var gathered: [GatheredPES] = []
         var blocks: [Int] = []
         var unitStarts: [Int] = []
-        var videoUnits: [(start: Int, end: Int, firstBlock: Int, blockCount: Int)] = []
+        // Units decrypted where they lie, and units with emulation-prevention bytes, unescaped
+        // into `side` (offsets there), to be decrypted once `side` follows the scratch.
+        var directUnits: [(pes: Int, unit: Range<Int>, firstBlock: Int, blockCount: Int)] = []
+        var escapedUnits: [(pes: Int, unit: Range<Int>, raw: Range<Int>)] = []
+        var side: [UInt8] = []
         let ok = try segment.withUnsafeBufferPointer { bytes throws(SampleAESError) -> Bool in
             for pid in videoPIDs.union(audioPIDs).sorted() {
                 let isVideo = videoPIDs.contains(pid)
-                var unitBegin: Int?  // scratch offset of the PES being gathered
-                func finish(_ begin: Int) throws(SampleAESError) -> Bool {
-                    let pes = begin ..< scratch.count
-                    guard pes.count >= 9, scratch[begin] == 0, scratch[begin + 1] == 0, scratch[begin + 2] == 1 else { return false }
-                    let headerLength = 9 + Int(scratch[begin + 8])
-                    let packetLength = Int(scratch[begin + 4]) << 8 | Int(scratch[begin + 5])
-                    guard headerLength <= pes.count, packetLength == 0 || packetLength == pes.count - 6 else { return false }
-                    let stream = begin + headerLength ..< pes.upperBound
-                    return isVideo ? videoBlocks(stream) : audioBlocks(stream)
+                var current: GatheredPES?  // the PES being gathered
+                func finish(_ pes: GatheredPES) -> Bool {
+                    var pes = pes
+                    let begin = pes.scratch.lowerBound
+                    pes.scratch = begin ..< scratch.count
+                    pes.pieces = pes.pieces.lowerBound ..< pieces.count
+                    guard pes.scratch.count >= 9, scratch[begin] == 0, scratch[begin + 1] == 0, scratch[begin + 2] == 1 else { return false }
+                    pes.headerLength = 9 + Int(scratch[begin + 8])
+                    pes.packetLength = Int(scratch[begin + 4]) << 8 | Int(scratch[begin + 5])
+                    guard pes.headerLength <= pes.scratch.count,
+                          pes.packetLength == 0 || pes.packetLength == pes.scratch.count - 6 else { return false }
+                    gathered.append(pes)
+                    let stream = begin + pes.headerLength ..< pes.scratch.upperBound
+                    return isVideo ? videoBlocks(stream, pes: gathered.count - 1) : audioBlocks(stream)
                 }
-                func videoBlocks(_ stream: Range<Int>) -> Bool {
+                func videoBlocks(_ stream: Range<Int>, pes: Int) -> Bool {
                     scratch.withUnsafeBufferPointer { es in
                         for unit in NALScanner.units(es, stream) {
                             let type = es[unit.lowerBound] & 0x1F
                             guard H264SampleEncryption.isProtected(type: type, length: unit.count) else { continue }
-                            // Unescaping and escaping must both be the identity for this unit.
-                            guard !NALScanner.needsEscaping(es, unit, positions: unit.lowerBound + 2 ..< unit.upperBound) else { return false }
+                            if NALScanner.needsEscaping(es, unit, positions: unit.lowerBound + 2 ..< unit.upperBound) {
+                                // The general path's unit: unescaped, decrypted, escaped again.
+                                let raw = H264SampleEncryption.unescape(scratch[unit])
+                                guard raw.count > 48 else { continue }
+                                escapedUnits.append((pes, unit, side.count ..< side.count + raw.count))
+                                side.append(contentsOf: raw)
+                                continue
+                            }
                             let first = blocks.count
                             unitStarts.append(first)
                             for offset in H264SampleEncryption.encryptedBlockOffsets(length: unit.count) {
                                 blocks.append(unit.lowerBound + offset)
                             }
-                            videoUnits.append((unit.lowerBound, unit.upperBound, first, blocks.count - first))
+                            directUnits.append((pes, unit, first, blocks.count - first))
                         }
                         return true
                     }
@@ -108,9 +148,9 @@ enum InPlaceDecryption {
                 }
                 for index in 0..<count where pids[index] == pid && Int(payloadOffsets[index]) < size {
                     if starts[index] {
-                        if let begin = unitBegin, try !finish(begin) { return false }
-                        unitBegin = scratch.count
-                    } else if unitBegin == nil {
+                        if let pes = current, !finish(pes) { return false }
+                        current = GatheredPES(pieces: pieces.count ..< pieces.count, scratch: scratch.count ..< scratch.count)
+                    } else if current == nil {
                         continue  // a PES begun in an earlier segment: left as it is
                     }
                     let from = index * size + Int(payloadOffsets[index])
@@ -118,11 +158,21 @@ enum InPlaceDecryption {
                     pieces.append((from, scratch.count, length))
                     scratch.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[from ..< from + length]))
                 }
-                if let begin = unitBegin, try !finish(begin) { return false }
+                if let pes = current, !finish(pes) { return false }
             }
             return true
         }
         guard ok else { return nil }
+
+        // The unescaped units follow the PES payloads, their blocks after all others.
+        let sideBase = scratch.count
+        scratch.append(contentsOf: side)
+        for unit in escapedUnits {
+            unitStarts.append(blocks.count)
+            for offset in H264SampleEncryption.encryptedBlockOffsets(length: unit.raw.count) {
+                blocks.append(sideBase + unit.raw.lowerBound + offset)
+            }
+        }
 
         // One CBC pass over every encrypted block, then each unit's first block re-based on the IV.
         if !blocks.isEmpty {
@@ -155,17 +205,30 @@ enum InPlaceDecryption {
             }
         }
 
-        // The clear units must need no emulation prevention where decryption changed bytes.
-        let escapes = scratch.withUnsafeBufferPointer { es in
-            videoUnits.contains { unit in
-                (unit.firstBlock ..< unit.firstBlock + unit.blockCount).contains { block in
+        // A unit decrypted in place that now needs emulation prevention where decryption changed
+        // bytes grows; an unescaped one is escaped again, in place when its length is the same.
+        var replacements: [Replacement] = []
+        scratch.withUnsafeBufferPointer { es in
+            for unit in directUnits {
+                let escapes = (unit.firstBlock ..< unit.firstBlock + unit.blockCount).contains { block in
                     let offset = blocks[block]
-                    let positions = max(unit.start + 2, offset) ..< min(unit.end, offset + 18)
-                    return NALScanner.needsEscaping(es, unit.start ..< unit.end, positions: positions)
+                    let positions = max(unit.unit.lowerBound + 2, offset) ..< min(unit.unit.upperBound, offset + 18)
+                    return NALScanner.needsEscaping(es, unit.unit, positions: positions)
+                }
+                if escapes {
+                    replacements.append(Replacement(pes: unit.pes, unit: unit.unit,
+                                                    bytes: H264SampleEncryption.escape(Array(es[unit.unit]))))
                 }
             }
         }
-        guard !escapes else { return nil }
+        for unit in escapedUnits {
+            let escaped = H264SampleEncryption.escape(Array(scratch[sideBase + unit.raw.lowerBound ..< sideBase + unit.raw.upperBound]))
+            if escaped.count == unit.unit.count {
+                scratch.replaceSubrange(unit.unit, with: escaped)
+            } else {
+                replacements.append(Replacement(pes: unit.pes, unit: unit.unit, bytes: escaped))
+            }
+        }
 
         out.withUnsafeMutableBufferPointer { target in
             scratch.withUnsafeBufferPointer { source in
@@ -174,7 +237,38 @@ enum InPlaceDecryption {
                 }
             }
         }
-        return out
+        guard !replacements.isEmpty else { return out }
+
+        // The PES packets whose length changed, laid out again; everything else as it is.
+        var layout = PESUnit.Layout()
+        var byPES: [Int: [Replacement]] = [:]
+        for replacement in replacements { byPES[replacement.pes, default: []].append(replacement) }
+        for (index, changes) in byPES {
+            let pes = gathered[index]
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(pes.scratch.count + changes.reduce(0) { $0 + $1.bytes.count - $1.unit.count })
+            var copied = pes.scratch.lowerBound
+            for change in changes.sorted(by: { $0.unit.lowerBound < $1.unit.lowerBound }) {
+                bytes.append(contentsOf: scratch[copied ..< change.unit.lowerBound])
+                bytes.append(contentsOf: change.bytes)
+                copied = change.unit.upperBound
+            }
+            bytes.append(contentsOf: scratch[copied ..< pes.scratch.upperBound])
+            if pes.packetLength != 0 {
+                let length = pes.packetLength + bytes.count - pes.scratch.count
+                guard length <= 0xFFFF else { return nil }  // the general path says why
+                bytes[4] = UInt8(length >> 8)
+                bytes[5] = UInt8(length & 0xFF)
+            }
+            // The unit's packets on their own, numbered from 0 for `PESUnit.layout`.
+            let indices = pieces[pes.pieces].map { $0.segment / size }
+            let packets = try indices.map { index throws(SampleAESError) in try TransportPacket(out, index: index) }
+            guard let local = try? PESUnit(packetIndices: Array(packets.indices)).layout(bytes, in: packets) else { return nil }
+            for (position, replaced) in local.replaced { layout.replaced[indices[position]] = replaced }
+            for position in local.dropped { layout.dropped.insert(indices[position]) }
+            for (position, inserted) in local.inserted { layout.inserted[indices[position]] = inserted }
+        }
+        return layout.write(segment: out)
     }
 }
 
