@@ -156,23 +156,26 @@ extension PostgresBackendStore: LicenseStorage {
                 """, [.text(accountID), .text(userID), .text(deviceID), .text(licenseID)]).rows[0]["n"]
         }
 
+        /// One statement (one round trip): the license, its history row and the device.
         func write(_ record: LicenseRecord, event: LicenseRequestKind, registering device: String?, now: Date) throws {
-            let t = record.terms, at = PostgresValue.double(now.timeIntervalSince1970)
+            let t = record.terms
             try connection.query("""
-                INSERT INTO license (id, account_id, video_id, device_id, user_id, issued_at, persistable, terms, released_at, updated_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9)
-                ON CONFLICT (id) DO UPDATE SET account_id = excluded.account_id, video_id = excluded.video_id, device_id = excluded.device_id,
-                  user_id = excluded.user_id, issued_at = excluded.issued_at, persistable = excluded.persistable, terms = excluded.terms,
-                  released_at = NULL, updated_at = excluded.updated_at, revoked_at = NULL
+                WITH written AS (
+                  INSERT INTO license (id, account_id, video_id, device_id, user_id, issued_at, persistable, terms, released_at, updated_at)
+                  VALUES ($1, $2, $3, $4, $5::text, $6, $7, $8, NULL, $9)
+                  ON CONFLICT (id) DO UPDATE SET account_id = excluded.account_id, video_id = excluded.video_id, device_id = excluded.device_id,
+                    user_id = excluded.user_id, issued_at = excluded.issued_at, persistable = excluded.persistable, terms = excluded.terms,
+                    released_at = NULL, updated_at = excluded.updated_at, revoked_at = NULL),
+                history AS (
+                  INSERT INTO license_event (license_id, event, at, kind, expires_at, first_play) VALUES ($1, $10, $9, $11, $12, $13))
+                INSERT INTO device (account_id, user_id, device_id, registered_at)
+                SELECT $2, $5::text, $14::text, $9 WHERE $5::text IS NOT NULL AND $14::text IS NOT NULL
+                ON CONFLICT DO NOTHING
                 """, [.text(t.licenseID), .text(t.accountID), .text(t.videoID), .text(t.deviceID), PostgresValue(record.userID),
-                      .double(t.issuedAt.timeIntervalSince1970), .bool(t.persistable), .text(LicenseRecord.storedTerms(t)), at])
-            try connection.query("INSERT INTO license_event (license_id, event, at, kind, expires_at, first_play) VALUES ($1, $2, $3, $4, $5, $6)",
-                                 [.text(t.licenseID), .text(event.rawValue), at, .text(t.kind.rawValue), PostgresValue(t.expiresAt?.timeIntervalSince1970),
-                                  PostgresValue(t.firstPlay?.timeIntervalSince1970)])
-            if let device, let user = record.userID {
-                try connection.query("INSERT INTO device (account_id, user_id, device_id, registered_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                                     [.text(t.accountID), .text(user), .text(device), at])
-            }
+                      .double(t.issuedAt.timeIntervalSince1970), .bool(t.persistable), .text(LicenseRecord.storedTerms(t)),
+                      .double(now.timeIntervalSince1970), .text(event.rawValue), .text(t.kind.rawValue),
+                      PostgresValue(t.expiresAt?.timeIntervalSince1970), PostgresValue(t.firstPlay?.timeIntervalSince1970),
+                      PostgresValue(device)])
         }
 
         func release(licenseID: String, at releasedAt: Date, userID: String?, freeing device: String?) throws {
