@@ -6,34 +6,26 @@ import Synchronization
 /// Licenses, their history, devices per user and used nonces in PostgreSQL, correct with any
 /// number of instances deciding at once.
 ///
-/// License requests that arrive together at an instance are decided one after the other in
-/// one READ COMMITTED transaction by the instance's `LicenseBatchWriter` (group commit: one
-/// BEGIN and one COMMIT, so one WAL flush, for the batch; each answer waits for the commit).
-/// Each decision (`LicenseTransaction`) inserts its nonce (a primary key: of two instances
-/// inserting the same nonce the second waits for the first and then finds it taken), then
-/// takes `pg_advisory_xact_lock` on the request's (account, user), then reads, decides and
-/// writes. Two requests for one user, on any instances, so decide one after the other, and
-/// the second reads the devices the first registered: a user's last device slot goes once.
-/// An advisory lock rather than `SELECT … FOR UPDATE`: a user has no row of their own to lock
-/// (their first device has nothing to lock yet). The locks are held until the batch commits;
-/// two instances' batches waiting on each other's locks are a deadlock PostgreSQL breaks by
-/// failing one transaction, which then runs again whole (`PostgresPool.transaction`: nothing
-/// of it was kept, and a decision is database work only). A license's own row is read
-/// `FOR UPDATE`, so a renewal and a release of one license also go one at a time.
+/// A license request is one READ COMMITTED transaction (`LicenseTransaction`) on a pool
+/// connection of its own: the nonce's insert (a primary key: of two instances inserting the
+/// same nonce the second waits for the first and then finds it taken), then
+/// `pg_advisory_xact_lock` on the request's (account, user), then the reads and the decision
+/// and the writes (one statement). Two requests for one user, on any instances, so decide
+/// one after the other, and the second reads the devices the first registered: a user's
+/// last device slot goes once. An advisory lock rather than `SELECT … FOR UPDATE`: a user has
+/// no row of their own to lock (their first device has nothing to lock yet), and rather than
+/// SERIALIZABLE: no request fails from contention. A license's own row is read `FOR UPDATE`,
+/// so a renewal and a release of one license also go one at a time.
+///
+/// No batch writer here (unlike SQLite's `LicenseBatchWriter`): PostgreSQL already shares one
+/// WAL flush between the commits of concurrent connections, and one writer thread per
+/// instance, a round trip at a time, measured 5× slower than the pool's connections in
+/// parallel on this 2-core machine (README, Benchmarks, 2026-11-27).
 extension PostgresBackendStore: LicenseStorage {
     func process(_ request: LicenseRequest, accountID: String, now: Date) throws -> LicenseDecision {
-        try licenseWriter.process(request, accountID: accountID, now: now)
-    }
-
-    /// One batch of decisions, in order, in one transaction: all committed, or none.
-    static func commitLicenses(_ batch: [LicenseBatchWriter.Decision], pruneNonces: Bool,
-                               in pool: PostgresPool) throws -> [LicenseDecision] {
-        try pool.transaction { connection in
-            let steps = LicenseSteps(connection: connection)
-            return try batch.enumerated().map { index, decision in
-                try LicenseTransaction.run(decision.request, accountID: decision.accountID, now: decision.now,
-                                           pruneNonces: pruneNonces && index == 0, in: steps)
-            }
+        let prune = sincePrune.add(1, ordering: .relaxed).newValue % SQLiteBackendStore.pruneEvery == 0
+        return try pool.transaction { connection in
+            try LicenseTransaction.run(request, accountID: accountID, now: now, pruneNonces: prune, in: LicenseSteps(connection: connection))
         }
     }
 

@@ -25,18 +25,14 @@ final class PostgresBackendStore: StoreMaintenance {
     let instanceID = UUID().uuidString
     /// The thread that listens for other instances' changes, once started.
     private let watcher = Locked<ChangeWatcher?>(nil)
-    /// This instance's one writer of license decisions (group commit).
-    let licenseWriter: LicenseBatchWriter
+    /// License requests since the last nonce pruning.
+    let sincePrune = Atomic<Int>(0)
 
     /// Connects (a pool of `connections`, the HTTP server's thread count) and migrates the schema.
     init(url: String, connections: Int, logger: Logger) throws {
         self.url = url
         self.logger = logger
-        let pool = try PostgresPool(url: url, size: connections)
-        self.pool = pool
-        licenseWriter = LicenseBatchWriter(name: "license writer") { batch, prune in
-            try PostgresBackendStore.commitLicenses(batch, pruneNonces: prune, in: pool)
-        }
+        pool = try PostgresPool(url: url, size: connections)
         try pool.checkConnection()
         try migrate()
     }
