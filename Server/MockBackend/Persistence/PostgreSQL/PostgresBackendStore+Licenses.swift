@@ -19,7 +19,7 @@ import Synchronization
 ///
 /// No batch writer here (unlike SQLite's `LicenseBatchWriter`): PostgreSQL already shares one
 /// WAL flush between the commits of concurrent connections, and one writer thread per
-/// instance, a round trip at a time, measured 5× slower than the pool's connections in
+/// instance, a round trip at a time, measured 2-5× slower than the pool's connections in
 /// parallel on this 2-core machine (README, Benchmarks, 2026-11-27).
 extension PostgresBackendStore: LicenseStorage {
     func process(_ request: LicenseRequest, accountID: String, now: Date) throws -> LicenseDecision {
