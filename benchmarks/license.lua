@@ -3,10 +3,14 @@
 local bodies = {}
 local index = 0
 local thread_count = 0
+local threads = {}
+-- Per thread: how many answers of each status other than 200 and 204 (printed at the end).
+statuses = {}
 
 function setup(thread)
    thread:set("thread_number", thread_count)
    thread_count = thread_count + 1
+   threads[#threads + 1] = thread
 end
 
 function init(args)
@@ -30,4 +34,16 @@ function request()
    -- Past the end bodies repeat: replays answer 403 and wrk counts them as non-2xx.
    if index > #bodies then index = 1 end
    return wrk.format(nil, nil, nil, bodies[index])
+end
+
+function response(status, headers, body)
+   if status ~= 200 and status ~= 204 then statuses[status] = (statuses[status] or 0) + 1 end
+end
+
+function done(summary, latency, requests)
+   local total = {}
+   for _, thread in ipairs(threads) do
+      for status, n in pairs(thread:get("statuses")) do total[status] = (total[status] or 0) + n end
+   end
+   for status, n in pairs(total) do io.write(string.format("refused with status %d: %d\n", status, n)) end
 end

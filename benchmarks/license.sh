@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# Offline licenses issued per second by mock-backend (release build, 2 HTTP threads an
-# instance), from parallel clients: `wrk -t2 -c32` POSTs pre-generated license requests (each
-# a fresh SPC built with LicenseProtocol's client side, so no nonce repeats) to the FairPlay
-# video's key_request_url, asking for offline purchases. Three rows, one after the other:
+# Offline licenses issued per second by mock-backend (release build), from parallel clients:
+# `wrk -t2 -c32` POSTs pre-generated license requests (each a fresh SPC built with
+# LicenseProtocol's client side, so no nonce repeats) to the FairPlay video's key_request_url,
+# asking for offline purchases. Rows, one after the other:
 #   sqlite      one instance, SQLite in its data directory (the default)
 #   postgres    one instance, --database on a local PostgreSQL
 #   postgres x2 two instances on that PostgreSQL behind nginx (round robin), wrk against nginx
+# and, measured between the sqlite row's runs on the same disk, the raw single-connection
+# commit rate: the sqlite3 shell committing one small row per transaction into a database
+# with the backend's settings (WAL, synchronous=NORMAL, 1 KiB pages, the same checkpoints).
+# Each row is measured 3 times (wrk runs of `duration` seconds on one instance, each with
+# requests of its own); the median is printed, and licenses/s as a ratio to the raw commit rate.
 #   benchmarks/license.sh [duration-seconds] [connections] [rows]   (default 10, 32, "sqlite postgres postgres2")
+# An instance runs as many MHD threads as wrk has connections (a license request holds its
+# thread while its batch commits, so with fewer threads fewer requests can share a commit).
 # Every license is a durable transaction: nonce, license row, history row.
 # SQLite: synchronous=NORMAL (the backend's setting): a commit survives a crash of the process,
 # and the WAL is fsynced at each checkpoint (every 8,000 pages of 1 KiB); only a power loss
-# can drop the latest commits. FULL would fsync every commit, which measures the disk, not the
-# license server.
+# can drop the latest commits. Licenses that arrive together are committed together (group
+# commit, one writer); each answer goes out after its batch's commit.
 # PostgreSQL: its defaults (fsync on, synchronous_commit on): every commit is flushed to its
 # WAL before the answer, which is stronger than SQLite's NORMAL; each commit costs an fsync,
 # shared between concurrent commits (group commit).
@@ -21,6 +28,8 @@ duration=${1:-10}
 connections=${2:-32}
 rows=${3:-sqlite postgres postgres2}
 threads=2
+runs=3
+http_threads=$connections
 scripts/install-deps.sh wrk curl python3 libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev pkg-config postgresql nginx
 
 swift build -c release --product mock-backend >/dev/null
@@ -41,12 +50,13 @@ account=6415818918001
 key=BCpkADawqM1northwindSEARCHkey0001
 crt=$(printf '%s' '{"profile":{"purchase":{}},"storeLicense":true}' | base64 -w0)
 summary=()
+sqlite_rate=
 
 
 # start_backend NAME ARGS...: starts an instance, sets $base to its URL and adds its pid.
 start_backend() {
     local name=$1; shift
-    .build/release/mock-backend --port 0 --data-dir "$work/$name" --threads 2 --log-level warning "$@" >"$work/$name.out" 2>"$work/$name.err" &
+    .build/release/mock-backend --port 0 --data-dir "$work/$name" --threads "$http_threads" --log-level warning "$@" >"$work/$name.out" 2>"$work/$name.err" &
     pids+=($!)
     for _ in $(seq 600); do grep -q listening "$work/$name.out" 2>/dev/null && break; sleep 0.05; done
     base=$(awk '/listening on/ {print $3}' "$work/$name.out")
@@ -58,9 +68,42 @@ stop_backends() {
     pids=()
 }
 
-# measure LABEL URL STORED-COMMAND: requests generated for the backend at URL, one checked, then wrk.
+# raw_commit_rate: small transactions/s of one sqlite3 connection in $work (the disk the
+# backend's SQLite is on), with the backend's settings; each commit writes what a license's
+# does (a nonce row, a license row with ~500 bytes of terms, a history row), no reads.
+raw_commit_rate() {
+    local db="$work/raw/commits.sqlite" n=$((duration * 12000))
+    rm -rf "$work/raw"; mkdir -p "$work/raw"
+    python3 - "$n" >"$work/raw/script.sql" <<'PY'
+import os, sys
+n = int(sys.argv[1])
+out = sys.stdout
+out.write("PRAGMA page_size = 1024;\nPRAGMA journal_mode = WAL;\nPRAGMA synchronous = NORMAL;\nPRAGMA wal_autocheckpoint = 8000;\n")
+out.write("CREATE TABLE used_nonce (nonce BLOB PRIMARY KEY, expires_at REAL NOT NULL);\n")
+out.write("CREATE TABLE license (id TEXT PRIMARY KEY, terms TEXT NOT NULL, issued_at REAL NOT NULL);\n")
+out.write("CREATE TABLE license_event (id INTEGER PRIMARY KEY, license_id TEXT NOT NULL, event TEXT NOT NULL, at REAL NOT NULL);\n")
+out.write("CREATE INDEX license_event_by_license ON license_event (license_id);\n")
+terms = "x" * 500
+for i in range(n):
+    nonce, lid, at = os.urandom(16).hex(), f"{1800000000000 + i}-{os.urandom(6).hex()}", 1800000000 + i
+    out.write(f"BEGIN; INSERT INTO used_nonce VALUES (x'{nonce}', {at}); INSERT INTO license VALUES ('{lid}', '{terms}', {at}); "
+              f"INSERT INTO license_event (license_id, event, at) VALUES ('{lid}', 'acquire', {at}); COMMIT;\n")
+PY
+    local start end
+    start=$(date +%s.%N)
+    sqlite3 "$db" <"$work/raw/script.sql" >/dev/null
+    end=$(date +%s.%N)
+    python3 -c "print(round($n / ($end - $start)))"
+}
+
+# median N...: the median of the numbers.
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+
+# measure LABEL URL STORED-COMMAND [BETWEEN]: requests generated for the backend at URL, one
+# checked, then $runs wrk runs, each with its own requests; BETWEEN (a command) runs before
+# each wrk run and its output is collected in $between_values.
 measure() {
-    local label=$1 url=$2 stored_command=$3
+    local label=$1 url=$2 stored_command=$3 between=${4:-}
     curl -sf -H "BCOV-Policy: $key" "$url/playback/v1/accounts/$account/videos/6415818918103" >"$work/video.json"
     read -r key_url cert_url < <(python3 -c '
 import json, sys
@@ -69,38 +112,52 @@ print(fp["key_request_url"], fp["certificate_url"])' "$work/video.json")
     curl -sf "$cert_url" -o "$work/cert.der"
     local key_id count start
     key_id=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.urlsplit(sys.argv[1]).path.rsplit("/", 1)[1])' "$key_url")
-    count=$((duration * 15000))
+    count=$((duration * 8000))
     start=$(date +%s.%N)
-    .build/release/LicenseRequests "$work/cert.der" "$account" "$key_id" "$count" "$work/bodies"
-    echo "[$label] generated $count license requests in $(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s"
-    # Flush the ~100 MB of bodies now, so their writeback does not compete with the stores' WAL.
-    sync
+    .build/release/LicenseRequests "$work/cert.der" "$account" "$key_id" "$((count * runs + 1))" "$work/bodies"
+    echo "[$label] generated $((count * runs + 1)) license requests in $(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s"
     head -1 "$work/bodies" >"$work/one"
-    tail -n +2 "$work/bodies" >"$work/rest"
+    tail -n +2 "$work/bodies" | split -l "$count" -d - "$work/run."
+    rm "$work/bodies"
+    # Flush the bodies now, so their writeback does not compete with the stores' WAL.
+    sync
     local status
     status=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' -H 'X-BOLT-OFFLINE-LICENSE: true' \
         -H "X-BC-CRT-CONFIG: $crt" --data-binary @"$work/one" "$key_url")
     [ "$status" = 200 ] || { echo "[$label] license request answered $status"; exit 1; }
 
-    local out requests seconds non2xx p99 stored rate
-    out=$(wrk -t"$threads" -c"$connections" -d"${duration}s" --latency -s benchmarks/license.lua "$key_url" -- "$work/rest" "$threads" "$crt")
-    requests=$(echo "$out" | awk '/requests in/ {print $1}')
-    seconds=$(echo "$out" | awk '/requests in/ {sub(/s,$/, "", $4); print $4}')
-    non2xx=$(echo "$out" | awk '/Non-2xx/ {print $5}')
-    non2xx=${non2xx:-0}
-    p99=$(echo "$out" | awk '$1 == "99%" {print $2}')
+    local out requests seconds non2xx p99 rate rates=() p99s=() run
+    between_values=()
+    for run in $(seq 0 $((runs - 1))); do
+        [ -z "$between" ] || between_values+=("$($between)")
+        out=$(wrk -t"$threads" -c"$connections" -d"${duration}s" --latency -s benchmarks/license.lua "$key_url" -- "$work/run.0$run" "$threads" "$crt")
+        requests=$(echo "$out" | awk '/requests in/ {print $1}')
+        seconds=$(echo "$out" | awk '/requests in/ {sub(/s,$/, "", $4); print $4}')
+        non2xx=$(echo "$out" | awk '/Non-2xx/ {print $5}')
+        non2xx=${non2xx:-0}
+        p99=$(echo "$out" | awk '$1 == "99%" {print $2}')
+        rate=$(python3 -c "print(round(($requests - $non2xx) / $seconds))")
+        rates+=("$rate"); p99s+=("$p99")
+        echo "$out" | grep '^refused with status' | sed "s/^/[$label] /" || true
+        printf '[%s] run %d: %d licenses in %ss (%s refused): %d/s, p99 %s%s\n' "$label" "$((run + 1))" "$((requests - non2xx))" "$seconds" \
+            "$non2xx" "$rate" "$p99" "${between:+, $between ${between_values[-1]}/s before it}"
+    done
+    local stored
     stored=$(eval "$stored_command")
-    rate=$(python3 -c "print(round(($requests - $non2xx) / $seconds))")
-    echo "$out" | sed -n '/Latency Distribution/,/requests in/p'
-    printf '[%s] licenses issued: %d in %ss (%s refused), stored: %d\n' "$label" "$((requests - non2xx))" "$seconds" "$non2xx" "$stored"
-    summary+=("$(printf '%-12s licenses/s: %6d   p99: %8s   stored: %d' "$label" "$rate" "$p99" "$stored")")
+    last_rate=$(median "${rates[@]}")
+    summary+=("$(printf '%-12s licenses/s: %6d   (runs: %s)   p99s: %s   stored: %d' "$label" "$last_rate" "${rates[*]}" "${p99s[*]}" "$stored")")
+    rm -f "$work"/run.*
 }
 
 for row in $rows; do
     case "$row" in
     sqlite)
         start_backend sqlite
-        measure sqlite "$base" "python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT COUNT(*) FROM license\").fetchone()[0])' $work/sqlite/backend.sqlite"
+        measure sqlite "$base" "python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT COUNT(*) FROM license\").fetchone()[0])' $work/sqlite/backend.sqlite" raw_commit_rate
+        sqlite_rate=$last_rate
+        raw_rate=$(median "${between_values[@]}")
+        summary+=("$(printf '%-12s commits/s:  %6d   (runs: %s)   licenses/s over it: %s' "raw commit" "$raw_rate" "${between_values[*]}" \
+            "$(python3 -c "print(f'{$sqlite_rate / $raw_rate:.2f}x')")")")
         stop_backends
         ;;
     postgres)
@@ -108,6 +165,7 @@ for row in $rows; do
         database=$(new_database bench1)
         start_backend postgres1 --database "$database"
         measure postgres "$base" "$PG_BIN/psql -A -t -c 'SELECT count(*) FROM license' $database"
+        [ -z "$sqlite_rate" ] || summary+=("$(printf '%-12s over SQLite: %s' postgres "$(python3 -c "print(f'{$last_rate / $sqlite_rate:.2f}x')")")")
         stop_backends
         ;;
     postgres2)
@@ -142,6 +200,7 @@ EOF
         pids+=($!)
         for _ in $(seq 200); do curl -sf "http://127.0.0.1:$nginx_port/healthz" >/dev/null 2>&1 && break; sleep 0.05; done
         measure "postgres x2" "http://127.0.0.1:$nginx_port" "$PG_BIN/psql -A -t -c 'SELECT count(*) FROM license' $database"
+        [ -z "$sqlite_rate" ] || summary+=("$(printf '%-12s over SQLite: %s' "postgres x2" "$(python3 -c "print(f'{$last_rate / $sqlite_rate:.2f}x')")")")
         stop_backends
         ;;
     *) echo "unknown row $row (sqlite, postgres, postgres2)"; exit 1 ;;
@@ -149,5 +208,5 @@ EOF
 done
 
 echo
-printf 'wrk -t%d -c%d, %d s each, %d cores (shared by wrk, nginx, PostgreSQL and the instances)\n' "$threads" "$connections" "$duration" "$(nproc)"
+printf 'wrk -t%d -c%d, %d MHD threads an instance, median of %d runs of %d s, %d cores (shared by wrk, nginx, PostgreSQL and the instances)\n' "$threads" "$connections" "$http_threads" "$runs" "$duration" "$(nproc)"
 for line in "${summary[@]}"; do echo "$line"; done

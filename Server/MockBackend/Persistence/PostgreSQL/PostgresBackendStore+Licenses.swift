@@ -6,16 +6,21 @@ import Synchronization
 /// Licenses, their history, devices per user and used nonces in PostgreSQL, correct with any
 /// number of instances deciding at once.
 ///
-/// A license request is one READ COMMITTED transaction (`LicenseTransaction`): the nonce's insert (a primary key:
-/// of two instances inserting the same nonce the second waits for the first and then finds
-/// it taken), then `pg_advisory_xact_lock` on the request's (account, user), then the reads
-/// and the decision and the writes. Two requests for one user, on any instances, so decide
+/// A license request is one READ COMMITTED transaction (`LicenseTransaction`) on a pool
+/// connection of its own: the nonce's insert (a primary key: of two instances inserting the
+/// same nonce the second waits for the first and then finds it taken), then
+/// `pg_advisory_xact_lock` on the request's (account, user), then the reads and the decision
+/// and the writes (one statement). Two requests for one user, on any instances, so decide
 /// one after the other, and the second reads the devices the first registered: a user's
 /// last device slot goes once. An advisory lock rather than `SELECT … FOR UPDATE`: a user has
 /// no row of their own to lock (their first device has nothing to lock yet), and rather than
-/// SERIALIZABLE: no retries, so no request is ever run twice and none fails from contention.
-/// A license's own row is read `FOR UPDATE`, so a renewal and a release of one license also
-/// go one at a time.
+/// SERIALIZABLE: no request fails from contention. A license's own row is read `FOR UPDATE`,
+/// so a renewal and a release of one license also go one at a time.
+///
+/// No batch writer here (unlike SQLite's `LicenseBatchWriter`): PostgreSQL already shares one
+/// WAL flush between the commits of concurrent connections, and one writer thread per
+/// instance, a round trip at a time, measured 2-5× slower than the pool's connections in
+/// parallel on this 2-core machine (README, Benchmarks, 2026-11-27).
 extension PostgresBackendStore: LicenseStorage {
     func process(_ request: LicenseRequest, accountID: String, now: Date) throws -> LicenseDecision {
         let prune = sincePrune.add(1, ordering: .relaxed).newValue % SQLiteBackendStore.pruneEvery == 0
@@ -143,23 +148,26 @@ extension PostgresBackendStore: LicenseStorage {
                 """, [.text(accountID), .text(userID), .text(deviceID), .text(licenseID)]).rows[0]["n"]
         }
 
+        /// One statement (one round trip): the license, its history row and the device.
         func write(_ record: LicenseRecord, event: LicenseRequestKind, registering device: String?, now: Date) throws {
-            let t = record.terms, at = PostgresValue.double(now.timeIntervalSince1970)
+            let t = record.terms
             try connection.query("""
-                INSERT INTO license (id, account_id, video_id, device_id, user_id, issued_at, persistable, terms, released_at, updated_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9)
-                ON CONFLICT (id) DO UPDATE SET account_id = excluded.account_id, video_id = excluded.video_id, device_id = excluded.device_id,
-                  user_id = excluded.user_id, issued_at = excluded.issued_at, persistable = excluded.persistable, terms = excluded.terms,
-                  released_at = NULL, updated_at = excluded.updated_at, revoked_at = NULL
+                WITH written AS (
+                  INSERT INTO license (id, account_id, video_id, device_id, user_id, issued_at, persistable, terms, released_at, updated_at)
+                  VALUES ($1, $2, $3, $4, $5::text, $6, $7, $8, NULL, $9)
+                  ON CONFLICT (id) DO UPDATE SET account_id = excluded.account_id, video_id = excluded.video_id, device_id = excluded.device_id,
+                    user_id = excluded.user_id, issued_at = excluded.issued_at, persistable = excluded.persistable, terms = excluded.terms,
+                    released_at = NULL, updated_at = excluded.updated_at, revoked_at = NULL),
+                history AS (
+                  INSERT INTO license_event (license_id, event, at, kind, expires_at, first_play) VALUES ($1, $10, $9, $11, $12, $13))
+                INSERT INTO device (account_id, user_id, device_id, registered_at)
+                SELECT $2, $5::text, $14::text, $9 WHERE $5::text IS NOT NULL AND $14::text IS NOT NULL
+                ON CONFLICT DO NOTHING
                 """, [.text(t.licenseID), .text(t.accountID), .text(t.videoID), .text(t.deviceID), PostgresValue(record.userID),
-                      .double(t.issuedAt.timeIntervalSince1970), .bool(t.persistable), .text(LicenseRecord.storedTerms(t)), at])
-            try connection.query("INSERT INTO license_event (license_id, event, at, kind, expires_at, first_play) VALUES ($1, $2, $3, $4, $5, $6)",
-                                 [.text(t.licenseID), .text(event.rawValue), at, .text(t.kind.rawValue), PostgresValue(t.expiresAt?.timeIntervalSince1970),
-                                  PostgresValue(t.firstPlay?.timeIntervalSince1970)])
-            if let device, let user = record.userID {
-                try connection.query("INSERT INTO device (account_id, user_id, device_id, registered_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                                     [.text(t.accountID), .text(user), .text(device), at])
-            }
+                      .double(t.issuedAt.timeIntervalSince1970), .bool(t.persistable), .text(LicenseRecord.storedTerms(t)),
+                      .double(now.timeIntervalSince1970), .text(event.rawValue), .text(t.kind.rawValue),
+                      PostgresValue(t.expiresAt?.timeIntervalSince1970), PostgresValue(t.firstPlay?.timeIntervalSince1970),
+                      PostgresValue(device)])
         }
 
         func release(licenseID: String, at releasedAt: Date, userID: String?, freeing device: String?) throws {

@@ -3,15 +3,26 @@ import GRDB
 import LicenseProtocol
 import Synchronization
 
-/// Licenses, their history, devices per user and used nonces in SQLite. Each license
-/// request is one write transaction (`LicenseTransaction`; SQLite has one writer at a time,
-/// so no user lock is needed): two concurrent requests can never both take a user's last
-/// device slot.
+/// Licenses, their history, devices per user and used nonces in SQLite. License requests
+/// that arrive together are decided one after the other in one write transaction by the
+/// store's `LicenseBatchWriter` (group commit; `LicenseTransaction` for each; SQLite has one
+/// writer at a time, so no user lock is needed): two concurrent requests can never both take
+/// a user's last device slot, and each answer waits for its batch's commit.
 extension SQLiteBackendStore: LicenseStorage {
     func process(_ request: LicenseRequest, accountID: String, now: Date) throws -> LicenseDecision {
-        let prune = sincePrune.add(1, ordering: .relaxed).newValue % Self.pruneEvery == 0
-        return try pool.write { db in
-            try LicenseTransaction.run(request, accountID: accountID, now: now, pruneNonces: prune, in: LicenseSteps(db: db))
+        try licenseWriter.process(request, accountID: accountID, now: now)
+    }
+
+    /// One batch of decisions, in order, in one write transaction: all committed, or (on a
+    /// store error) none.
+    static func commitLicenses(_ batch: [LicenseBatchWriter.Decision], pruneNonces: Bool,
+                               in pool: DatabasePool) throws -> [LicenseDecision] {
+        try pool.write { db in
+            let steps = LicenseSteps(db: db)
+            return try batch.enumerated().map { index, decision in
+                try LicenseTransaction.run(decision.request, accountID: decision.accountID, now: decision.now,
+                                           pruneNonces: pruneNonces && index == 0, in: steps)
+            }
         }
     }
 

@@ -12,8 +12,9 @@ import Synchronization
 final class SQLiteBackendStore: StoreMaintenance {
     let pool: DatabasePool
     let directory: URL
-    /// License requests since the last nonce pruning.
-    let sincePrune = Atomic<Int>(0)
+    /// The one writer of license decisions (group commit).
+    let licenseWriter: LicenseBatchWriter
+    /// License requests between two prunings of expired nonces.
     static let pruneEvery = 4096
 
     /// How the database is opened: WAL with `synchronous = NORMAL` (durable across process
@@ -28,7 +29,11 @@ final class SQLiteBackendStore: StoreMaintenance {
     /// Opens (creating if needed) `backend.sqlite` in `directory` and migrates it.
     init(directory: URL) throws {
         self.directory = directory
-        pool = try SQLiteDatabase.open(in: directory, SQLiteBackendStore.setup, migrator: SQLiteBackendStore.migrator)
+        let pool = try SQLiteDatabase.open(in: directory, SQLiteBackendStore.setup, migrator: SQLiteBackendStore.migrator)
+        self.pool = pool
+        licenseWriter = LicenseBatchWriter(name: "license writer") { batch, prune in
+            try SQLiteBackendStore.commitLicenses(batch, pruneNonces: prune, in: pool)
+        }
     }
 
     static var migrator: DatabaseMigrator {

@@ -1,0 +1,124 @@
+import Foundation
+import LicenseProtocol
+import Dispatch
+
+/// Group commit for license decisions: requests that arrive together are decided and written
+/// by one writer thread in one transaction of the store, and each caller gets its decision
+/// only once that transaction has committed (so an answer is exactly as durable as before).
+///
+/// The callers are MHD threads: each enqueues its decision and blocks on its own semaphore
+/// (never a thread of Swift's cooperative pool). The crypto (opening the SPC, signing the
+/// CKC) stays on those threads, before and after; the writer only runs SQL.
+///
+/// The decisions of a batch run one after the other inside the transaction, each seeing what
+/// the ones before it wrote, so the rules hold as with one transaction each: a nonce is taken
+/// once, a user's last device slot goes once. A refusal writes nothing but its nonce and does
+/// not touch the others. A store failure rolls the whole transaction back and every request
+/// of the batch gets that error: nothing of the batch is written.
+final class LicenseBatchWriter: Sendable {
+    /// One decision to take.
+    struct Decision: Sendable {
+        let request: LicenseRequest
+        let accountID: String
+        let now: Date
+    }
+
+    /// Commits one batch: the decisions in order, one transaction, a decision each (or throws,
+    /// and nothing of the batch is kept). `pruneNonces`: forget expired nonces first.
+    typealias Commit = @Sendable (_ batch: [Decision], _ pruneNonces: Bool) throws -> [LicenseDecision]
+
+    /// The most decisions in one transaction.
+    static let maximumBatch = 128
+
+    private let state: State
+
+    /// Starts the writer thread, named `name`.
+    init(name: String, commit: @escaping Commit) {
+        state = State(commit: commit)
+        let state = self.state
+        let thread = Thread { state.run() }
+        thread.name = name
+        thread.start()
+    }
+
+    /// The writer thread ends once the queue is empty.
+    deinit { state.stop() }
+
+    /// The decision on `request`, once its batch has committed; the store's error when the batch failed.
+    func process(_ request: LicenseRequest, accountID: String, now: Date) throws -> LicenseDecision {
+        try state.process(Decision(request: request, accountID: accountID, now: now))
+    }
+
+    /// Decisions waiting for the writer (not those in the batch it is writing): for tests.
+    var waiting: Int { state.waiting }
+
+    /// Batches the writer has taken so far (written, or being written): for tests.
+    var batchesTaken: Int { state.batchesTaken }
+
+    private final class Waiter: @unchecked Sendable {
+        let decision: Decision
+        let done = DispatchSemaphore(value: 0)
+        /// Written by the writer before `done` is signalled, read by the caller after.
+        var result: Result<LicenseDecision, any Error>?
+        init(_ decision: Decision) { self.decision = decision }
+    }
+
+    /// The queue and the writer's loop; the thread holds this, not the writer, so dropping
+    /// the writer (with its store) stops the thread.
+    private final class State: @unchecked Sendable {
+        let commit: Commit
+        let condition = NSCondition()
+        // Guarded by `condition`.
+        var queue: [Waiter] = []
+        var stopping = false
+        var taken = 0
+        var sincePrune = 0
+
+        init(commit: @escaping Commit) { self.commit = commit }
+
+        var waiting: Int { condition.withLock { queue.count } }
+        var batchesTaken: Int { condition.withLock { taken } }
+
+        func process(_ decision: Decision) throws -> LicenseDecision {
+            let waiter = Waiter(decision)
+            condition.withLock {
+                queue.append(waiter)
+                condition.signal()
+            }
+            waiter.done.wait()
+            return try waiter.result!.get()
+        }
+
+        func stop() {
+            condition.withLock {
+                stopping = true
+                condition.signal()
+            }
+        }
+
+        func run() {
+            while let batch = next() {
+                let prune = sincePrune >= SQLiteBackendStore.pruneEvery
+                if prune { sincePrune = 0 }
+                sincePrune += batch.count
+                let result = Result { try commit(batch.map(\.decision), prune) }
+                for (index, waiter) in batch.enumerated() {
+                    waiter.result = result.map { $0[index] }
+                    waiter.done.signal()
+                }
+            }
+        }
+
+        /// The next batch, waiting for one; nil once stopping with nothing queued.
+        private func next() -> [Waiter]? {
+            condition.withLock {
+                while queue.isEmpty && !stopping { condition.wait() }
+                guard !queue.isEmpty else { return nil }
+                let batch = Array(queue.prefix(LicenseBatchWriter.maximumBatch))
+                queue.removeFirst(batch.count)
+                taken += 1
+                return batch
+            }
+        }
+    }
+}

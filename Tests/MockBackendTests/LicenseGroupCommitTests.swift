@@ -1,0 +1,161 @@
+import Foundation
+import GRDB
+import LicenseProtocol
+import MicroHTTP
+import Testing
+import TestKit
+import WireModels
+@testable import MockBackend
+
+/// SQLite's group commit (`LicenseBatchWriter`): requests that arrive together are decided in
+/// one transaction, and the rules hold inside a batch as across batches. Each test makes its
+/// batch for certain: it holds the store's write connection, lets the writer take a first
+/// request (and block on that connection), queues the batch behind it, and only then lets go.
+@Suite("License group commit (SQLite)")
+struct LicenseGroupCommitTests {
+    /// A SQLite app whose license writer is held until `release()`.
+    final class HeldWriter: Sendable {
+        let app: MockBackendApp
+        let store: SQLiteBackendStore
+        let client: LicenseTestClient
+        private let gate = DispatchSemaphore(value: 0)
+        private let holding: Task<Void, any Error>
+        private let first: Task<Int, any Error>
+
+        /// Holds the write connection, then sends a first license request the writer takes alone.
+        init(_ app: MockBackendApp) async throws {
+            self.app = app
+            store = try #require(app.store as? SQLiteBackendStore)
+            client = try LicenseTestClient(app)
+            let (store, gate, client) = (store, gate, client)
+            let entered = DispatchSemaphore(value: 0)
+            holding = Task { try await offPool { try store.pool.write { _ in entered.signal(); gate.wait() } } }
+            try await offPool { entered.wait() }
+            let before = store.licenseWriter.batchesTaken
+            first = Task { try await offPool { try client.send(device: "first").response.status } }
+            #expect(try await eventually { store.licenseWriter.batchesTaken == before + 1 && store.licenseWriter.waiting == 0 })
+        }
+
+        /// Sends `work` concurrently and waits until all of it is queued behind the held writer.
+        func queue<T: Sendable>(_ work: [@Sendable () throws -> T]) async throws -> [Task<T, any Error>] {
+            let waiting = store.licenseWriter.waiting
+            let tasks = work.map { job in Task { try await offPool(job) } }
+            #expect(try await eventually { store.licenseWriter.waiting == waiting + work.count })
+            return tasks
+        }
+
+        /// Lets the writer go: the first request's batch, then the queued one.
+        func release() async throws {
+            gate.signal()
+            try await holding.value
+            #expect(try await first.value == 200)
+        }
+    }
+
+    static let offline = LicenseTestClient.offline(LicenseProfile(.purchase))
+
+    @Test("one SPC sent eight times in one batch, beside other requests, is accepted once; the others are all issued")
+    func nonceOnceInABatch() async throws {
+        try await withApp { app, _ in
+            let held = try await HeldWriter(app)
+            let client = held.client
+            let replayed = try client.makeRequest(device: "replayed").body()
+            let others = try (0..<4).map { n in try client.makeRequest(device: "other-\(n)").body() }
+            let tasks = try await held.queue((0..<8).map { _ in { @Sendable in try client.post(replayed, headers: Self.offline) } }
+                                             + others.map { body in { @Sendable in try client.post(body, headers: Self.offline) } })
+            let batches = held.store.licenseWriter.batchesTaken
+            try await held.release()
+            var responses: [HTTPResponse] = []
+            for task in tasks { responses.append(try await task.value) }
+            #expect(held.store.licenseWriter.batchesTaken == batches + 1, "the queued requests were one batch")
+            let replays = responses.prefix(8)
+            #expect(replays.filter { $0.status == 200 }.count == 1)
+            for response in replays where response.status != 200 {
+                try expectError(response, 403, "ACCESS_DENIED", "SPC_REPLAYED")
+            }
+            #expect(responses.suffix(4).map(\.status) == [200, 200, 200, 200])
+            let stored = try app.licenses.licenses(LicenseFilter(), now: app.clock.now(), limit: 100)
+            #expect(Set(stored.map(\.terms.deviceID)) == ["first", "replayed", "other-0", "other-1", "other-2", "other-3"])
+            #expect(stored.count == 6)
+        }
+    }
+
+    @Test("eight requests for one user's last device slot in one batch: one license, seven refusals, one device")
+    func lastDeviceSlotOnceInABatch() async throws {
+        try await withApp { app, _ in
+            try app.registerPlaybackKey()
+            let held = try await HeldWriter(app)
+            let client = held.client
+            let token = BackendStoreTests.token(app, user: "racer", limit: 1)
+            let tasks = try await held.queue((0..<8).map { n in { @Sendable in try client.send(device: "device-\(n)", token: token).response } })
+            try await held.release()
+            var responses: [HTTPResponse] = []
+            for task in tasks { responses.append(try await task.value) }
+            #expect(responses.filter { $0.status == 200 }.count == 1)
+            for response in responses where response.status != 200 {
+                try expectError(response, 403, "ACCESS_DENIED", "DENIED_BY_DEVICE_LIMITING")
+            }
+            #expect(try app.licenses.devices(accountID: Fixture.northwind, userID: "racer").count == 1)
+        }
+    }
+
+    @Test("a renewal and a release of one license in one batch are decided in order, with their history")
+    func renewalThenReleaseInABatch() async throws {
+        try await withApp { app, _ in
+            let client = try LicenseTestClient(app)
+            let token = BackendStoreTests.token(app, user: "u", limit: 2)
+            try app.registerPlaybackKey()
+            let license = try client.license(device: "A", token: token)
+            let id = license.terms.licenseID
+            let held = try await HeldWriter(app)
+            let renew = try client.makeRequest(.renew, licenseID: id, device: "A").body()
+            let release = try client.makeRequest(.release, licenseID: id, device: "A").body()
+            let afterRelease = try client.makeRequest(.renew, licenseID: id, device: "A").body()
+            let headers = Self.offline + [("BCOV-Auth", token)]
+            var tasks: [Task<HTTPResponse, any Error>] = []
+            // One at a time into the queue, so the batch holds them in this order.
+            for body in [renew, release, afterRelease] {
+                tasks += try await held.queue([{ @Sendable in try client.post(body, headers: headers) }])
+            }
+            try await held.release()
+            var responses: [HTTPResponse] = []
+            for task in tasks { responses.append(try await task.value) }
+            #expect(responses[0].status == 200)
+            #expect(responses[1].status == 204)
+            try expectError(responses[2], 410, "GONE", "LICENSE_RELEASED")
+            #expect(try app.licenses.history(licenseID: id).map(\.event) == ["acquire", "renew", "release"])
+            #expect(try app.licenses.devices(accountID: Fixture.northwind, userID: "u").isEmpty)
+        }
+    }
+
+    @Test("a store failure in a batch fails every request of it with a 500 and writes none of it; the next batch is written")
+    func storeFailureFailsTheWholeBatch() async throws {
+        try await withApp { app, _ in
+            let store = try #require(app.store as? SQLiteBackendStore)
+            try await offPool {
+                try store.pool.write { db in
+                    try db.execute(sql: """
+                        CREATE TRIGGER poison BEFORE INSERT ON license WHEN NEW.device_id = 'poison'
+                        BEGIN SELECT RAISE(ABORT, 'poisoned'); END
+                        """)
+                }
+            }
+            let held = try await HeldWriter(app)
+            let client = held.client
+            let bodies = try ["good-1", "poison", "good-2"].map { try client.makeRequest(device: $0).body() }
+            let tasks = try await held.queue(bodies.map { body in { @Sendable in try client.post(body, headers: Self.offline) } })
+            try await held.release()
+            for task in tasks {
+                let response = try await task.value
+                #expect(response.status == 500, "\(response.debugText)")
+                #expect(try response.apiErrors().first?.errorCode == PlaybackAPIErrorCode.serverError)
+            }
+            let stored = try app.licenses.licenses(LicenseFilter(), now: app.clock.now(), limit: 100)
+            #expect(stored.map(\.terms.deviceID) == ["first"])
+            // Nothing of the batch was kept, not even the nonces: the good SPCs are accepted when sent again.
+            try await offPool { try store.pool.write { db in try db.execute(sql: "DROP TRIGGER poison") } }
+            #expect(try client.post(bodies[0], headers: Self.offline).status == 200)
+            #expect(try client.post(bodies[2], headers: Self.offline).status == 200)
+        }
+    }
+}
