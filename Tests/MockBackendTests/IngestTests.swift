@@ -144,15 +144,27 @@ struct IngestTests {
 
     // MARK: - Jobs on a live mock
 
-    /// Collects the notifications POSTed to it, in arrival order.
+    /// Collects the notifications POSTed to it, in arrival order (the ones it accepted: it
+    /// answers the first `failing` POSTs 500), and serves `files` to GET.
     final class CallbackServer: Sendable {
         let received = Locked<[[String: Any]]>([])
+        let failures = Locked(0)
         let server: HTTPServer
-        init() throws {
+        init(failing: Int = 0, files: [String: [UInt8]] = [:]) throws {
             var configuration = HTTPServerConfiguration()
             configuration.port = 0
-            let received = self.received
+            configuration.maxBodySize = 1 << 20
+            let received = self.received, failures = self.failures
             server = HTTPServer(configuration: configuration, logger: quietLogger) { request in
+                if request.method == "GET" {
+                    guard let file = files[request.path] else { return HTTPResponse(status: 404) }
+                    return HTTPResponse(status: 200, body: .bytes(file))
+                }
+                let refuse = failures.withLock { count -> Bool in
+                    count += 1
+                    return count <= failing
+                }
+                if refuse { return HTTPResponse(status: 500) }
                 if let object = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any] {
                     nonisolated(unsafe) let copy = object
                     received.withLock { $0.append(copy) }
@@ -161,7 +173,8 @@ struct IngestTests {
             }
             try server.start()
         }
-        var url: String { "http://127.0.0.1:\(server.port)/di-callbacks" }
+        var base: String { "http://127.0.0.1:\(server.port)" }
+        var url: String { "\(base)/di-callbacks" }
         var notifications: [[String: Any]] { received.withLock { $0 } }
         func stop() async { await server.shutdown(gracePeriod: .seconds(5)) }
     }
@@ -287,6 +300,36 @@ struct IngestTests {
                 #expect(playback.status != 200)
             }
             await callbacks.stop()
+        }
+    }
+
+    @Test("an http(s) source on a FairPlay account: the media are SAMPLE-AES like the fixtures'; a callback answering 500 gets the notification again")
+    func httpSourceFairPlayAndRetriedCallback() async throws {
+        try await withTemporaryDirectory { directory in
+            let file = directory.appendingPathComponent("trailer.mp4")
+            try await Self.makeSource(file, seconds: 4)
+            let server = try CallbackServer(failing: 1, files: ["/media/trailer.mp4": Array(try Data(contentsOf: file))])
+            try await withLiveServer(directory: directory.appendingPathComponent("data")) { live in
+                let app = live.app
+                let token = try OAuthTests.token(app, account: Fixture.northwind)
+                let created = try Self.call(app, "POST", "/v1/accounts/\(Fixture.northwind)/videos", token: token, json: #"{"name":"Locked trailer"}"#)
+                let videoID = try #require(try Self.object(created)["id"] as? String)
+                let accepted = try Self.call(app, "POST", "/v1/accounts/\(Fixture.northwind)/videos/\(videoID)/ingest-requests", token: token,
+                                             json: #"{"master":{"url":"\#(server.base)/media/trailer.mp4"},"profile":"mock-fast-static","callbacks":["\#(server.url)"]}"#)
+                #expect(accepted.status == 200, "\(accepted.debugText)")
+                #expect(try await eventually { server.notifications.contains { $0["entityType"] as? String == "TITLE" && $0["action"] as? String == "CREATE" } })
+                // The first POST was refused and tried again: every notification arrived once, in order.
+                #expect(server.failures.withLock { $0 } == server.notifications.count + 1)
+                #expect(server.notifications.map { $0["entity"] as? String ?? "" }
+                        == ["default/audio64", "default/audio64", "default/video450", videoID, "thumbnail", "poster", "default/video700", videoID])
+                let video = try app.video(videoID, account: Fixture.northwind, key: Fixture.northwindSearchKey)
+                #expect(abs(video.duration - 4000) <= 100, "\(video.duration)")
+                let master = try app.master(videoID, account: Fixture.northwind, key: Fixture.northwindSearchKey)
+                #expect(master.variants.count == 2)
+                let media = try app.get(url: try #require(master.variants.first?.uri))
+                #expect(try media.text().contains("METHOD=SAMPLE-AES"), "\(media.debugText)")
+            }
+            await server.stop()
         }
     }
 }
