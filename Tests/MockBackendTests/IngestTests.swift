@@ -332,4 +332,47 @@ struct IngestTests {
             await server.stop()
         }
     }
+
+    @Test("PostgreSQL, two instances sharing the database and the media folder: each job runs once, and a video ingested through one is served by the other")
+    func twoInstancesOnPostgres() async throws {
+        try await withTemporaryDirectory { directory in
+            let sources = directory.appendingPathComponent("sources"), media = directory.appendingPathComponent("media")
+            try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
+            try await Self.makeSource(sources.appendingPathComponent("trailer.mp4"), seconds: 4)
+            let database = try await TestPostgres.shared().makeDatabase()
+            let callbacks = try CallbackServer()
+            let configure: (inout BackendConfiguration) -> Void = {
+                $0.databaseURL = database
+                $0.mediaDirectory = media
+                $0.ingestAllowedDirectories = [sources]
+            }
+            try await withLiveServer(directory: directory.appendingPathComponent("one"), configure) { one in
+                try await withLiveServer(directory: directory.appendingPathComponent("two"), configure) { two in
+                    let token = try OAuthTests.token(one.app, account: Self.account)
+                    var jobs: [String: String] = [:]
+                    for name in ["first", "second", "third"] {
+                        let videoID = try Self.newVideo(one.app, token: token, name: name)
+                        let accepted = try Self.ingest(one.app, video: videoID, token: token,
+                                                       #"{"master":{"url":"file://\#(sources.path)/trailer.mp4"},"profile":"mock-fast-static","callbacks":["\#(callbacks.url)"]}"#)
+                        jobs[try #require(try Self.object(accepted)["id"] as? String)] = videoID
+                    }
+                    let titles = { callbacks.notifications.filter { $0["entityType"] as? String == "TITLE" && $0["action"] as? String == "CREATE" } }
+                    #expect(try await eventually { titles().count >= jobs.count })
+                    // Each job ran once: one TITLE/CREATE and eight notifications each.
+                    #expect(Set(titles().compactMap { $0["jobId"] as? String }) == Set(jobs.keys))
+                    for jobID in jobs.keys {
+                        #expect(callbacks.notifications.filter { $0["jobId"] as? String == jobID }.count == 8)
+                    }
+                    for videoID in jobs.values {
+                        #expect(try await eventually { (try? await two.fetchVideo(videoID, account: Self.account, key: Fixture.contosoSearchKey)) != nil })
+                        let master = try two.app.master(videoID, account: Self.account, key: Fixture.contosoSearchKey)
+                        #expect(master.variants.count == 2)
+                        let segment = try two.app.mediaPlaylist(url: try #require(master.variants.first?.uri)).segments.first?.uri
+                        #expect(try two.app.get(url: try #require(segment)).status == 200)
+                    }
+                }
+            }
+            await callbacks.stop()
+        }
+    }
 }
