@@ -136,6 +136,10 @@ struct IngestTests {
             let list = try Self.call(app, "GET", "/v1/accounts/\(Self.account)/videos/\(video2)/ingest_jobs", token: token2)
             #expect((try JSONSerialization.jsonObject(with: Data(list.bytes())) as? [[String: Any]])?.map { $0["id"] as? String } == [jobID])
             #expect(try Self.call(app, "GET", "/v1/accounts/\(Self.account)/videos/\(video2)/ingest_jobs/\(UUID())", token: token2).status == 404)
+            // The dashboard lists the job with its state.
+            let page = try DashboardTests.page(app, cookie: try DashboardTests.signIn(app)).text()
+            #expect(page.contains(#"<tr data-job="\#(jobID)">"#))
+            #expect(page.contains(#"<span class="tag job-state">queued</span>"#))
             let full = try Self.ingest(app, video: video2, token: token2, #"{"master":{"url":"http://a.test/a.mp4"}}"#)
             #expect(full.status == 429)
             #expect(try Self.error(full).code == "RATE_LIMIT_EXCEEDED")
