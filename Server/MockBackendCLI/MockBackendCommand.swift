@@ -20,7 +20,9 @@ struct MockBackendCommand: ParsableCommand {
             localhost, 127.0.0.1, ::1, this host's name, the bound address and every --tls-name; both are kept and reused.
             Stop it with Ctrl-C or SIGTERM: requests in flight are finished first.
             Every option can also be set by the environment variable in brackets; a flag wins over the variable.
-            """)
+            `mock-backend ingest FILE --account A` puts a video file into a running mock (see `mock-backend ingest --help`).
+            """,
+        subcommands: [IngestCommand.self])
 
     @Option(help: "Address to bind. [MOCK_BACKEND_HOST]")
     var host: String = env("MOCK_BACKEND_HOST") ?? "127.0.0.1"

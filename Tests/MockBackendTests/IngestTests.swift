@@ -379,4 +379,39 @@ struct IngestTests {
             await callbacks.stop()
         }
     }
+
+    @Test("mock-backend ingest FILE --account A: prints the video id, follows the job to finished (exit 0) with the admin token read from the data directory and --protection aes128; a corrupt file exits 1 with the reason")
+    func ingestCommand() async throws {
+        try await withTemporaryDirectory { directory in
+            let file = directory.appendingPathComponent("holiday.mp4"), subtitles = directory.appendingPathComponent("en.vtt")
+            try await Self.makeSource(file, seconds: 4)
+            try Data(Self.englishVTT.utf8).write(to: subtitles)
+            let data = directory.appendingPathComponent("data")
+            try await withLiveServer(directory: data) { server in
+                let output = try await Run.process(BalancedCluster.executable, [
+                    "ingest", file.path, "--account", Self.account, "--base-url", server.baseURL, "--server-data-dir", data.path,
+                    "--profile", "mock-fast-static", "--protection", "aes128", "--subtitles", "en=\(subtitles.path)"])
+                #expect(output.exitCode == 0, "\(output.stdoutText) \(output.stderrText)")
+                let lines = output.stdoutText.split(separator: "\n").map(String.init)
+                let videoID = try #require(lines.first?.split(separator: " ").last.map(String.init), "\(output.stdoutText)")
+                #expect(lines.first == "video \(videoID)")
+                #expect(lines.last?.hasPrefix("finished video \(videoID) (4.") == true, "\(lines)")
+                #expect(output.stderrText.contains("finished"))
+                let video = try server.app.video(videoID, account: Self.account, key: Fixture.contosoSearchKey)
+                #expect(video.name == "holiday")
+                #expect(video.textTracks.contains { $0.srclang == "en" })
+                let master = try server.app.master(videoID, account: Self.account, key: Fixture.contosoSearchKey)
+                let media = try server.app.get(url: try #require(master.variants.first?.uri))
+                #expect(try media.text().contains("METHOD=AES-128"), "\(media.debugText)")
+
+                let broken = directory.appendingPathComponent("broken.mp4")
+                try Data(randomBytes(4096)).write(to: broken)
+                let failed = try await Run.process(BalancedCluster.executable, [
+                    "ingest", broken.path, "--account", Self.account, "--base-url", server.baseURL, "--server-admin-token", server.app.adminToken])
+                #expect(failed.exitCode == 1, "\(failed.stdoutText) \(failed.stderrText)")
+                #expect(failed.stdoutText.contains("failed video"))
+                #expect(failed.stdoutText.contains("SourceError"))
+            }
+        }
+    }
 }

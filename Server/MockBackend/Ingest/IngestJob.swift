@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A Dynamic Ingest job as stored: who asked for what (the validated request, as JSON), where
 /// it stands, and what it made. Jobs live in the database so that every instance sharing it
@@ -46,4 +46,12 @@ protocol IngestJobStorage: Sendable {
     /// Puts back in the queue the jobs a stopped process held (`processing`, `publishing`,
     /// `published`): only where one process owns the store (SQLite).
     func requeueInterruptedIngestJobs() throws
+}
+
+extension BackendConfiguration {
+    /// The admin token a mock-backend on `dataDirectory` made on first start and kept in its
+    /// SQLite database (read-only; the server may be running); nil when there is none.
+    public static func storedAdminToken(dataDirectory: URL) -> String? {
+        SQLiteBackendStore.storedSetting("admin_token", directory: dataDirectory).map { String(decoding: $0, as: UTF8.self) }
+    }
 }

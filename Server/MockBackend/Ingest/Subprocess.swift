@@ -1,25 +1,25 @@
-import Foundation
+package import Foundation
 import Locking
 
 /// Runs ffmpeg, ffprobe and curl for ingest jobs, on the worker's own thread (never on Swift's
 /// cooperative pool), with `posix_spawnp` and `waitpid` (Foundation's `Process` on Linux can
 /// miss a child's exit). Output goes to files, so a chatty tool cannot fill a pipe and stall.
 /// `stop()` ends the running tool and refuses the next one (shutdown).
-final class Subprocesses: Sendable {
+package final class Subprocesses: Sendable {
     private struct State { var running: pid_t?; var stopped = false }
     private let state = Locked(State())
     let scratch: URL
 
     /// Output files go to `scratch` (made when first needed).
-    init(scratch: URL) { self.scratch = scratch }
+    package init(scratch: URL) { self.scratch = scratch }
 
     /// What a tool printed and how it ended.
-    struct Output {
-        var status: Int32
-        var stdout: Data
-        var stderr: String
+    package struct Output {
+        package var status: Int32
+        package var stdout: Data
+        package var stderr: String
         /// The last non-empty lines of stderr, for an error message.
-        var stderrTail: String {
+        package var stderrTail: String {
             stderr.split(separator: "\n").suffix(3).joined(separator: " | ")
         }
     }
@@ -36,7 +36,7 @@ final class Subprocesses: Sendable {
     var isStopped: Bool { state.withLock { $0.stopped } }
 
     /// Runs `tool` (found on PATH) with `arguments` and waits for it.
-    func run(_ tool: String, _ arguments: [String]) throws(IngestFailure) -> Output {
+    package func run(_ tool: String, _ arguments: [String]) throws(IngestFailure) -> Output {
         let id = UUID().uuidString
         try? FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         let outPath = scratch.appendingPathComponent("\(id).out").path, errPath = scratch.appendingPathComponent("\(id).err").path
@@ -85,9 +85,9 @@ final class Subprocesses: Sendable {
 
 /// Why a job failed: the job's `error_code` and `error_message`. `stopped` is the instance
 /// shutting down (the job is left to be taken again, not failed).
-struct IngestFailure: Error, Sendable {
-    var code: String
-    var message: String
+package struct IngestFailure: Error, Sendable {
+    package var code: String
+    package var message: String
     init(_ code: String, _ message: String) {
         self.code = code
         self.message = message

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SQLiteSupport
 
 /// Dynamic Ingest jobs in SQLite (migration "v8").
 extension SQLiteBackendStore: IngestJobStorage {
@@ -78,5 +79,18 @@ extension SQLiteBackendStore: IngestJobStorage {
                   submittedAt: Date(timeIntervalSince1970: row["submitted_at"]),
                   startedAt: (row["started_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
                   updatedAt: (row["updated_at"] as Double?).map(Date.init(timeIntervalSince1970:)), asset: row["asset"])
+    }
+}
+
+extension SQLiteBackendStore {
+    /// A setting of the database in `directory`, read-only, without migrating; nil when the
+    /// file or the setting is missing.
+    static func storedSetting(_ name: String, directory: URL) -> Data? {
+        let file = directory.appendingPathComponent(setup.fileName).path
+        guard FileManager.default.fileExists(atPath: file) else { return nil }
+        var configuration = Configuration()
+        configuration.readonly = true
+        guard let queue = try? DatabaseQueue(path: file, configuration: configuration) else { return nil }
+        return try? queue.read { db in try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = ?", arguments: [name]) }
     }
 }
