@@ -231,7 +231,7 @@ struct IngestTests {
                 #expect(job["state"] as? String == "finished")
                 #expect(job["started_at"] is String)
 
-                try await Self.expectPlayable(server, videoID: videoID)
+                try await Self.expectPlayable(server, videoID: videoID, source: sources.appendingPathComponent("trailer.mp4"))
                 let cms = try Self.object(try Self.call(app, "GET", "/v1/accounts/\(Self.account)/videos/\(videoID)", token: token))
                 #expect(cms["complete"] as? Bool == true)
                 #expect(cms["delivery_type"] as? String == "dynamic_origin")
@@ -252,7 +252,7 @@ struct IngestTests {
     /// The Playback API serves the ingested video: 6 s, two video renditions (480 and 640 wide),
     /// audio in eng and fra, English subtitles and sideband captions, a poster; ffprobe reads
     /// the master playlist over HTTP as 6 s of H.264 and AAC.
-    static func expectPlayable(_ server: MockBackendServer, videoID: String) async throws {
+    static func expectPlayable(_ server: MockBackendServer, videoID: String, source: URL? = nil) async throws {
         let video = try await server.fetchVideo(videoID, account: account, key: Fixture.contosoSearchKey)
         #expect(abs(video.duration - 6000) <= 100, "\(video.duration)")
         #expect(video.poster != nil)
@@ -270,6 +270,17 @@ struct IngestTests {
         #expect(codecs.isSuperset(of: ["h264", "aac"]), "\(codecs)")
         let duration = Double((json["format"] as? [String: Any])?["duration"] as? String ?? "") ?? 0
         #expect(abs(duration - 6) < 0.3, "\(duration)")
+        guard let source else { return }
+        // The 640x360 rendition decoded against the source, frame by frame from each one's start:
+        // the transcode is lossy, so the stated bound is an average PSNR of at least 30 dB.
+        let top = try #require(master.variants.first { $0.resolution?.width == 640 }?.uri)
+        let psnr = try await Run.process("/usr/bin/ffmpeg", [
+            "-nostdin", "-hide_banner", "-i", top, "-i", source.path,
+            "-lavfi", "[0:v]setpts=PTS-STARTPTS[a];[1:v]setpts=PTS-STARTPTS[b];[a][b]psnr", "-f", "null", "-"])
+        #expect(psnr.exitCode == 0, "\(psnr.stderrText)")
+        let average = psnr.stderrText.range(of: #"average:([0-9.]+)"#, options: .regularExpression)
+            .flatMap { Double(psnr.stderrText[$0].dropFirst("average:".count)) }
+        #expect((average ?? 0) >= 30, "PSNR \(average ?? -1) dB: \(psnr.stderrText.suffix(400))")
     }
 
     @Test("a corrupt source: the job fails with the reason, a FAILED notification, and the video keeps no media")
