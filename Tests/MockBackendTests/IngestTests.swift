@@ -153,15 +153,21 @@ struct IngestTests {
     final class CallbackServer: Sendable {
         let received = Locked<[[String: Any]]>([])
         let failures = Locked(0)
+        /// GETs that reached `hold`.
+        let held = Locked(0)
         let server: HTTPServer
-        init(failing: Int = 0, files: [String: [UInt8]] = [:]) throws {
+        init(failing: Int = 0, files: [String: [UInt8]] = [:], hold: Gate? = nil) throws {
             var configuration = HTTPServerConfiguration()
             configuration.port = 0
             configuration.maxBodySize = 1 << 20
-            let received = self.received, failures = self.failures
+            let received = self.received, failures = self.failures, held = self.held
             server = HTTPServer(configuration: configuration, logger: quietLogger) { request in
                 if request.method == "GET" {
                     guard let file = files[request.path] else { return HTTPResponse(status: 404) }
+                    if let hold {
+                        held.withLock { $0 += 1 }
+                        hold.waitBlocking()  // the test holds the download here
+                    }
                     return HTTPResponse(status: 200, body: .bytes(file))
                 }
                 let refuse = failures.withLock { count -> Bool in
@@ -423,6 +429,39 @@ struct IngestTests {
                 #expect(failed.stdoutText.contains("failed video"))
                 #expect(failed.stdoutText.contains("SourceError"))
             }
+        }
+    }
+
+    @Test("an SQLite mock stopped in the middle of a job runs it again at the next start, to finished")
+    func interruptedJobRunsAgainAfterRestart() async throws {
+        try await withTemporaryDirectory { directory in
+            let file = directory.appendingPathComponent("trailer.mp4")
+            try await Self.makeSource(file, seconds: 4)
+            let hold = Gate()
+            let sources = try CallbackServer(files: ["/media/trailer.mp4": Array(try Data(contentsOf: file))], hold: hold)
+            let data = directory.appendingPathComponent("data")
+            var videoID = "", jobID = "", token = ""
+            try await withLiveServer(directory: data) { server in
+                token = try OAuthTests.token(server.app, account: Self.account)
+                videoID = try Self.newVideo(server.app, token: token)
+                let accepted = try Self.ingest(server.app, video: videoID, token: token,
+                                               #"{"master":{"url":"\#(sources.base)/media/trailer.mp4"},"profile":"mock-fast-static"}"#)
+                jobID = try #require(try Self.object(accepted)["id"] as? String)
+                // The job is fetching its source (held by the test) when the mock stops.
+                #expect(try await eventually { sources.held.withLock { $0 } == 1 })
+            }
+            hold.open()
+            try await withLiveServer(directory: data) { server in
+                let path = "/v1/accounts/\(Self.account)/videos/\(videoID)/ingest_jobs/\(jobID)"
+                #expect(try await eventually {
+                    let fresh = try OAuthTests.token(server.app, account: Self.account)
+                    return try Self.object(try Self.call(server.app, "GET", path, token: fresh))["state"] as? String == "finished"
+                })
+                let video = try server.app.video(videoID, account: Self.account, key: Fixture.contosoSearchKey)
+                #expect(abs(video.duration - 4000) <= 100)
+                #expect(Self.mediaFolders(data).count == 1, "\(Self.mediaFolders(data))")
+            }
+            await sources.stop()
         }
     }
 }
