@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Locking
 public import Logging
 package import MicroHTTP
 import WireModels
@@ -12,6 +13,8 @@ public final class MockBackendApp: Sendable {
     public var catalog: Catalog { live.snapshot.catalog }
     /// The file's catalog with the admin API's edits, validated and kept in the store.
     let live: LiveCatalog
+    /// The media assets: the fixtures', and the ones Dynamic Ingest made in the media folder.
+    let assets: MediaAssets
     /// The clock every token check reads.
     public let clock: BackendClock
     let configuration: BackendConfiguration
@@ -43,6 +46,9 @@ public final class MockBackendApp: Sendable {
     /// What signs OAuth access tokens (a setting every instance sharing the store reads).
     let oauthSecret: SymmetricKey
     private let router: Router<MockBackendApp>
+    /// Runs ingest jobs (nil with `ingestWorkers` 0, or before `init` has started it).
+    var ingestWorker: IngestWorker? { ingestWorkerSlot.withLock { $0 } }
+    private let ingestWorkerSlot = Locked<IngestWorker?>(nil)
 
     /// Loads the catalog, opens (or creates) the data directory and database, and makes the
     /// content keys of protected videos. `baseURL` is what clients use to reach the server;
@@ -63,7 +69,9 @@ public final class MockBackendApp: Sendable {
             store = try SQLiteBackendStore(directory: configuration.dataDirectory)
         }
         if configuration.resetAtStart { try store.forgetState() }
-        let assets = MediaAssets(root: configuration.catalogFile.deletingLastPathComponent().appendingPathComponent("media"))
+        let assets = MediaAssets(root: configuration.catalogFile.deletingLastPathComponent().appendingPathComponent("media"),
+                                 ingestedRoot: configuration.effectiveMediaDirectory)
+        self.assets = assets
         live = try LiveCatalog(file: configuration.catalogFile, assets: assets, store: store,
                                defaultManifestTokenTTL: configuration.defaultManifestTokenTTL, now: clock.now())
         let catalog = live.snapshot.catalog
@@ -106,6 +114,7 @@ public final class MockBackendApp: Sendable {
         MockBackendApp.addCMSFieldRoutes(to: &router)
         MockBackendApp.addCMSPlaylistRoutes(to: &router)
         MockBackendApp.addIngestProfileRoutes(to: &router)
+        MockBackendApp.addIngestRoutes(to: &router)
         self.router = router
         // What instances sharing the store already agreed on: the clock, and the fault rules
         // unless this one starts with its own (then the others take those).
@@ -116,15 +125,35 @@ public final class MockBackendApp: Sendable {
             try publishFaultRules()
         }
         store.watchChanges { [weak self] topic in self?.sharedStateChanged(topic) }
+        if configuration.ingestWorkers > 0 {
+            let mediaDirectory = configuration.effectiveMediaDirectory
+            try FileManager.default.createDirectory(at: mediaDirectory, withIntermediateDirectories: true)
+            if store is SQLiteBackendStore {
+                // One process owns SQLite: what a stopped run held goes back in the queue, its half-made folders go.
+                try store.requeueInterruptedIngestJobs()
+                for name in (try? FileManager.default.contentsOfDirectory(atPath: mediaDirectory.path)) ?? [] where name.hasPrefix(".partial-") {
+                    try? FileManager.default.removeItem(at: mediaDirectory.appendingPathComponent(name))
+                }
+            }
+            let worker = IngestWorker(app: self, mediaDirectory: mediaDirectory, logger: logger)
+            ingestWorkerSlot.withLock { $0 = worker }
+            worker.start()
+        }
     }
 
-    deinit { store.close() }
+    deinit {
+        ingestWorker?.stop(wait: false)
+        store.close()
+    }
 
     /// "sqlite" or "postgres", for readiness and the start-up line.
     var storeKind: String { store is PostgresBackendStore ? "postgres" : "sqlite" }
 
     /// Stops listening to other instances and closes the store's connections (at shutdown).
-    func closeStore() { store.close() }
+    func closeStore() {
+        ingestWorker?.stop()
+        store.close()
+    }
 
     /// Reloads what another instance sharing the store changed.
     private func sharedStateChanged(_ topic: SharedTopic) {

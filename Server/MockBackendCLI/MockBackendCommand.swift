@@ -20,7 +20,9 @@ struct MockBackendCommand: ParsableCommand {
             localhost, 127.0.0.1, ::1, this host's name, the bound address and every --tls-name; both are kept and reused.
             Stop it with Ctrl-C or SIGTERM: requests in flight are finished first.
             Every option can also be set by the environment variable in brackets; a flag wins over the variable.
-            """)
+            `mock-backend ingest FILE --account A` puts a video file into a running mock (see `mock-backend ingest --help`).
+            """,
+        subcommands: [IngestCommand.self])
 
     @Option(help: "Address to bind. [MOCK_BACKEND_HOST]")
     var host: String = env("MOCK_BACKEND_HOST") ?? "127.0.0.1"
@@ -121,6 +123,22 @@ struct MockBackendCommand: ParsableCommand {
         valueName: "account"))
     var clientCredentialAccounts: [String] = []
 
+    @Option(name: .customLong("media-dir"), help: ArgumentHelp(
+        "Folder for the media of ingested videos (Dynamic Ingest); instances sharing a --database share it (a shared volume). [MOCK_BACKEND_MEDIA_DIR] (default: DATA-DIR/media)",
+        valueName: "dir"))
+    var mediaDirectoryOption: String?
+
+    @Option(name: .customLong("ingest-allow-dir"), help: ArgumentHelp(
+        "A folder whose files Dynamic Ingest may read as file:// sources, images and text tracks (repeatable; none by default: file:// is refused).",
+        valueName: "dir"))
+    var ingestAllowedDirectories: [String] = []
+
+    @Option(name: .customLong("ingest-workers"), help: "Ingest jobs this instance runs (0 or 1; 0: it only serves what other instances ingest). [MOCK_BACKEND_INGEST_WORKERS]")
+    var ingestWorkers: Int = env("MOCK_BACKEND_INGEST_WORKERS").flatMap(Int.init) ?? 1
+
+    @Option(name: .customLong("ingest-queue-limit"), help: "Ingest jobs queued or running (all instances) beyond which Dynamic Ingest answers 429. [MOCK_BACKEND_INGEST_QUEUE_LIMIT]")
+    var ingestQueueLimit: Int = env("MOCK_BACKEND_INGEST_QUEUE_LIMIT").flatMap(Int.init) ?? 10_200
+
     @Option(name: .customLong("ready-file"), help: ArgumentHelp(
         "Once listening, write {\"base_url\", \"port\", \"admin_token\", \"pid\"} (and with HTTPS \"https_base_url\", \"https_port\", \"ca_file\") as JSON to this file (atomically: it exists only when complete).",
         valueName: "path"))
@@ -164,6 +182,14 @@ struct MockBackendCommand: ParsableCommand {
             throw ValidationError("--tls-cert and --tls-key go together (or leave both out for the local CA's certificate)")
         }
         if (tlsCertificateOption != nil) && !tlsNames.isEmpty { throw ValidationError("--tls-name is for the local CA's certificate; not with --tls-cert") }
+        guard (0...1).contains(ingestWorkers) else { throw ValidationError("--ingest-workers must be 0 or 1") }
+        guard ingestQueueLimit >= 1 else { throw ValidationError("--ingest-queue-limit must be at least 1") }
+        for directory in ingestAllowedDirectories {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw ValidationError("--ingest-allow-dir \(directory): no such folder")
+            }
+        }
         guard (1...64).contains(threads) else { throw ValidationError("--threads must be 1-64") }
         guard (60...21600).contains(tokenTTL) else { throw ValidationError("--token-ttl must be 60-21600 seconds") }
         guard (60...21600).contains(mediaTokenTTL) else { throw ValidationError("--media-token-ttl must be 60-21600 seconds") }
@@ -204,6 +230,10 @@ struct MockBackendCommand: ParsableCommand {
         configuration.faultRules = try faultRules()
         configuration.resetAtStart = reset
         configuration.tls = tlsSettings()
+        if let media = mediaDirectoryOption ?? env("MOCK_BACKEND_MEDIA_DIR") { configuration.mediaDirectory = URL(fileURLWithPath: media) }
+        configuration.ingestAllowedDirectories = ingestAllowedDirectories.map { URL(fileURLWithPath: $0) }
+        configuration.ingestWorkers = ingestWorkers
+        configuration.ingestQueueLimit = ingestQueueLimit
         if let seed = faultSeedOption ?? env("MOCK_BACKEND_FAULT_SEED").flatMap(UInt64.init) { configuration.faultSeed = seed }
         if let size = requestLogSizeOption ?? env("MOCK_BACKEND_REQUEST_LOG_SIZE").flatMap(Int.init) {
             guard size >= 1 else { throw ValidationError("--request-log-size must be at least 1") }

@@ -187,7 +187,9 @@ extension MockBackendApp {
             }
         }
         for video in videos {
+            let entry = live.document.videos.first { $0.id == video.id }
             try live.edit(now: clock.now()) { _ throws(CatalogEditError) in .video(id: video.id, nil) }
+            if let entry { removeIngestedMedia(of: entry) }
         }
     }
 }

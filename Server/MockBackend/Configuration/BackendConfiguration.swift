@@ -54,6 +54,21 @@ public struct BackendConfiguration: Sendable {
     /// SAMPLE-AES media. It gives the key to anyone holding a media URL. Default off; the
     /// key endpoint answers 404 while it is off.
     public var plainSampleAESKeysForTesting = false
+    /// Where Dynamic Ingest writes the media of ingested videos (`--media-dir`); nil:
+    /// `media/` in `dataDirectory`. Instances sharing a PostgreSQL database share this folder.
+    public var mediaDirectory: URL?
+    /// The folders `file://` ingest sources may be read from (`--ingest-allow-dir`, repeatable);
+    /// none by default, so a shared mock cannot be made to read arbitrary files.
+    public var ingestAllowedDirectories: [URL] = []
+    /// Ingest jobs this instance runs at once (`--ingest-workers`); 0 runs none (the instance
+    /// only serves what others ingest).
+    public var ingestWorkers = 1
+    /// Jobs queued or running, across instances sharing the store, beyond which Dynamic Ingest
+    /// answers 429 (reference §3.6: 200 running plus 10,000 queued).
+    public var ingestQueueLimit = 10_200
+
+    /// The media folder in use: `mediaDirectory`, else `media/` in the data directory.
+    public var effectiveMediaDirectory: URL { mediaDirectory ?? dataDirectory.appendingPathComponent("media") }
 
     /// Creates a configuration with the given data directory and catalog and defaults elsewhere.
     public init(dataDirectory: URL = BackendConfiguration.defaultDataDirectory,

@@ -98,4 +98,24 @@ extension DashboardPage {
             </section>
             """
     }
+
+    /// The newest Dynamic Ingest jobs with their state (a queued one shows as queued here) and any error.
+    var ingestSection: HTML {
+        let rows: [HTML] = ingestJobs.map { job in
+            """
+            <tr data-job="\(job.id)"><td class="mono">\(job.accountID)</td><td class="mono">\(job.videoID)</td><td class="mono">\(job.id)</td>\
+            <td><span class="tag job-state">\(job.state.rawValue)</span></td><td class="nowrap">\(DashboardFormat.time(job.submittedAt))</td>\
+            <td>\(job.errorMessage ?? "")</td></tr>
+            """
+        }
+        let content: HTML = rows.isEmpty
+            ? "<div class=\"empty\">No ingest job yet: POST /v1/accounts/{account}/videos/{video}/ingest-requests, or <code>mock-backend ingest FILE --account A</code>.</div>"
+            : "<table><thead><tr><th>Account</th><th>Video</th><th>Job</th><th>State</th><th>Submitted</th><th>Error</th></tr></thead><tbody>\(rows)</tbody></table>"
+        return """
+            <section id="ingest-jobs" class="card">
+              <header><h2>Ingest jobs</h2><span class="hint">Dynamic Ingest, newest first</span></header>
+              \(content)
+            </section>
+            """
+    }
 }

@@ -21,7 +21,9 @@ extension MockBackendApp {
         var devices: [RegisteredDevice] = []
         var problem: String?
         var analyticsEvents = 0
+        var ingestJobs: [IngestJob] = []
         do {
+            ingestJobs = try store.recentIngestJobs(limit: 50)
             analyticsEvents = try tracker.trackerEventCount()
             licenseList = try licenses.licenses(LicenseFilter(), now: now, limit: 200).map { AdminLicense($0, now: now) }
             for account in accounts { devices += try licenses.registeredDevices(accountID: account.id, userID: nil) }
@@ -33,6 +35,6 @@ extension MockBackendApp {
                              videoNames: catalog.videos.mapValues(\.name), devices: devices, storageProblem: problem,
                              faultSeed: configuration.faultSeed, faults: faults.rules,
                              requests: requestLog.entries(limit: 100), requestLogCapacity: requestLog.capacity,
-                             analyticsEvents: analyticsEvents)
+                             analyticsEvents: analyticsEvents, ingestJobs: ingestJobs)
     }
 }

@@ -36,6 +36,8 @@ struct DashboardPage {
     var requestLogCapacity: Int
     /// Analytics events the collector (`POST /tracker`) holds.
     var analyticsEvents: Int
+    /// The newest ingest jobs, newest first.
+    var ingestJobs: [IngestJob] = []
 
     /// The whole page.
     func render() -> HTML {
@@ -55,6 +57,7 @@ struct DashboardPage {
               <a href="#clock">Clock</a><a href="#faults">Faults <span class="n">\(faults.count)</span></a>\
             <a href="#requests">Requests</a><a href="#licenses">Licenses <span class="n">\(licenses.count)</span></a>\
             <a href="#catalog">Catalog <span class="n">\(videoCount)</span></a><a href="#devices">Devices <span class="n">\(devices.count)</span></a>\
+            <a href="#ingest-jobs">Ingest jobs <span class="n">\(ingestJobs.count)</span></a>\
             <span id="analytics-events" title="GET /_admin/v1/tracker/events">Analytics events <span class="n">\(analyticsEvents)</span></span>
             </nav>
             <main>
@@ -64,6 +67,7 @@ struct DashboardPage {
             \(licenseSection)
             \(catalogSection)
             \(deviceSection)
+            \(ingestSection)
             </main>
             <footer>Everything here is also in the admin API (<code>/_admin/v1</code>, docs/openapi.yaml); \
             the forms call the same code.</footer>

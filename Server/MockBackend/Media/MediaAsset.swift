@@ -203,19 +203,24 @@ public struct CatalogError: Error, Sendable, CustomStringConvertible {
 }
 
 /// The media assets under a folder (`NAME/asset.json` each), each loaded on first use and
-/// kept: catalog edits name assets again and again.
+/// kept: catalog edits name assets again and again. A second folder, the media folder, holds
+/// the assets Dynamic Ingest made (`ingest-…`); a name is looked up in the first folder first.
 final class MediaAssets: Sendable {
     let root: URL
+    /// Where ingested assets live (`--media-dir`); nil: only `root`.
+    let ingestedRoot: URL?
     private let loaded = Locked<[String: MediaAsset]>([:])
 
-    init(root: URL) { self.root = root }
+    init(root: URL, ingestedRoot: URL? = nil) {
+        self.root = root
+        self.ingestedRoot = ingestedRoot
+    }
 
     /// The asset `name`, loaded now if it was not yet.
     func asset(named name: String) throws(CatalogError) -> MediaAsset {
         if let asset = loaded.withLock({ $0[name] }) { return asset }
         guard !name.isEmpty, !name.contains("/"), !name.hasPrefix(".") else { throw CatalogError(.invalidAsset, "'\(name)' is not an asset name") }
-        let directory = root.appendingPathComponent(name)
-        guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("asset.json").path) else {
+        guard let directory = directory(of: name) else {
             throw CatalogError(.invalidAsset, "there is no asset '\(name)' (assets: \(names.joined(separator: ", ")))")
         }
         let asset = try MediaAsset.load(directory: directory)
@@ -223,9 +228,27 @@ final class MediaAssets: Sendable {
         return asset
     }
 
+    /// The folder of the asset `name` (the first root that has its `asset.json`), or nil.
+    func directory(of name: String) -> URL? {
+        ([root] + (ingestedRoot.map { [$0] } ?? [])).map { $0.appendingPathComponent(name) }
+            .first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("asset.json").path) }
+    }
+
+    /// Removes an ingested asset's folder (never a fixture's) and forgets it; nothing when there is none.
+    func removeIngested(named name: String) {
+        guard let ingestedRoot, !name.isEmpty, !name.contains("/"), !name.hasPrefix(".") else { return }
+        let directory = ingestedRoot.appendingPathComponent(name)
+        guard directory.standardizedFileURL != root.appendingPathComponent(name).standardizedFileURL else { return }
+        try? FileManager.default.removeItem(at: directory)
+        loaded.withLock { _ = $0.removeValue(forKey: name) }
+    }
+
     /// The names of the assets there are, sorted.
     var names: [String] {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
-        return entries.filter { FileManager.default.fileExists(atPath: root.appendingPathComponent($0).appendingPathComponent("asset.json").path) }.sorted()
+        let roots = [root] + (ingestedRoot.map { [$0] } ?? [])
+        return roots.flatMap { root in
+            ((try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? [])
+                .filter { FileManager.default.fileExists(atPath: root.appendingPathComponent($0).appendingPathComponent("asset.json").path) }
+        }.sorted()
     }
 }

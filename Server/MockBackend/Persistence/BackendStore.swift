@@ -11,7 +11,7 @@ import WireModels
 /// threads (never on Swift's cooperative pool). Errors are the implementation's own
 /// (GRDB's `DatabaseError`, `PostgresError`); routes turn them into a 500 or a 503.
 typealias BackendStore = SecretStorage & LicenseStorage & CatalogEditStorage & TrackerStorage & PlaybackKeyStorage & SharedStateStorage
-    & DashboardSessionStorage & OAuthClientStorage & StoreMaintenance
+    & DashboardSessionStorage & OAuthClientStorage & IngestJobStorage & StoreMaintenance
 
 /// The secrets every instance must agree on: settings (URL-token secret, admin token), the
 /// content keys of protected videos, the FairPlay application certificates. Each is made

@@ -106,11 +106,13 @@ extension MockBackendApp {
             return APIResponse.json(try app.saveItem(Item.self, account: p["account"], id: p[Item.noun], body: body, mode: .patch))
         }
         router.add(["DELETE"], one) { app, _, p in
+            let video = Item.noun == "video" ? app.live.document.videos.first(where: { $0.id == p[Item.noun] && $0.accountID == p["account"] }) : nil
             try app.live.edit(now: app.clock.now()) { document throws(CatalogEditError) in
                 _ = try app.adminItem(Item.self, account: p["account"], id: p[Item.noun], in: document)
                 try Item.checkDeletable(id: p[Item.noun], in: document)
                 return Item.edit(id: p[Item.noun], nil)
             }
+            if let video { app.removeIngestedMedia(of: video) }
             return HTTPResponse(status: 204)
         }
     }

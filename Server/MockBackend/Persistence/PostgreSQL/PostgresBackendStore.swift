@@ -41,7 +41,7 @@ final class PostgresBackendStore: StoreMaintenance {
 
     func forgetState() throws {
         try pool.transaction { connection in
-            for table in ["catalog_edit", "license_event", "license", "device", "used_nonce", "tracker_event"] {
+            for table in ["catalog_edit", "license_event", "license", "device", "used_nonce", "tracker_event", "ingest_job"] {
                 try connection.execute("DELETE FROM \(table)")
             }
         }
@@ -110,6 +110,7 @@ final class PostgresBackendStore: StoreMaintenance {
                 DROP COLUMN expires_at, DROP COLUMN request_nonce;
             """),
         oauthClientMigration,
+        ingestJobMigration,
     ]
 
     /// Applies the missing migrations, each in its own transaction, holding a session

@@ -70,6 +70,9 @@ final class SQLiteBackendStore: StoreMaintenance {
         migrator.registerMigration("v7: oauth client credentials") { db in
             try SQLiteBackendStore.createOAuthClientTables(db)
         }
+        migrator.registerMigration("v8: ingest jobs") { db in
+            try SQLiteBackendStore.createIngestJobTables(db)
+        }
         return migrator
     }
 
@@ -85,7 +88,7 @@ final class SQLiteBackendStore: StoreMaintenance {
     func forgetState() throws {
         try pool.write { db in
             try db.execute(sql: "DELETE FROM catalog_edit")
-            for table in ["license_event", "license", "device", "used_nonce", "tracker_event"] { try db.execute(sql: "DELETE FROM \(table)") }
+            for table in ["license_event", "license", "device", "used_nonce", "tracker_event", "ingest_job"] { try db.execute(sql: "DELETE FROM \(table)") }
         }
     }
 }
