@@ -44,16 +44,9 @@ struct IngestTests {
         return (try #require(array[0]["error_code"] as? String), array[0]["message"] as? String ?? "")
     }
 
-    /// Makes `seconds` of 640x360 test pattern with two audio streams (eng 440 Hz, fra 660 Hz) as MP4.
+    /// Makes `seconds` of 640x360 test pattern with two audio streams (eng, fra) as MP4.
     static func makeSource(_ file: URL, seconds: Int = 6) async throws {
-        let output = try await Run.process("/usr/bin/ffmpeg", [
-            "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
-            "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25:duration=\(seconds)",
-            "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds)",
-            "-f", "lavfi", "-i", "sine=frequency=660:sample_rate=48000:duration=\(seconds)",
-            "-map", "0:v", "-map", "1:a", "-map", "2:a", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
-            "-c:a", "aac", "-metadata:s:a:0", "language=eng", "-metadata:s:a:1", "language=fra", file.path])
-        try #require(output.exitCode == 0, "ffmpeg: \(output.stderrText)")
+        try await IngestSource.make(file, seconds: seconds)
     }
 
     static let englishVTT = """
@@ -280,13 +273,8 @@ struct IngestTests {
         // The 640x360 rendition decoded against the source, frame by frame from each one's start:
         // the transcode is lossy, so the stated bound is an average PSNR of at least 30 dB.
         let top = try #require(master.variants.first { $0.resolution?.width == 640 }?.uri)
-        let psnr = try await Run.process("/usr/bin/ffmpeg", [
-            "-nostdin", "-hide_banner", "-i", top, "-i", source.path,
-            "-lavfi", "[0:v]setpts=PTS-STARTPTS[a];[1:v]setpts=PTS-STARTPTS[b];[a][b]psnr", "-f", "null", "-"])
-        #expect(psnr.exitCode == 0, "\(psnr.stderrText)")
-        let average = psnr.stderrText.range(of: #"average:([0-9.]+)"#, options: .regularExpression)
-            .flatMap { Double(psnr.stderrText[$0].dropFirst("average:".count)) }
-        #expect((average ?? 0) >= 30, "PSNR \(average ?? -1) dB: \(psnr.stderrText.suffix(400))")
+        let average = try await IngestSource.psnr(top, against: source)
+        #expect((average ?? 0) >= 30, "PSNR \(average ?? -1) dB")
     }
 
     @Test("a corrupt source: the job fails with the reason, a FAILED notification, and the video keeps no media")

@@ -100,8 +100,8 @@ struct CommandLineTests {
             let owner = try await OfflineVideoManager(configuration: configuration)
             let events = EventRecorder(owner)
             let service = PlaybackService(baseURL: cli.server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
-            // Each segment held 100 ms: the download takes seconds, so it is still running when the network goes.
-            try cli.server.app.faults.add(FaultRule(id: "slow", route: .segment, video: Catalog.tenMinuteVideo, latencyMs: 100))
+            // Each segment held 300 ms: the download takes over 20 s, so it is still running when the network goes.
+            try cli.server.app.faults.add(FaultRule(id: "slow", route: .segment, video: Catalog.tenMinuteVideo, latencyMs: 300))
             let token = try await owner.requestVideoDownload(try await service.findVideo(id: Catalog.tenMinuteVideo), mediaSelections: nil,
                                                              parameters: nil)
             #expect(try await eventually { try await owner.status(token).downloadPercent > 1 })

@@ -329,8 +329,10 @@ struct DownloadManagerTests {
             let manager = try await OfflineVideoManager(configuration: configuration)
             let downloads = try await DownloadManager(manager: manager)
             // Requested through OfflineVideoManager: a task here, named by its video id. (The ten-minute
-            // video, each segment held 60 ms: its 600 requests take seconds, not all done before the pause.)
-            try server.app.faults.add(FaultRule(id: "slow", route: .segment, video: Catalog.tenMinuteVideo, latencyMs: 60))
+            // video, each segment held a second: its 600 requests take over a minute, not all done
+            // before the pause however long a loaded machine keeps this test from running; with 60 ms
+            // one run under load finished first.)
+            try server.app.faults.add(FaultRule(id: "slow", route: .segment, video: Catalog.tenMinuteVideo, latencyMs: 1000))
             let token = try await manager.requestVideoDownload(try await service.findVideo(id: Catalog.tenMinuteVideo), mediaSelections: nil, parameters: nil)
             #expect(try await eventually { downloads.allTasks.value.map(\.token) == [token] })
             let clear = try #require(await downloads.task(contentId: Catalog.tenMinuteVideo))

@@ -407,3 +407,34 @@ public actor ProcessWideLock {
         }
     }
 }
+
+/// A source for Dynamic Ingest, made with ffmpeg: a 640x360 test pattern at 25 fps with two
+/// audio streams (eng 440 Hz, fra 660 Hz), H.264 + AAC in MP4.
+public enum IngestSource {
+    public static func make(_ file: URL, seconds: Int) async throws {
+        let output = try await Run.process("/usr/bin/ffmpeg", [
+            "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
+            "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25:duration=\(seconds)",
+            "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds)",
+            "-f", "lavfi", "-i", "sine=frequency=660:sample_rate=48000:duration=\(seconds)",
+            "-map", "0:v", "-map", "1:a", "-map", "2:a", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
+            "-c:a", "aac", "-metadata:s:a:0", "language=eng", "-metadata:s:a:1", "language=fra", file.path])
+        guard output.exitCode == 0 else { throw IngestSourceError(message: "ffmpeg: \(output.stderrText)") }
+    }
+
+    /// The average PSNR (dB) of `video`'s picture (a file or URL ffmpeg reads) against `source`,
+    /// frame by frame from each one's start; nil when ffmpeg fails or prints none.
+    public static func psnr(_ video: String, against source: URL) async throws -> Double? {
+        let output = try await Run.process("/usr/bin/ffmpeg", [
+            "-nostdin", "-hide_banner", "-i", video, "-i", source.path,
+            "-lavfi", "[0:v]setpts=PTS-STARTPTS[a];[1:v]setpts=PTS-STARTPTS[b];[a][b]psnr", "-f", "null", "-"])
+        guard output.exitCode == 0 else { return nil }
+        return output.stderrText.range(of: #"average:([0-9.]+)"#, options: .regularExpression)
+            .flatMap { Double(output.stderrText[$0].dropFirst("average:".count)) }
+    }
+}
+
+public struct IngestSourceError: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}

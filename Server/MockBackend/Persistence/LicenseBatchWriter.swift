@@ -41,8 +41,13 @@ final class LicenseBatchWriter: Sendable {
         thread.start()
     }
 
-    /// The writer thread ends once the queue is empty.
-    deinit { state.stop() }
+    /// The writer thread ends once the queue is empty; this waits for it, so what its commit
+    /// holds (the store's database) is let go before the store is gone: a store opened again on
+    /// the same files at once (a restart in the same process) finds no connection still closing.
+    deinit {
+        state.stop()
+        state.finished.wait()
+    }
 
     /// The decision on `request`, once its batch has committed; the store's error when the batch failed.
     func process(_ request: LicenseRequest, accountID: String, now: Date) throws -> LicenseDecision {
@@ -66,8 +71,11 @@ final class LicenseBatchWriter: Sendable {
     /// The queue and the writer's loop; the thread holds this, not the writer, so dropping
     /// the writer (with its store) stops the thread.
     private final class State: @unchecked Sendable {
-        let commit: Commit
+        /// Let go (on the writer thread) once the loop ends.
+        var commit: Commit?
         let condition = NSCondition()
+        /// Signalled once the writer thread has let go of `commit`.
+        let finished = DispatchSemaphore(value: 0)
         // Guarded by `condition`.
         var queue: [Waiter] = []
         var stopping = false
@@ -101,12 +109,14 @@ final class LicenseBatchWriter: Sendable {
                 let prune = sincePrune >= SQLiteBackendStore.pruneEvery
                 if prune { sincePrune = 0 }
                 sincePrune += batch.count
-                let result = Result { try commit(batch.map(\.decision), prune) }
+                let result = Result { try commit!(batch.map(\.decision), prune) }
                 for (index, waiter) in batch.enumerated() {
                     waiter.result = result.map { $0[index] }
                     waiter.done.signal()
                 }
             }
+            commit = nil
+            finished.signal()
         }
 
         /// The next batch, waiting for one; nil once stopping with nothing queued.
