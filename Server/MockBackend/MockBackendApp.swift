@@ -68,13 +68,23 @@ public final class MockBackendApp: Sendable {
         } else {
             store = try SQLiteBackendStore(directory: configuration.dataDirectory)
         }
-        if configuration.resetAtStart { try store.forgetState() }
+        if configuration.resetAtStart {
+            try store.forgetState()
+            // The videos are forgotten: so are the media Dynamic Ingest made for them.
+            let media = configuration.effectiveMediaDirectory
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: media.path)) ?? [] where MediaAssets.isIngested(name) {
+                try? FileManager.default.removeItem(at: media.appendingPathComponent(name))
+            }
+        }
         let assets = MediaAssets(root: configuration.catalogFile.deletingLastPathComponent().appendingPathComponent("media"),
                                  ingestedRoot: configuration.effectiveMediaDirectory)
         self.assets = assets
         live = try LiveCatalog(file: configuration.catalogFile, assets: assets, store: store,
                                defaultManifestTokenTTL: configuration.defaultManifestTokenTTL, now: clock.now())
         let catalog = live.snapshot.catalog
+        for (video, asset) in catalog.videosMissingMedia {
+            logger.warning("video \(video): its ingested media (\(asset)) are not in \(configuration.effectiveMediaDirectory.path); it has no media until it is ingested again")
+        }
         let secret = try store.setting("url_token_secret") { SecureBytes.random(32) }
         adminToken = try configuration.adminToken ?? String(decoding: store.setting("admin_token") {
             Array(SecureBytes.random(24).map { String(format: "%02x", $0) }.joined().utf8)

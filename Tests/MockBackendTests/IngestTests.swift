@@ -452,4 +452,51 @@ struct IngestTests {
             await sources.stop()
         }
     }
+
+    @Test("an ingested video whose media folder was removed by hand: the mock still starts, the video is incomplete until ingested again; --reset removes ingested media with the videos")
+    func mediaRemovedByHandAndReset() async throws {
+        try await withTemporaryDirectory { directory in
+            let sources = directory.appendingPathComponent("sources")
+            let data = directory.appendingPathComponent("data")
+            try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
+            try await Self.makeSource(sources.appendingPathComponent("trailer.mp4"), seconds: 4)
+            let allow: (inout BackendConfiguration) -> Void = { $0.ingestAllowedDirectories = [sources] }
+            let request = #"{"master":{"url":"file://\#(sources.path)/trailer.mp4"},"profile":"mock-fast-static"}"#
+            /// Ingests `request` into `videoID` and waits for the job to end; its state.
+            func ingested(_ server: MockBackendServer, _ videoID: String, token: String) async throws -> String {
+                let accepted = try Self.ingest(server.app, video: videoID, token: token, request)
+                let jobID = try #require(try Self.object(accepted)["id"] as? String, "\(accepted.debugText)")
+                var state = ""
+                _ = try await eventually {
+                    let job = try Self.call(server.app, "GET", "/v1/accounts/\(Self.account)/videos/\(videoID)/ingest_jobs/\(jobID)", token: token)
+                    state = try Self.object(job)["state"] as? String ?? ""
+                    return state == "finished" || state == "failed"
+                }
+                return state
+            }
+            var videoID = ""
+            try await withLiveServer(directory: data, allow) { server in
+                let token = try OAuthTests.token(server.app, account: Self.account)
+                videoID = try Self.newVideo(server.app, token: token)
+                #expect(try await ingested(server, videoID, token: token) == "finished")
+            }
+            let folders = Self.mediaFolders(data)
+            try #require(folders.count == 1)
+            try FileManager.default.removeItem(at: data.appendingPathComponent("media").appendingPathComponent(folders[0]))
+
+            try await withLiveServer(directory: data, allow) { server in
+                let token = try OAuthTests.token(server.app, account: Self.account)
+                let cms = try Self.object(try Self.call(server.app, "GET", "/v1/accounts/\(Self.account)/videos/\(videoID)", token: token))
+                #expect(cms["complete"] as? Bool == false, "no media: \(cms)")
+                #expect(server.app.catalog.videosMissingMedia.map(\.videoID) == [videoID])
+                #expect(try await ingested(server, videoID, token: token) == "finished", "ingested again")
+                #expect(try Self.object(try Self.call(server.app, "GET", "/v1/accounts/\(Self.account)/videos/\(videoID)", token: token))["complete"] as? Bool == true)
+                #expect(Self.mediaFolders(data).count == 1)
+            }
+            try await withLiveServer(directory: data, { allow(&$0); $0.resetAtStart = true }) { server in
+                #expect(Self.mediaFolders(data).isEmpty, "forgotten with the videos")
+                #expect(server.app.catalog.videos[videoID] == nil)
+            }
+        }
+    }
 }

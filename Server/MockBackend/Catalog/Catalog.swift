@@ -124,6 +124,10 @@ public struct Catalog: Sendable {
     /// Videos without media yet (made through the CMS API, not ingested): id → account id.
     /// They are in the document, not in `videos`: nothing can be served for them.
     private var incompleteVideos: [String: String] = [:]
+    /// Ingested videos whose media folder is gone (removed by hand, or a `--media-dir` this
+    /// instance does not see): each is incomplete until it is ingested again, and the mock
+    /// starts anyway, saying which (a catalog that names a missing fixture asset still fails).
+    public private(set) var videosMissingMedia: [(videoID: String, asset: String)] = []
 
     /// Loads and validates a catalog file; media assets are read from `media/` beside it.
     public static func load(from file: URL, defaultManifestTokenTTL: TimeInterval = 6 * 3600) throws(CatalogError) -> Catalog {
@@ -173,14 +177,10 @@ public struct Catalog: Sendable {
         if entry.protection == .fairplay && !account.fairPlay {
             throw CatalogError(.invalidCatalog, "video \(entry.id) is FairPlay but account \(account.id) has no FairPlay")
         }
-        guard let assetName = entry.asset else {
-            guard incompleteVideos.updateValue(entry.accountID, forKey: entry.id) == nil else {
-                throw CatalogError(.invalidCatalog, "duplicate video id \(entry.id)")
-            }
-            if let ref = entry.referenceID, videoByReference.updateValue(entry.id, forKey: "\(entry.accountID)/\(ref)") != nil {
-                throw CatalogError(.invalidCatalog, "duplicate reference id \(ref) in account \(entry.accountID)")
-            }
-            return
+        guard let assetName = entry.asset else { return try addIncomplete(entry) }
+        if MediaAssets.isIngested(assetName) && assets.directory(of: assetName) == nil {
+            videosMissingMedia.append((entry.id, assetName))
+            return try addIncomplete(entry)
         }
         guard incompleteVideos[entry.id] == nil else { throw CatalogError(.invalidCatalog, "duplicate video id \(entry.id)") }
         var video = try Self.makeVideo(entry, asset: try assets.asset(named: assetName))
@@ -193,6 +193,16 @@ public struct Catalog: Sendable {
             guard videoByReference.updateValue(video.id, forKey: "\(video.accountID)/\(ref)") == nil else {
                 throw CatalogError(.invalidCatalog, "duplicate reference id \(ref) in account \(video.accountID)")
             }
+        }
+    }
+
+    /// Adds a video without media (nothing can be served for it).
+    private mutating func addIncomplete(_ entry: CatalogFile.Video) throws(CatalogError) {
+        guard incompleteVideos.updateValue(entry.accountID, forKey: entry.id) == nil else {
+            throw CatalogError(.invalidCatalog, "duplicate video id \(entry.id)")
+        }
+        if let ref = entry.referenceID, videoByReference.updateValue(entry.id, forKey: "\(entry.accountID)/\(ref)") != nil {
+            throw CatalogError(.invalidCatalog, "duplicate reference id \(ref) in account \(entry.accountID)")
         }
     }
 

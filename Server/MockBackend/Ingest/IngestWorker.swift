@@ -72,7 +72,7 @@ final class IngestWorker: Sendable {
         var job = claimed
         logger.info("ingest job \(job.id): started for video \(job.videoID)")
         let partial = mediaDirectory.appendingPathComponent(".partial-\(job.id)")
-        let name = "ingest-\(job.videoID)-\(job.id.prefix(8))"
+        let name = MediaAssets.ingestedName(video: job.videoID, job: job.id)
         let final = mediaDirectory.appendingPathComponent(name)
         var request: IngestRequest?
         do throws(IngestFailure) {

@@ -234,6 +234,13 @@ final class MediaAssets: Sendable {
             .first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("asset.json").path) }
     }
 
+    /// The name of the asset a Dynamic Ingest job makes for a video (`ingest-` names are never
+    /// fixtures').
+    static func ingestedName(video: String, job: String) -> String { "ingest-\(video)-\(job.prefix(8))" }
+
+    /// Whether `name` is an asset Dynamic Ingest made.
+    static func isIngested(_ name: String) -> Bool { name.hasPrefix("ingest-") }
+
     /// Removes an ingested asset's folder (never a fixture's) and forgets it; nothing when there is none.
     func removeIngested(named name: String) {
         guard let ingestedRoot, !name.isEmpty, !name.contains("/"), !name.hasPrefix(".") else { return }
