@@ -64,7 +64,7 @@ struct IngestTests {
 
     // MARK: - The request
 
-    @Test("ingest-requests checks the token, the video, the source (file:// only under --ingest-allow-dir), profile, images, text tracks and callbacks; a full queue is 429")
+    @Test("ingest-requests checks the token, the video, the source (file:// only under --ingest-allow-dir), profile, images, text tracks and callbacks; a second job of a video while one is queued, and a full queue, are 429")
     func requestChecks() async throws {
         try await withTemporaryDirectory { directory in
             let allowed = directory.appendingPathComponent("allowed")
@@ -133,9 +133,17 @@ struct IngestTests {
             let page = try DashboardTests.page(app, cookie: try DashboardTests.signIn(app)).text()
             #expect(page.contains(#"<tr data-job="\#(jobID)">"#))
             #expect(page.contains(#"<span class="tag job-state">queued</span>"#))
-            let full = try Self.ingest(app, video: video2, token: token2, #"{"master":{"url":"http://a.test/a.mp4"}}"#)
+            // A second job of the same video while the first is queued: refused, naming it.
+            let again = try Self.ingest(app, video: video2, token: token2, #"{"master":{"url":"http://a.test/a.mp4"}}"#)
+            #expect(again.status == 429)
+            #expect(try Self.error(again).code == "RATE_LIMIT_EXCEEDED")
+            #expect(try Self.error(again).message.contains("\(jobID) of video \(video2) is queued or running"), "\(again.debugText)")
+            // Another video's job finds the queue (limit 1) full.
+            let video3 = try Self.newVideo(app, token: token2, name: "Another")
+            let full = try Self.ingest(app, video: video3, token: token2, #"{"master":{"url":"http://a.test/a.mp4"}}"#)
             #expect(full.status == 429)
             #expect(try Self.error(full).code == "RATE_LIMIT_EXCEEDED")
+            #expect(try Self.error(full).message.contains("Reduce the number of concurrent jobs"), "\(full.debugText)")
         }
     }
 

@@ -27,11 +27,21 @@ struct IngestJob: Sendable, Equatable {
     var isActive: Bool { state != .finished && state != .failed }
 }
 
+/// What became of a new job.
+enum IngestQueueing: Equatable, Sendable {
+    case queued
+    /// `limit` jobs are queued or running.
+    case queueFull
+    /// This job of the same video is queued or running (its id).
+    case videoBusy(String)
+}
+
 /// The jobs in the store.
 protocol IngestJobStorage: Sendable {
-    /// Stores a new queued job unless `limit` jobs are already queued or running (then false):
-    /// the count and the insert in one transaction.
-    func insertIngestJob(_ job: IngestJob, limit: Int) throws -> Bool
+    /// Stores a new queued job unless `limit` jobs are already queued or running, or one of the
+    /// same video is (no two jobs of one video at once, as the reference says): the checks and
+    /// the insert in one transaction.
+    func insertIngestJob(_ job: IngestJob, limit: Int) throws -> IngestQueueing
     /// One job of a video; nil when there is none.
     func ingestJob(id: String, accountID: String, videoID: String) throws -> IngestJob?
     /// The jobs of a video, oldest first.

@@ -22,9 +22,14 @@ extension MockBackendApp {
                                                      allowedDirectories: app.configuration.ingestAllowedDirectories)
                 let job = IngestJob(id: UUID().uuidString.lowercased(), accountID: account.id, videoID: p["video"], state: .queued,
                                     request: try JSONEncoder().encode(ingest), priority: ingest.priority, submittedAt: app.clock.now())
-                guard try app.store.insertIngestJob(job, limit: app.configuration.ingestQueueLimit) else {
+                switch try app.store.insertIngestJob(job, limit: app.configuration.ingestQueueLimit) {
+                case .queued: break
+                case .queueFull:
                     throw CMSError(429, "RATE_LIMIT_EXCEEDED",
                                    "Dynamic Ingest job not created. Reduce the number of concurrent jobs (\(app.configuration.ingestQueueLimit) are queued or running).")
+                case .videoBusy(let other):
+                    throw CMSError(429, "RATE_LIMIT_EXCEEDED",
+                                   "Dynamic Ingest job not created: job \(other) of video \(job.videoID) is queued or running, and a video takes one job at a time. Send this request again once it has ended.")
                 }
                 app.logger.info("ingest job \(job.id) queued for video \(job.videoID) (\(ingest.profile))")
                 app.ingestWorker?.wake()

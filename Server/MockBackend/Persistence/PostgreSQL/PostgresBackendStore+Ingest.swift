@@ -13,12 +13,16 @@ extension PostgresBackendStore: IngestJobStorage {
         CREATE INDEX ingest_job_by_state ON ingest_job (state, submitted_at);
         """)
 
-    func insertIngestJob(_ job: IngestJob, limit: Int) throws -> Bool {
+    func insertIngestJob(_ job: IngestJob, limit: Int) throws -> IngestQueueing {
         try pool.transaction { connection in
             // One inserter at a time, so two instances cannot both pass the count at the limit.
             try connection.query("SELECT pg_advisory_xact_lock($1::int, $2::int)", [.int(Int64(Self.lockClass)), .int(Int64(Self.ingestQueueLock))])
+            if let busy: String = try connection.query("SELECT id FROM ingest_job WHERE account_id = $1 AND video_id = $2 AND state NOT IN ('finished', 'failed') LIMIT 1",
+                                                       [.text(job.accountID), .text(job.videoID)]).rows.first?["id"] {
+                return .videoBusy(busy)
+            }
             let active: Int = try connection.query("SELECT count(*)::int8 AS n FROM ingest_job WHERE state NOT IN ('finished', 'failed')").rows.first?["n"] ?? 0
-            guard active < limit else { return false }
+            guard active < limit else { return .queueFull }
             try connection.query("""
                 INSERT INTO ingest_job (id, account_id, video_id, state, request, priority, error_code, error_message, submitted_at,
                                         started_at, updated_at, asset) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
@@ -26,7 +30,7 @@ extension PostgresBackendStore: IngestJobStorage {
                       .text(job.priority), Self.optional(job.errorCode), Self.optional(job.errorMessage),
                       .double(job.submittedAt.timeIntervalSince1970), Self.optional(job.startedAt), Self.optional(job.updatedAt),
                       Self.optional(job.asset)])
-            return true
+            return .queued
         }
     }
 

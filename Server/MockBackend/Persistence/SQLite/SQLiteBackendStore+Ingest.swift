@@ -15,17 +15,21 @@ extension SQLiteBackendStore: IngestJobStorage {
             """)
     }
 
-    func insertIngestJob(_ job: IngestJob, limit: Int) throws -> Bool {
+    func insertIngestJob(_ job: IngestJob, limit: Int) throws -> IngestQueueing {
         try pool.write { db in
+            if let busy = try String.fetchOne(db, sql: "SELECT id FROM ingest_job WHERE account_id = ? AND video_id = ? AND state NOT IN ('finished', 'failed') LIMIT 1",
+                                              arguments: [job.accountID, job.videoID]) {
+                return .videoBusy(busy)
+            }
             let active = try Int.fetchOne(db, sql: "SELECT count(*) FROM ingest_job WHERE state NOT IN ('finished', 'failed')") ?? 0
-            guard active < limit else { return false }
+            guard active < limit else { return .queueFull }
             try db.execute(sql: """
                 INSERT INTO ingest_job (id, account_id, video_id, state, request, priority, error_code, error_message, submitted_at,
                                         started_at, updated_at, asset) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [job.id, job.accountID, job.videoID, job.state.rawValue, job.request, job.priority, job.errorCode,
                                  job.errorMessage, job.submittedAt.timeIntervalSince1970, job.startedAt?.timeIntervalSince1970,
                                  job.updatedAt?.timeIntervalSince1970, job.asset])
-            return true
+            return .queued
         }
     }
 
