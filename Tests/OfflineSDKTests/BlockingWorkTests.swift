@@ -78,19 +78,24 @@ struct BlockingWorkTests {
             let shorter = try await h.request(Catalog.tenMinuteVideo)
             #expect(try await eventually { try await h.manager.status(long).downloadPercent > 0 })
             #expect(try await eventually { try await h.manager.status(shorter).downloadPercent > 0 })
+            // The two requests' analytics events uploaded and deleted: the manager itself has no
+            // write to make until a download ends (one under the lock below would hold its queue,
+            // and the status query would wait for the lock too).
+            let store = await h.manager.store
+            #expect(try await eventually { try store.analyticsCount() == 0 })
 
-            // Another process takes the write lock and keeps it until it is killed.
+            // Another process takes the write lock and keeps it until it is killed (or 3 minutes pass: a
+            // hang here fails the checks below instead of holding the run for the store's busy timeout).
             let database = h.storage.url.appendingPathComponent("offline.sqlite").path
             let holder = try RunningProcess("/usr/bin/python3", ["-c", """
                 import sqlite3, sys, time
                 c = sqlite3.connect(sys.argv[1], isolation_level=None)
                 c.execute("BEGIN IMMEDIATE")
                 print("locked", flush=True)
-                time.sleep(600)
+                time.sleep(180)
                 """, database])
             defer { holder.kill() }
             #expect(try await holder.waitForOutput { $0.contains("locked") })
-            let store = await h.manager.store
             #expect(try await eventually { store.writesInFlight.load(ordering: .relaxed) >= 2 }, "both downloads wait for the lock")
 
             // Both wait on dispatch threads: the cooperative pool runs other work to its end.
