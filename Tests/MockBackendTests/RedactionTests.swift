@@ -20,6 +20,9 @@ struct RedactionTests {
         }
         #expect(SecretRedaction.redact("/m?a=1&fastly%5Ftoken=SECRET&b=%41") == "/m?a=1&fastly%5Ftoken=…&b=%41")
         #expect(SecretRedaction.redact("/media/v1/x.ts") == "/media/v1/x.ts")
+        #expect(SecretRedaction.redact("/m?TOKEN=S1&x=1&Key=S2&&jwt=") == "/m?TOKEN=…&x=1&Key=…&&jwt=…")
+        #expect(SecretRedaction.redact("/m?x=1&y=%E2%80%A6&z") == "/m?x=1&y=%E2%80%A6&z")
+        #expect(SecretRedaction.redact("/m?\u{212A}ey=SECRET") == "/m?\u{212A}ey=…", "the Kelvin sign lowercases to k")
         #expect(SecretRedaction.redact("/m?fastly_tokens=kept&tokenless&=x") == "/m?fastly_tokens=kept&tokenless&=x")
     }
 
