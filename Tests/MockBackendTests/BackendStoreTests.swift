@@ -140,6 +140,11 @@ struct BackendStoreTests {
                 return try await group.reduce(into: [Int: [Int]]()) { $0[$1.0, default: []].append($1.1) }
             }
             for (n, pair) in statuses { #expect(pair.sorted() == [200, 403], "SPC \(n): \(pair)") }
+            // An anonymous acquisition is one statement (the nonce, and the writes only if it is
+            // new): the refused replays wrote nothing.
+            let stored = try a.licenses.licenses(LicenseFilter(), now: a.clock.now(), limit: 100)
+            #expect(stored.count == 10, "\(stored.map(\.terms.licenseID))")
+            for license in stored { #expect(try a.licenses.events(licenseID: license.terms.licenseID).map(\.event) == ["acquire"]) }
         }
     }
 

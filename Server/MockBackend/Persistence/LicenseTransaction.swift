@@ -11,8 +11,24 @@ enum LicenseTransaction {
                     in steps: some LicenseTransactionSteps) throws -> LicenseDecision {
         // Nonces of SPCs too old to be accepted anyway go now and then.
         if pruneNonces { try steps.pruneNonces(before: now) }
-        let fresh = try steps.consumeNonce(request.context.nonce,
-                                           until: request.context.createdAt.addingTimeInterval(LicensePolicy.spcMaximumAge))
+        let nonceExpiry = request.context.createdAt.addingTimeInterval(LicensePolicy.spcMaximumAge)
+        if decidesOnNonceAlone(request) {
+            // Decided first (for a fresh nonce), then the nonce and the writes in one step: one
+            // statement in PostgreSQL. A replay is refused with nothing written.
+            let decision = LicensePolicy.decide(request, nonceAlreadyUsed: false, existing: nil, devices: DeviceState(), now: now,
+                                                newLicenseID: LicenseID.timeOrdered(now: now))
+            let issued: (record: LicenseRecord, device: String?)?
+            switch decision {
+            case .refuse: issued = nil
+            case .issue(let record, let device): issued = (record, device)
+            case .release: preconditionFailure("a release names its license, so it is never decided on the nonce alone")
+            }
+            guard try steps.consumeNonce(request.context.nonce, until: nonceExpiry, thenWrite: issued, event: request.context.kind, now: now) else {
+                return LicensePolicy.decide(request, nonceAlreadyUsed: true, existing: nil, devices: DeviceState(), now: now, newLicenseID: "")
+            }
+            return decision
+        }
+        let fresh = try steps.consumeNonce(request.context.nonce, until: nonceExpiry)
         var lockedUser = request.user?.userID
         if let user = lockedUser { try steps.lockUser(accountID: accountID, userID: user) }
         var existing = try request.namedLicenseID.flatMap { try steps.license(id: $0) }
@@ -43,6 +59,14 @@ enum LicenseTransaction {
         }
         return decision
     }
+
+    /// Whether the decision reads nothing from the store but whether the nonce is fresh: no
+    /// user whose devices count, no license named (by the SPC or a retried acquisition's key).
+    /// Such a request (an acquisition without a restriction token's user or an idempotency key)
+    /// needs no transaction of several statements: a store runs its one step on its own.
+    static func decidesOnNonceAlone(_ request: LicenseRequest) -> Bool {
+        request.user == nil && request.namedLicenseID == nil
+    }
 }
 
 /// What the license transaction needs of a store, each step a statement or two in the store's
@@ -55,6 +79,10 @@ protocol LicenseTransactionSteps {
     func pruneNonces(before: Date) throws
     /// Records a nonce until `until`; false when it was recorded already (a replayed SPC).
     func consumeNonce(_ nonce: [UInt8], until: Date) throws -> Bool
+    /// Records a nonce and, only if it was fresh, stores `issued` as `write` does; false when the
+    /// nonce was recorded already (then nothing is written). One statement where the store can.
+    func consumeNonce(_ nonce: [UInt8], until: Date, thenWrite issued: (record: LicenseRecord, device: String?)?,
+                      event: LicenseRequestKind, now: Date) throws -> Bool
     /// Holds, until the transaction ends, the lock of one user's licenses and devices (nothing
     /// to do in a store with one writer at a time).
     func lockUser(accountID: String, userID: String) throws
@@ -69,6 +97,15 @@ protocol LicenseTransactionSteps {
     func write(_ record: LicenseRecord, event: LicenseRequestKind, registering device: String?, now: Date) throws
     /// Marks a license released, with its history entry, and frees the device it names.
     func release(licenseID: String, at: Date, userID: String?, freeing device: String?) throws
+}
+
+extension LicenseTransactionSteps {
+    func consumeNonce(_ nonce: [UInt8], until: Date, thenWrite issued: (record: LicenseRecord, device: String?)?,
+                      event: LicenseRequestKind, now: Date) throws -> Bool {
+        guard try consumeNonce(nonce, until: until) else { return false }
+        if let issued { try write(issued.record, event: event, registering: issued.device, now: now) }
+        return true
+    }
 }
 
 extension LicenseRecord {

@@ -24,6 +24,12 @@ import Synchronization
 extension PostgresBackendStore: LicenseStorage {
     func process(_ request: LicenseRequest, accountID: String, now: Date) throws -> LicenseDecision {
         let prune = sincePrune.add(1, ordering: .relaxed).newValue % SQLiteBackendStore.pruneEvery == 0
+        if LicenseTransaction.decidesOnNonceAlone(request) {
+            // One statement (the nonce and the writes), atomic by itself: no BEGIN and COMMIT round trips.
+            return try pool.withConnection { connection in
+                try LicenseTransaction.run(request, accountID: accountID, now: now, pruneNonces: prune, in: LicenseSteps(connection: connection))
+            }
+        }
         return try pool.transaction { connection in
             try LicenseTransaction.run(request, accountID: accountID, now: now, pruneNonces: prune, in: LicenseSteps(connection: connection))
         }
@@ -150,24 +156,53 @@ extension PostgresBackendStore: LicenseStorage {
 
         /// One statement (one round trip): the license, its history row and the device.
         func write(_ record: LicenseRecord, event: LicenseRequestKind, registering device: String?, now: Date) throws {
-            let t = record.terms
-            try connection.query("""
-                WITH written AS (
+            try connection.query(Self.writeStatement(guardedByNonce: false), Self.writeArguments(record, event: event, registering: device, now: now))
+        }
+
+        /// One statement: the nonce, and the writes only if it was new.
+        func consumeNonce(_ nonce: [UInt8], until: Date, thenWrite issued: (record: LicenseRecord, device: String?)?,
+                          event: LicenseRequestKind, now: Date) throws -> Bool {
+            guard let issued else { return try consumeNonce(nonce, until: until) }
+            let arguments = Self.writeArguments(issued.record, event: event, registering: issued.device, now: now)
+                + [.bytes(nonce), .double(until.timeIntervalSince1970)]
+            return try connection.query(Self.writeStatement(guardedByNonce: true), arguments).rows[0]["n"] as Int64 > 0
+        }
+
+        /// The license (new, or replacing the one with its id), its history row and the device
+        /// it registers, written once per row of the source: one row, or with `guardedByNonce`
+        /// the nonce ($15, until $16) if its insert was new, else none. Parameters are cast, as
+        /// `INSERT … SELECT` does not infer their types from the columns.
+        private static func writeStatement(guardedByNonce: Bool) -> String {
+            let source = guardedByNonce ? "nonce" : "(VALUES (1)) AS once (n)"
+            let nonce = guardedByNonce
+                ? "nonce AS (INSERT INTO used_nonce (nonce, expires_at) VALUES ($15::bytea, $16::float8) ON CONFLICT DO NOTHING RETURNING 1),\n"
+                : ""
+            return """
+                WITH \(nonce)written AS (
                   INSERT INTO license (id, account_id, video_id, device_id, user_id, issued_at, persistable, terms, released_at, updated_at)
-                  VALUES ($1, $2, $3, $4, $5::text, $6, $7, $8, NULL, $9)
+                  SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::float8, $7::boolean, $8::text, NULL::float8, $9::float8 FROM \(source)
                   ON CONFLICT (id) DO UPDATE SET account_id = excluded.account_id, video_id = excluded.video_id, device_id = excluded.device_id,
                     user_id = excluded.user_id, issued_at = excluded.issued_at, persistable = excluded.persistable, terms = excluded.terms,
                     released_at = NULL, updated_at = excluded.updated_at, revoked_at = NULL),
                 history AS (
-                  INSERT INTO license_event (license_id, event, at, kind, expires_at, first_play) VALUES ($1, $10, $9, $11, $12, $13))
-                INSERT INTO device (account_id, user_id, device_id, registered_at)
-                SELECT $2, $5::text, $14::text, $9 WHERE $5::text IS NOT NULL AND $14::text IS NOT NULL
-                ON CONFLICT DO NOTHING
-                """, [.text(t.licenseID), .text(t.accountID), .text(t.videoID), .text(t.deviceID), PostgresValue(record.userID),
-                      .double(t.issuedAt.timeIntervalSince1970), .bool(t.persistable), .text(LicenseRecord.storedTerms(t)),
-                      .double(now.timeIntervalSince1970), .text(event.rawValue), .text(t.kind.rawValue),
-                      PostgresValue(t.expiresAt?.timeIntervalSince1970), PostgresValue(t.firstPlay?.timeIntervalSince1970),
-                      PostgresValue(device)])
+                  INSERT INTO license_event (license_id, event, at, kind, expires_at, first_play)
+                  SELECT $1::text, $10::text, $9::float8, $11::text, $12::float8, $13::float8 FROM \(source)),
+                registered AS (
+                  INSERT INTO device (account_id, user_id, device_id, registered_at)
+                  SELECT $2::text, $5::text, $14::text, $9::float8 FROM \(source) WHERE $5::text IS NOT NULL AND $14::text IS NOT NULL
+                  ON CONFLICT DO NOTHING)
+                SELECT count(*) AS n FROM \(source)
+                """
+        }
+
+        private static func writeArguments(_ record: LicenseRecord, event: LicenseRequestKind, registering device: String?,
+                                           now: Date) -> [PostgresValue] {
+            let t = record.terms
+            return [.text(t.licenseID), .text(t.accountID), .text(t.videoID), .text(t.deviceID), PostgresValue(record.userID),
+                    .double(t.issuedAt.timeIntervalSince1970), .bool(t.persistable), .text(LicenseRecord.storedTerms(t)),
+                    .double(now.timeIntervalSince1970), .text(event.rawValue), .text(t.kind.rawValue),
+                    PostgresValue(t.expiresAt?.timeIntervalSince1970), PostgresValue(t.firstPlay?.timeIntervalSince1970),
+                    PostgresValue(device)]
         }
 
         func release(licenseID: String, at releasedAt: Date, userID: String?, freeing device: String?) throws {
