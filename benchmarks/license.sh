@@ -4,6 +4,7 @@
 # LicenseProtocol's client side, so no nonce repeats) to the FairPlay video's key_request_url,
 # asking for offline purchases. Rows, one after the other:
 #   sqlite      one instance, SQLite in its data directory (the default)
+#   sqlite-nginx that instance behind nginx (the proxy of postgres x2, alone: its cost here)
 #   postgres    one instance, --database on a local PostgreSQL
 #   postgres x2 two instances on that PostgreSQL behind nginx (round robin), wrk against nginx
 # and, measured between the sqlite row's runs on the same disk, the raw single-connection
@@ -11,7 +12,7 @@
 # with the backend's settings (WAL, synchronous=NORMAL, 1 KiB pages, the same checkpoints).
 # Each row is measured 3 times (wrk runs of `duration` seconds on one instance, each with
 # requests of its own); the median is printed, and licenses/s as a ratio to the raw commit rate.
-#   benchmarks/license.sh [duration-seconds] [connections] [rows]   (default 10, 32, "sqlite postgres postgres2")
+#   benchmarks/license.sh [duration-seconds] [connections] [rows]   (default 10, 32, "sqlite sqlite-nginx postgres postgres2")
 # An instance runs as many MHD threads as wrk has connections (a license request holds its
 # thread while its batch commits, so with fewer threads fewer requests can share a commit).
 # Every license is a durable transaction: nonce, license row, history row.
@@ -26,7 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${1:-10}
 connections=${2:-32}
-rows=${3:-sqlite postgres postgres2}
+rows=${3:-sqlite sqlite-nginx postgres postgres2}
 threads=2
 runs=3
 http_threads=$connections
@@ -51,6 +52,7 @@ key=BCpkADawqM1northwindSEARCHkey0001
 crt=$(printf '%s' '{"profile":{"purchase":{}},"storeLicense":true}' | base64 -w0)
 summary=()
 sqlite_rate=
+balanced_sqlite_rate=
 
 
 # start_backend NAME ARGS...: starts an instance, sets $base to its URL and adds its pid.
@@ -61,6 +63,37 @@ start_backend() {
     for _ in $(seq 600); do grep -q listening "$work/$name.out" 2>/dev/null && break; sleep 0.05; done
     base=$(awk '/listening on/ {print $3}' "$work/$name.out")
     [ -n "$base" ] || { cat "$work/$name.err"; exit 1; }
+}
+
+# start_balancer PORT URL...: nginx on PORT, round robin over the instances at URL... with
+# keep-alive connections to them (the balancer of the postgres2 and sqlite-nginx rows).
+start_balancer() {
+    local port=$1 servers="" url
+    shift
+    for url in "$@"; do servers+="server ${url#http://}; "; done
+    rm -rf "$work/nginx"; mkdir -p "$work/nginx"
+    cat >"$work/nginx/nginx.conf" <<EOF
+worker_processes 1;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path $work/nginx/body;
+    proxy_temp_path $work/nginx/proxy;
+    fastcgi_temp_path $work/nginx/fastcgi;
+    uwsgi_temp_path $work/nginx/uwsgi;
+    scgi_temp_path $work/nginx/scgi;
+    upstream mock_backends { $servers keepalive 64; }
+    server {
+        listen 127.0.0.1:$port;
+        location / { proxy_pass http://mock_backends; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; }
+    }
+}
+EOF
+    nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' 2>"$work/nginx/stderr" &
+    pids+=($!)
+    for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break; sleep 0.05; done
 }
 
 stop_backends() {
@@ -160,6 +193,16 @@ for row in $rows; do
             "$(python3 -c "print(f'{$sqlite_rate / $raw_rate:.2f}x')")")")
         stop_backends
         ;;
+    sqlite-nginx)
+        # The proxy's own cost on these cores: one SQLite instance behind the nginx of postgres2.
+        nginx_port=$(free_port)
+        start_backend sqlite-nginx --public-base-url "http://127.0.0.1:$nginx_port"
+        start_balancer "$nginx_port" "$base"
+        measure "sqlite nginx" "http://127.0.0.1:$nginx_port" "python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT COUNT(*) FROM license\").fetchone()[0])' $work/sqlite-nginx/backend.sqlite"
+        balanced_sqlite_rate=$last_rate
+        [ -z "$sqlite_rate" ] || summary+=("$(printf '%-12s over SQLite: %s' "sqlite nginx" "$(python3 -c "print(f'{$last_rate / $sqlite_rate:.2f}x')")")")
+        stop_backends
+        ;;
     postgres)
         [ -n "$PG_DATA" ] || start_postgres "$work/pg"
         database=$(new_database bench1)
@@ -176,34 +219,13 @@ for row in $rows; do
         a=$base
         start_backend postgres2b --database "$database" --public-base-url "http://127.0.0.1:$nginx_port"
         b=$base
-        mkdir -p "$work/nginx"
-        cat >"$work/nginx/nginx.conf" <<EOF
-worker_processes 1;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    client_body_temp_path $work/nginx/body;
-    proxy_temp_path $work/nginx/proxy;
-    fastcgi_temp_path $work/nginx/fastcgi;
-    uwsgi_temp_path $work/nginx/uwsgi;
-    scgi_temp_path $work/nginx/scgi;
-    upstream mock_backends { server ${a#http://}; server ${b#http://}; keepalive 64; }
-    server {
-        listen 127.0.0.1:$nginx_port;
-        location / { proxy_pass http://mock_backends; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; }
-    }
-}
-EOF
-        nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' 2>"$work/nginx/stderr" &
-        pids+=($!)
-        for _ in $(seq 200); do curl -sf "http://127.0.0.1:$nginx_port/healthz" >/dev/null 2>&1 && break; sleep 0.05; done
+        start_balancer "$nginx_port" "$a" "$b"
         measure "postgres x2" "http://127.0.0.1:$nginx_port" "$PG_BIN/psql -A -t -c 'SELECT count(*) FROM license' $database"
         [ -z "$sqlite_rate" ] || summary+=("$(printf '%-12s over SQLite: %s' "postgres x2" "$(python3 -c "print(f'{$last_rate / $sqlite_rate:.2f}x')")")")
+        [ -z "$balanced_sqlite_rate" ] || summary+=("$(printf '%-12s over SQLite behind nginx: %s' "postgres x2" "$(python3 -c "print(f'{$last_rate / $balanced_sqlite_rate:.2f}x')")")")
         stop_backends
         ;;
-    *) echo "unknown row $row (sqlite, postgres, postgres2)"; exit 1 ;;
+    *) echo "unknown row $row (sqlite, sqlite-nginx, postgres, postgres2)"; exit 1 ;;
     esac
 done
 
