@@ -23,6 +23,9 @@ struct PackageFilesTests {
         #expect(listing.size(of: "0-video/00002.ts") == nil, "a folder by that name is not a segment")
         #expect(listing.size(of: "1-audio-en/00000.ts") == nil, "no such folder")
         #expect(listing.size(of: "top.json") == 5)
+        // `exists` answers as access(F_OK) does: anything by that name.
+        #expect(listing.exists("0-video/00000.ts") && listing.exists("0-video/00002.ts") && listing.exists("top.json"))
+        #expect(!listing.exists("0-video/00001.ts") && !listing.exists("1-audio-en/00000.ts"))
         // A file that appears after its folder was listed is not looked at: the runner lists
         // before anything of this download is written.
         try Data(repeating: 2, count: 3).write(to: URL(fileURLWithPath: root + "/0-video/00003.ts"))

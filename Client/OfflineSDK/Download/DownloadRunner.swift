@@ -307,8 +307,9 @@ struct DownloadRunner: Sendable {
     }
 }
 
-/// What is on disk in a package folder, for the runner's pass over the stored segments: each
-/// track folder is listed once, and only a file that its listing names is looked at (`stat`).
+/// What is on disk in a package folder, for the runner's pass over the stored segments and the
+/// completeness check of a finished download: each folder is listed once, and only a file that
+/// its listing names is looked at (`stat`).
 /// A new download's folders are empty, so its hundreds of segments cost a listing per track
 /// instead of a `stat` each; a resumed one is checked file by file as before. A folder that
 /// cannot be listed falls back to a `stat` per file.
@@ -324,6 +325,19 @@ struct PackageListing {
     /// The size of the regular file at `file` (a path inside the package folder), nil when
     /// there is none.
     mutating func size(of file: String) -> Int64? {
+        if listed(file) == false { return nil }
+        guard let status = FileStatus(path: packageDirectory + "/" + file), status.isRegularFile else { return nil }
+        return status.size
+    }
+
+    /// Whether something is at `file` (a path inside the package folder), as `access(F_OK)`
+    /// answers, from its folder's listing where there is one.
+    mutating func exists(_ file: String) -> Bool {
+        listed(file) ?? (access(packageDirectory + "/" + file, F_OK) == 0)
+    }
+
+    /// Whether the listing of `file`'s folder names it; nil when the folder could not be listed.
+    private mutating func listed(_ file: String) -> Bool? {
         let slash = file.lastIndex(of: "/")
         let folder = slash.map { file[..<$0] } ?? ""
         let listing: Set<String>?
@@ -333,8 +347,6 @@ struct PackageListing {
             listing = DirectoryNames.of(folder.isEmpty ? packageDirectory : packageDirectory + "/" + folder)
             listings[folder] = .some(listing)
         }
-        if let listing, !listing.contains(String(slash.map { file[file.index(after: $0)...] } ?? file[...])) { return nil }
-        guard let status = FileStatus(path: packageDirectory + "/" + file), status.isRegularFile else { return nil }
-        return status.size
+        return listing.map { $0.contains(String(slash.map { file[file.index(after: $0)...] } ?? file[...])) }
     }
 }
