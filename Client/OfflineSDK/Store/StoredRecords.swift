@@ -142,8 +142,8 @@ struct SegmentRecord: Codable, Sendable, Equatable, FetchableRecord, Persistable
 
 extension SegmentRecord {
     /// Read column by column, not through `Decodable`: a plan's hundreds of records are
-    /// written in one go, and the runner reads them a page at a time, so the generic coding
-    /// was most of the time between the playlists and the first segment request.
+    /// written in one transaction before the first segment is asked for, and the runner reads
+    /// them a page at a time; the generic coding builds and walks a keyed container per row.
     init(row: Row) throws {
         token = row["token"]
         track = row["track"]
