@@ -60,3 +60,49 @@ public enum FileSystemSpace {
         return Int64(info.f_bavail) * Int64(info.f_frsize)
     }
 }
+
+/// The names in a folder (`readdir(3)`), without `.` and `..`.
+public enum DirectoryNames {
+    /// The names of the entries in the folder at `path`: an empty set when there is no such
+    /// folder, nil when it cannot be read (then each name must be asked about on its own).
+    public static func of(_ path: String) -> Set<String>? {
+        guard let directory = opendir(path) else { return errno == ENOENT || errno == ENOTDIR ? [] : nil }
+        defer { closedir(directory) }
+        var names: Set<String> = []
+        while true {
+            errno = 0
+            guard let entry = readdir(directory) else { break }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(cString: bytes.baseAddress!.assumingMemoryBound(to: CChar.self))
+            }
+            if name != "." && name != ".." { names.insert(name) }
+        }
+        return errno == 0 ? names : nil
+    }
+}
+
+/// Writing a whole file with plain `write(2)`.
+public enum FileContents {
+    /// Creates or empties the file at `path` and writes all of `bytes`, without syncing it.
+    /// Returns 0, or the `errno` of the step that failed.
+    public static func write(_ bytes: UnsafeRawBufferPointer, to path: String) -> Int32 {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return errno }
+        var offset = 0
+        while offset < bytes.count, let base = bytes.baseAddress {
+            #if canImport(Glibc)
+            let written = Glibc.write(descriptor, base + offset, bytes.count - offset)
+            #else
+            let written = Darwin.write(descriptor, base + offset, bytes.count - offset)
+            #endif
+            if written < 0 {
+                if errno == EINTR { continue }
+                let failure = errno
+                close(descriptor)
+                return failure
+            }
+            offset += written
+        }
+        return close(descriptor) == 0 ? 0 : errno
+    }
+}

@@ -14,6 +14,10 @@ final class EngineLoop {
     /// Reset easy handles kept for the next jobs.
     private var idleHandles: [EasyHandle] = []
     private var runningDownloads = 0
+    /// Transfers whose outcome is settled and recorded, their callers not yet resumed: resumed
+    /// after the next `perform` has sent the requests of the work that took their slots, so
+    /// waking the callers' threads never holds up a freed connection's next request.
+    private var settled: [Transfer] = []
 
     private init(core: EngineCore, multi: MultiHandle) {
         self.core = core
@@ -44,6 +48,7 @@ final class EngineLoop {
                 retire(transfer)
             }
             _ = multi.perform()
+            deliverSettled()
             var anyFinished = false
             for (easy, result) in multi.finishedTransfers() {
                 guard let transfer = transfers[easy] else { continue }
@@ -61,9 +66,20 @@ final class EngineLoop {
                     }
                 }
             }
-            // A finished transfer frees a slot: take queued work before sleeping.
-            if !anyFinished { multi.poll(timeoutMilliseconds: 1000) }
+            // A finished transfer frees a slot: take queued work (and send its requests) before
+            // telling the callers and sleeping.
+            if !anyFinished {
+                deliverSettled()
+                multi.poll(timeoutMilliseconds: 1000)
+            }
         }
+    }
+
+    private func deliverSettled() {
+        guard !settled.isEmpty else { return }
+        let transfers = settled
+        settled = []
+        for transfer in transfers { transfer.deliver() }
     }
 
     private func start(_ job: Job) {
@@ -90,14 +106,15 @@ final class EngineLoop {
         }
     }
 
-    /// Drops a transfer whose outcome is settled and whose handle is out of the multi, then
-    /// tells the caller. Bookkeeping comes first, so the caller sees it done.
+    /// Drops a transfer whose outcome is settled and whose handle is out of the multi; its
+    /// caller is told by `deliverSettled`, soon after. Bookkeeping comes first, so the caller
+    /// sees it done.
     private func retire(_ transfer: Transfer) {
         transfers[transfer.easy.pointer] = nil
         if case .download = transfer.kind { runningDownloads -= 1 }
         core.finished(transfer.ticket, newConnections: transfer.easy.info(CURLINFO_NUM_CONNECTS))
         recycle(transfer.easy)
-        transfer.deliver()
+        settled.append(transfer)
     }
 
     private func recycle(_ easy: EasyHandle) {
@@ -114,6 +131,7 @@ final class EngineLoop {
             transfer.abandon(reason)
             retire(transfer)
         }
+        deliverSettled()
         idleHandles = []
         for job in core.detach(reason: reason) { job.fail(reason) }
     }

@@ -66,9 +66,10 @@ struct DownloadRunner: Sendable {
         var trackDone: [Int: Int64] = [:], trackRemaining: [Int: Int64] = [:], trackOpen: [Int: Int] = [:]
         var reconciled: [FinishedSegment] = []
         var missing: [SegmentKey] = []
+        var onDisk = PackageListing(packageDirectory: packageDirectory.path)
         try store.forEachSegmentState(token) { segment in
             tracks.insert(segment.track)
-            let size = fileSize(path(of: segment.file))
+            let size = onDisk.size(of: segment.file)
             var done = segment.done, bytes = segment.bytes
             if let size, !done {
                 // Renamed into place but not yet recorded when the process stopped.
@@ -291,11 +292,6 @@ struct DownloadRunner: Sendable {
         packageDirectory.path + "/" + file
     }
 
-    private func fileSize(_ path: String) -> Int64? {
-        guard let status = FileStatus(path: path), status.isRegularFile else { return nil }
-        return status.size
-    }
-
     /// The download's failure after it stopped making progress: what happened (`summary`), and
     /// the last error underneath.
     static func failure(_ error: TransferError, _ summary: String) -> OfflineVideoError {
@@ -308,5 +304,49 @@ struct DownloadRunner: Sendable {
     static func cause(_ error: TransferError, _ segment: SegmentRecord) -> String {
         let what = error.code.httpStatus.map { "HTTP \($0)" } ?? error.message
         return "segment \(segment.sequence) of track \(segment.track): \(what)"
+    }
+}
+
+/// What is on disk in a package folder, for the runner's pass over the stored segments and the
+/// completeness check of a finished download: each folder is listed once, and only a file that
+/// its listing names is looked at (`stat`).
+/// A new download's folders are empty, so its hundreds of segments cost a listing per track
+/// instead of a `stat` each; a resumed one is checked file by file as before. A folder that
+/// cannot be listed falls back to a `stat` per file.
+struct PackageListing {
+    let packageDirectory: String
+    /// Names in each folder (by its path inside the package folder); nil: it could not be listed.
+    private var listings: [Substring: Set<String>?] = [:]
+
+    init(packageDirectory: String) {
+        self.packageDirectory = packageDirectory
+    }
+
+    /// The size of the regular file at `file` (a path inside the package folder), nil when
+    /// there is none.
+    mutating func size(of file: String) -> Int64? {
+        if listed(file) == false { return nil }
+        guard let status = FileStatus(path: packageDirectory + "/" + file), status.isRegularFile else { return nil }
+        return status.size
+    }
+
+    /// Whether something is at `file` (a path inside the package folder), as `access(F_OK)`
+    /// answers, from its folder's listing where there is one.
+    mutating func exists(_ file: String) -> Bool {
+        listed(file) ?? (access(packageDirectory + "/" + file, F_OK) == 0)
+    }
+
+    /// Whether the listing of `file`'s folder names it; nil when the folder could not be listed.
+    private mutating func listed(_ file: String) -> Bool? {
+        let slash = file.lastIndex(of: "/")
+        let folder = slash.map { file[..<$0] } ?? ""
+        let listing: Set<String>?
+        if let known = listings[folder] {
+            listing = known
+        } else {
+            listing = DirectoryNames.of(folder.isEmpty ? packageDirectory : packageDirectory + "/" + folder)
+            listings[folder] = .some(listing)
+        }
+        return listing.map { $0.contains(String(slash.map { file[file.index(after: $0)...] } ?? file[...])) }
     }
 }

@@ -89,8 +89,8 @@ extension OfflineVideoManager {
     /// The first file of a completed download that is not on disk (playlists, segments,
     /// sideband subtitles), or nil when all are.
     func missingFile(_ record: DownloadRecord) -> String? {
-        let folder = packageFolder(record.token).path
-        func exists(_ file: String) -> Bool { access(folder + "/" + file, F_OK) == 0 }
+        var onDisk = PackageListing(packageDirectory: packageFolder(record.token).path)
+        func exists(_ file: String) -> Bool { onDisk.exists(file) }
         var files = [PackageLayout.masterPlaylist] + ((try? store.tracks(record.token)) ?? []).map(\.localPlaylist)
         if let video = try? record.video() {
             files += OfflineVideoManager.sidebandTracks(record: record, video: video).map(PackageLayout.sidebandFile)

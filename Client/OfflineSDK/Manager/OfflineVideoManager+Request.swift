@@ -1,5 +1,6 @@
 import Foundation
 import WireModels
+import SystemFiles
 
 /// The steps of a download request after it is checked, reserved and planned
 /// (`requestDownload`): the package folder's first files, the license, the record, storing it.
@@ -7,19 +8,28 @@ extension OfflineVideoManager {
     /// Writes a new package's files (local playlists, media options, artwork) into `folder`;
     /// on failure the folder is removed. Not atomic: no plan points at the folder yet, and one
     /// left half-written by a crash is a stranded package the next start deletes (or, for a
-    /// preloaded license, is written again by the next request).
+    /// preloaded license, is written again by the next request). Not synced either: the store
+    /// keeps the same files with the plan, and a download's run first writes again any that
+    /// is missing or not whole (`restorePlaylists`), so a power loss cannot leave one damaged.
     static func writePackageFiles(_ files: [String: Data], to folder: URL) throws(OfflineVideoError) {
         do {
             for (path, bytes) in files {
                 let url = folder.appendingPathComponent(path)
                 try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-                try bytes.write(to: url)
+                try writeUnsynced(bytes, to: url.path)
             }
         } catch {
             try? FileManager.default.removeItem(at: folder)
             throw OfflineVideoError(.downloadFailure, OfflineVideoError.storageReason(of: error), "Cannot write the package folder: \(error)",
                                     underlying: error)
         }
+    }
+
+    /// Creates or empties the file at `path` and writes `bytes`, without `fsync` (Foundation's
+    /// `Data.write` syncs every file).
+    static func writeUnsynced(_ bytes: Data, to path: String) throws {
+        let failure = bytes.withUnsafeBytes { FileContents.write($0, to: path) }
+        if failure != 0 { throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO) }
     }
 
     /// The offline license a new FairPlay download is made with, acquired before any media byte.

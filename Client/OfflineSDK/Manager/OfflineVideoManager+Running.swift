@@ -1,6 +1,7 @@
 import CurlTransfer
 import Foundation
 import WireModels
+import SystemFiles
 
 /// Running downloads: the queue, one task per download, progress, URL refreshes, images.
 extension OfflineVideoManager {
@@ -102,11 +103,14 @@ extension OfflineVideoManager {
         }
     }
 
-    /// Writes again the local playlists of a package that lost them (its folder was removed
-    /// by a force-stop, or damaged): the runner then fetches the segments that are missing.
+    /// Writes again the local playlists (and the package's other stored files) of a package that
+    /// lost them or holds them cut short (its folder was removed by a force-stop, damaged, or a
+    /// power loss took what was not yet synced): the runner then fetches the segments that are
+    /// missing.
     func restorePlaylists(_ token: OfflineVideoToken) throws(OfflineVideoError) {
         let folder = packageFolder(token)
-        for (path, text) in try storeCall(.download, { try store.playlists(token) }) where access(folder.path + "/" + path, F_OK) != 0 {
+        for (path, text) in try storeCall(.download, { try store.playlists(token) })
+        where FileStatus(path: folder.path + "/" + path).map({ $0.isRegularFile && $0.size == Int64(text.count) }) != true {
             let url = folder.appendingPathComponent(path)
             do {
                 try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)

@@ -140,6 +140,36 @@ struct SegmentRecord: Codable, Sendable, Equatable, FetchableRecord, Persistable
     }
 }
 
+extension SegmentRecord {
+    /// Read column by column, not through `Decodable`: a plan's hundreds of records are
+    /// written in one transaction before the first segment is asked for, and the runner reads
+    /// them a page at a time; the generic coding builds and walks a keyed container per row.
+    init(row: Row) throws {
+        token = row["token"]
+        track = row["track"]
+        sequence = row["sequence"]
+        url = row["url"]
+        file = row["file"]
+        duration = row["duration"]
+        estimatedBytes = row["estimated_bytes"]
+        bytes = row["bytes"]
+        done = row["done"]
+    }
+
+    /// Written column by column (see `init(row:)`), the same columns as `CodingKeys`.
+    func encode(to container: inout PersistenceContainer) throws {
+        container["token"] = token
+        container["track"] = track
+        container["sequence"] = sequence
+        container["url"] = url
+        container["file"] = file
+        container["duration"] = duration
+        container["estimated_bytes"] = estimatedBytes
+        container["bytes"] = bytes
+        container["done"] = done
+    }
+}
+
 /// A segment's progress without its URL (see `OfflineStore.forEachSegmentState`).
 struct SegmentState: Sendable {
     var track: Int
