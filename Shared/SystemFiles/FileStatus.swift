@@ -105,4 +105,13 @@ public enum FileContents {
         }
         return close(descriptor) == 0 ? 0 : errno
     }
+
+    /// Flushes the file or folder at `path` to the disk (`fsync`). Returns 0, or the `errno` of
+    /// the step that failed.
+    public static func sync(_ path: String) -> Int32 {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return errno }
+        defer { close(descriptor) }
+        return fsync(descriptor) == 0 ? 0 : errno
+    }
 }

@@ -60,7 +60,7 @@ struct PackageFilesTests {
         #expect(try store.pendingSegments("t", after: nil, limit: 10) == [segments[0]])
     }
 
-    @Test("a package file cut short or missing is written again from the store before the download runs; a whole one is left alone")
+    @Test("a package file cut short, zeroed at its full length or missing is written again from the store before the download runs; a whole one is left alone")
     func restoresDamagedFiles() async throws {
         try await withBackend { server in try await withHarness(server) { h in
             let token = try await h.manager.requestVideoDownload(try await h.service.findVideo(id: Catalog.clearVideo),
@@ -71,7 +71,11 @@ struct PackageFilesTests {
             let cut = try #require(stored.keys.sorted().first { $0.hasSuffix("/index.m3u8") })
             let whole = PackageLayout.masterPlaylist
             let gone = PackageLayout.mediaOptionsFile
+            let zeroed = try #require(stored.keys.sorted().last { $0.hasSuffix("/index.m3u8") })
+            try #require(zeroed != cut)
             #expect(stored[gone] != nil)
+            // What a power loss can leave of a file written without a sync on some file systems.
+            try Data(count: stored[zeroed]!.count).write(to: URL(fileURLWithPath: folder + "/" + zeroed))
             let original = try #require(stored[cut])
             try original.prefix(original.count / 2).write(to: URL(fileURLWithPath: folder + "/" + cut))
             try FileManager.default.removeItem(atPath: folder + "/" + gone)
@@ -81,6 +85,7 @@ struct PackageFilesTests {
             try await h.manager.restorePlaylists(token)
             #expect(FileManager.default.contents(atPath: folder + "/" + cut) == original)
             #expect(FileManager.default.contents(atPath: folder + "/" + gone) == stored[gone])
+            #expect(FileManager.default.contents(atPath: folder + "/" + zeroed) == stored[zeroed])
             #expect(FileStatus(path: folder + "/" + whole)?.modifiedSeconds == 1_000_000_000, "not written again")
             #expect(FileManager.default.contents(atPath: folder + "/" + whole) == stored[whole])
         } }

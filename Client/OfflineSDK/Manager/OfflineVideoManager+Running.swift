@@ -34,7 +34,9 @@ extension OfflineVideoManager {
             guard let record = try store.download(token), record.downloadState.isActive else { return }
             // Not when paused, cancelled or deleted while it waited for its slot.
             guard try await applyUnlessMoved(.start, to: token) else { return }
-            try restorePlaylists(token)
+            let packageFiles = try restorePlaylists(token)
+            // Synced while the segments come, and before the download may be called complete.
+            let packageFilesSynced = syncPackageFiles(packageFiles)
             let tracks = try store.tracks(token)
             var progress = LiveProgress()
             for track in tracks {
@@ -68,8 +70,9 @@ extension OfflineVideoManager {
                 let sidebandError = await fetchSidebandSubtitles(token)
                 try Task.checkCancellation()
                 await fetchImages(token)
+                let syncError = await packageFilesSynced.value
                 try Task.checkCancellation()
-                await finish(token, error: sidebandError ?? packageDefect(token))
+                await finish(token, error: sidebandError ?? syncError ?? packageDefect(token))
             case .failure(let error):
                 await finish(token, error: error)
             }
@@ -107,10 +110,12 @@ extension OfflineVideoManager {
     /// lost them or holds them cut short (its folder was removed by a force-stop, damaged, or a
     /// power loss took what was not yet synced): the runner then fetches the segments that are
     /// missing.
-    func restorePlaylists(_ token: OfflineVideoToken) throws(OfflineVideoError) {
+    /// Returns the paths of the package's stored files.
+    @discardableResult
+    func restorePlaylists(_ token: OfflineVideoToken) throws(OfflineVideoError) -> [String] {
         let folder = packageFolder(token)
-        for (path, text) in try storeCall(.download, { try store.playlists(token) })
-        where FileStatus(path: folder.path + "/" + path).map({ $0.isRegularFile && $0.size == Int64(text.count) }) != true {
+        let stored = try storeCall(.download, { try store.playlists(token) })
+        for (path, text) in stored where FileManager.default.contents(atPath: folder.path + "/" + path) != text {
             let url = folder.appendingPathComponent(path)
             do {
                 try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -118,6 +123,28 @@ extension OfflineVideoManager {
             } catch {
                 throw OfflineVideoError(.downloadFailure, OfflineVideoError.storageReason(of: error),
                                         "Cannot write \(path) again: \(OfflineVideoManager.reason(error))", underlying: error)
+            }
+        }
+        return stored.keys.map { folder.path + "/" + $0 }
+    }
+
+    /// Flushes the package's stored files (`files`: written without a sync each when the download
+    /// was requested, see `writePackageFiles`) and their folders to the disk, on a dispatch thread,
+    /// so that a completed download's files survive a power loss. Its value: nil, or why a
+    /// file could not be synced.
+    func syncPackageFiles(_ files: [String]) -> Task<OfflineVideoError?, Never> {
+        let folders = Set(files.map { ($0 as NSString).deletingLastPathComponent })
+        return Task {
+            await BlockingWork.run {
+                for path in files.sorted() + folders.sorted() {
+                    let failure = FileContents.sync(path)
+                    guard failure == 0 else {
+                        let error = POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO)
+                        return OfflineVideoError(.downloadFailure, OfflineVideoError.storageReason(of: error),
+                                                 "Cannot save \(path) to the disk: \(OfflineVideoManager.reason(error))", underlying: error)
+                    }
+                }
+                return nil
             }
         }
     }
