@@ -43,12 +43,7 @@ struct PackageFilesTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try OfflineStore(directory: directory.url)
-        let record = DownloadRecord(
-            token: "t", videoID: "1", accountID: "2", videoJSON: Data("{}".utf8), state: OfflineVideoDownloadState.downloading.rawValue,
-            parameters: try JSONEncoder().encode(DownloadParameters()), selections: nil, displayName: "v", requestedAt: 0,
-            endedAt: nil, error: nil, bitrate: nil, masterURL: nil, policyKey: nil, serviceBaseURL: nil, allowsCellular: false,
-            license: nil, licenseTerms: nil, licenseRequestedAt: nil, licenseExpiresAt: nil, initialPlaybackAt: nil,
-            posterFile: nil, thumbnailFile: nil, sequence: 1)
+        let record = try DownloadRecord.downloading(token: "t")
         let segments = [
             SegmentRecord(token: "t", track: 0, sequence: 0, url: "http://h/0.ts?a=1", file: "0-video/00000.ts", duration: 2.002,
                           estimatedBytes: 50_000, bytes: nil, done: false),

@@ -8,12 +8,7 @@ struct PendingSegmentsTests {
     /// A store holding one download with `tracks` x `count` segments, some already done.
     private func store(tracks: Int, count: Int, done: Set<Int> = [], in directory: TemporaryDirectory) throws -> OfflineStore {
         let store = try OfflineStore(directory: directory.url)
-        let record = DownloadRecord(
-            token: "t", videoID: "1", accountID: "2", videoJSON: Data("{}".utf8), state: OfflineVideoDownloadState.downloading.rawValue,
-            parameters: try JSONEncoder().encode(DownloadParameters()), selections: nil, displayName: "v", requestedAt: 0,
-            endedAt: nil, error: nil, bitrate: nil, masterURL: nil, policyKey: nil, serviceBaseURL: nil, allowsCellular: false,
-            license: nil, licenseTerms: nil, licenseRequestedAt: nil, licenseExpiresAt: nil, initialPlaybackAt: nil,
-            posterFile: nil, thumbnailFile: nil, sequence: 1)
+        let record = try DownloadRecord.downloading(token: "t")
         var segments: [SegmentRecord] = []
         for track in 0..<tracks {
             for sequence in 0..<count {
@@ -67,5 +62,17 @@ struct PendingSegmentsTests {
         var urls: [String] = []
         while let next = try pending.next() { urls.append(next.url) }
         #expect(urls == ["http://fresh/1.ts", "http://fresh/2.ts", "http://fresh/3.ts", "http://fresh/0.ts"])
+    }
+}
+
+extension DownloadRecord {
+    /// A downloading record with nothing else set, for tests of the store's segment rows.
+    static func downloading(token: String) throws -> DownloadRecord {
+        DownloadRecord(
+            token: token, videoID: "1", accountID: "2", videoJSON: Data("{}".utf8), state: OfflineVideoDownloadState.downloading.rawValue,
+            parameters: try JSONEncoder().encode(DownloadParameters()), selections: nil, displayName: "v", requestedAt: 0,
+            endedAt: nil, error: nil, bitrate: nil, masterURL: nil, policyKey: nil, serviceBaseURL: nil, allowsCellular: false,
+            license: nil, licenseTerms: nil, licenseRequestedAt: nil, licenseExpiresAt: nil, initialPlaybackAt: nil,
+            posterFile: nil, thumbnailFile: nil, sequence: 1)
     }
 }
