@@ -81,13 +81,24 @@ public enum DirectoryNames {
     }
 }
 
-/// Writing a whole file with plain `write(2)`.
+/// Writing whole files with plain `write(2)`, and syncing them.
 public enum FileContents {
     /// Creates or empties the file at `path` and writes all of `bytes`, without syncing it.
     /// Returns 0, or the `errno` of the step that failed.
     public static func write(_ bytes: UnsafeRawBufferPointer, to path: String) -> Int32 {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { return errno }
+        let failure = write(bytes, to: descriptor)
+        guard failure == 0 else {
+            close(descriptor)
+            return failure
+        }
+        return close(descriptor) == 0 ? 0 : errno
+    }
+
+    /// Writes all of `bytes` to the open `descriptor` (again after a short write or `EINTR`).
+    /// Returns 0, or the `errno` of the write that failed.
+    public static func write(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> Int32 {
         var offset = 0
         while offset < bytes.count, let base = bytes.baseAddress {
             #if canImport(Glibc)
@@ -97,13 +108,11 @@ public enum FileContents {
             #endif
             if written < 0 {
                 if errno == EINTR { continue }
-                let failure = errno
-                close(descriptor)
-                return failure
+                return errno
             }
             offset += written
         }
-        return close(descriptor) == 0 ? 0 : errno
+        return 0
     }
 
     /// Flushes the file or folder at `path` to the disk (`fsync`). Returns 0, or the `errno` of

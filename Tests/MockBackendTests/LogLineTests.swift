@@ -10,20 +10,9 @@ struct LogLineTests {
     func stderrNotRead() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let fifo = directory.url.appendingPathComponent("stderr").path
-        try #require(mkfifo(fifo, 0o600) == 0)
-        // Opened for reading first (without blocking), so the child's open for writing returns.
-        let reader = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        try #require(reader >= 0)
+        let (process, reader, base) = try await Self.mockWithUnreadStderr(in: directory, ["--threads", "2"])
         defer { close(reader) }
-        let ready = directory.url.appendingPathComponent("ready.json")
-        let process = try RunningProcess("/bin/sh", ["-c", "exec \"$0\" \"$@\" 2>\"\(fifo)\"", BalancedCluster.executable,
-                                                     "--port", "0", "--data-dir", directory.url.appendingPathComponent("data").path,
-                                                     "--ready-file", ready.path, "--threads", "2"])
         defer { process.kill() }
-        try #require(try await process.waitForOutput { _ in FileManager.default.fileExists(atPath: ready.path) }, "\(process.stdoutSoFar)")
-        let info = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: ready)) as? [String: Any])
-        let base = try #require(info["base_url"] as? String)
 
         // One curl, keep-alive, 3,000 requests; each answer's status on a line of its own.
         let count = 3000
@@ -59,24 +48,43 @@ struct LogLineTests {
     func stderrNeverRead() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let fifo = directory.url.appendingPathComponent("stderr").path
-        try #require(mkfifo(fifo, 0o600) == 0)
-        let reader = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        try #require(reader >= 0)
+        let (process, reader, base) = try await Self.mockWithUnreadStderr(in: directory)
         defer { close(reader) }
-        let ready = directory.url.appendingPathComponent("ready.json")
-        let process = try RunningProcess("/bin/sh", ["-c", "exec \"$0\" \"$@\" 2>\"\(fifo)\"", BalancedCluster.executable,
-                                                     "--port", "0", "--data-dir", directory.url.appendingPathComponent("data").path,
-                                                     "--ready-file", ready.path])
         defer { process.kill() }
-        try #require(try await process.waitForOutput { _ in FileManager.default.fileExists(atPath: ready.path) }, "\(process.stdoutSoFar)")
-        let info = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: ready)) as? [String: Any])
-        let base = try #require(info["base_url"] as? String)
         // More lines than the pipe holds: the writer is stuck in write(2) when the stop comes.
         let curl = try RunningProcess("/usr/bin/curl", ["-sS", "--max-time", "120", "-w", "%{http_code}\\n"]
                                       + (0..<2000).flatMap { _ in ["-o", "/dev/null", base + "/healthz"] })
         #expect(await curl.wait().stdoutText.split(separator: "\n").count == 2000)
         process.kill(SIGTERM)
         #expect(await process.wait().exitCode == 0, "it exits although stderr never drains")
+    }
+
+    /// A mock started in `directory` whose stderr is a FIFO, held open for reading (without
+    /// blocking, so the child's open for writing returns) and not read yet: its running process,
+    /// the FIFO's reading end (the caller closes it) and the mock's base URL.
+    private static func mockWithUnreadStderr(in directory: TemporaryDirectory, _ arguments: [String] = []) async throws
+        -> (process: RunningProcess, reader: Int32, base: String) {
+        let fifo = directory.url.appendingPathComponent("stderr").path
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let reader = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        try #require(reader >= 0)
+        let ready = directory.url.appendingPathComponent("ready.json")
+        do {
+            let process = try RunningProcess("/bin/sh", ["-c", "exec \"$0\" \"$@\" 2>\"\(fifo)\"", BalancedCluster.executable,
+                                                         "--port", "0", "--data-dir", directory.url.appendingPathComponent("data").path,
+                                                         "--ready-file", ready.path] + arguments)
+            do {
+                try #require(try await process.waitForOutput { _ in FileManager.default.fileExists(atPath: ready.path) },
+                             "\(process.stdoutSoFar)")
+                let info = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: ready)) as? [String: Any])
+                return (process, reader, try #require(info["base_url"] as? String))
+            } catch {
+                process.kill()
+                throw error
+            }
+        } catch {
+            close(reader)
+            throw error
+        }
     }
 }

@@ -8,9 +8,10 @@ extension OfflineVideoManager {
     /// Writes a new package's files (local playlists, media options, artwork) into `folder`;
     /// on failure the folder is removed. Not atomic: no plan points at the folder yet, and one
     /// left half-written by a crash is a stranded package the next start deletes (or, for a
-    /// preloaded license, is written again by the next request). Not synced either: the store
-    /// keeps the same files with the plan, and a download's run first writes again any that
-    /// is missing or not whole (`restorePlaylists`), so a power loss cannot leave one damaged.
+    /// preloaded license, is written again by the next request). Not synced here either: the store
+    /// keeps the same files with the plan, a download's run first writes again any that is
+    /// missing or not whole (`restorePlaylists`) and syncs them while its segments come
+    /// (`syncPackageFiles`), before the download may be called complete.
     static func writePackageFiles(_ files: [String: Data], to folder: URL) throws(OfflineVideoError) {
         do {
             for (path, bytes) in files {

@@ -1,4 +1,5 @@
 import Foundation
+import SystemFiles
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -112,15 +113,8 @@ enum ClearExport {
     }
 
     private static func writeAll(_ bytes: [UInt8], to descriptor: Int32, path: String) throws(OfflineVideoError) {
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, $0.count - written) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw failure("Cannot write \(path)", errno)
-            }
-            written += count
-        }
+        let code = bytes.withUnsafeBytes { FileContents.write($0, to: descriptor) }
+        if code != 0 { throw failure("Cannot write \(path)", code) }
     }
 
     private static func failure(_ what: String, _ code: Int32) -> OfflineVideoError {
