@@ -48,7 +48,8 @@ enum SecretRedaction {
                 name.count == rawName.count && zip(name, rawName).allSatisfy { $0 == ($1 | (($1 >= 65 && $1 <= 90) ? 0x20 : 0)) }
             }
         }
-        // Decoded (and lowercased beyond ASCII) as a string, by the parser that decodes every request's query (MicroHTTP's RequestTarget).
+        // Decoded (and lowercased beyond ASCII) as a string, by the parser that decodes every
+        // request's query (MicroHTTP's RequestTarget).
         let raw = String(decoding: rawName, as: UTF8.self)
         guard let parsed = try? RequestTarget(parsing: "/?" + raw + "="), let decoded = parsed.query.first?.name else { return true }
         return secretNames.contains(decoded.lowercased())

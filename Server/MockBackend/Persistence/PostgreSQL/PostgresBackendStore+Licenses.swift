@@ -24,15 +24,12 @@ import Synchronization
 extension PostgresBackendStore: LicenseStorage {
     func process(_ request: LicenseRequest, accountID: String, now: Date) throws -> LicenseDecision {
         let prune = sincePrune.add(1, ordering: .relaxed).newValue % SQLiteBackendStore.pruneEvery == 0
-        if LicenseTransaction.decidesOnNonceAlone(request) {
-            // One statement (the nonce and the writes), atomic by itself: no BEGIN and COMMIT round trips.
-            return try pool.withConnection { connection in
-                try LicenseTransaction.run(request, accountID: accountID, now: now, pruneNonces: prune, in: LicenseSteps(connection: connection))
-            }
-        }
-        return try pool.transaction { connection in
+        let decide = { (connection: PostgresConnection) throws -> LicenseDecision in
             try LicenseTransaction.run(request, accountID: accountID, now: now, pruneNonces: prune, in: LicenseSteps(connection: connection))
         }
+        // Decided on the nonce alone: one statement (the nonce and the writes), atomic by itself,
+        // with no BEGIN and COMMIT round trips around it.
+        return try LicenseTransaction.decidesOnNonceAlone(request) ? pool.withConnection(decide) : pool.transaction(.readCommitted, decide)
     }
 
     /// Waits for, then holds until the transaction ends, the lock of one user's licenses.
