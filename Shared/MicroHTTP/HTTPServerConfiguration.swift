@@ -10,6 +10,12 @@ package struct HTTPServerConfiguration: Sendable {
     package var threadCount: Int = 2
     /// The largest request body accepted; larger ones get 413 and are not read into memory.
     package var maxBodySize: Int = 64 * 1024
+    /// A body over `maxBodySize` but at most this long is read to its end and dropped before
+    /// the 413 is sent. A 413 sent while the client is still sending is followed by closing
+    /// a socket with unread bytes, which makes the kernel reset the connection, and a reset
+    /// can destroy the 413 before the client has read it (curl: "Connection reset by peer").
+    /// Longer bodies get their 413 at once, with that risk.
+    package var drainedBodyLimit: Int = 16 * 1024 * 1024
     /// The largest request line plus headers answered through the error responder (431).
     package var maxHeaderSize: Int = 32 * 1024
     /// Memory MHD may use per connection. Requests whose headers do not even fit here are

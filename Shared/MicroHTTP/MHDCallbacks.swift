@@ -53,8 +53,14 @@ nonisolated enum MHDCallbacks {
             if let length = header(connection, "Content-Length").flatMap({ UInt64($0) }),
                length > UInt64(core.configuration.maxBodySize) {
                 state.bodyTooLarge = true
-                return queue(core.errorResponder(413, "request body of \(length) bytes is over the limit of \(core.configuration.maxBodySize)"),
-                             for: nil, state: state, connection: connection, core: core)
+                // Up to `drainedBodyLimit` the body is read and dropped, and the 413 comes at its
+                // end, as for a chunked body (see the configuration); beyond it, at once. At once
+                // too when the client waits for "100 Continue" before sending it.
+                let waitsToSend = header(connection, "Expect")?.lowercased() == "100-continue"
+                guard length <= UInt64(core.configuration.drainedBodyLimit), !waitsToSend else {
+                    return queue(core.errorResponder(413, "request body of \(length) bytes is over the limit of \(core.configuration.maxBodySize)"),
+                                 for: nil, state: state, connection: connection, core: core)
+                }
             }
             return .YES
         }

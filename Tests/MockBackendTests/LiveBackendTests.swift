@@ -290,7 +290,7 @@ struct LiveBadInputTests {
                 try Data(repeating: 0x41, count: 1_048_576).write(to: URL(fileURLWithPath: file))
                 for extra in [[], ["-H", "Transfer-Encoding: chunked"]] {
                     let response = try await Curl.fetch(license, ["-H", "Content-Type: application/json", "--data-binary", "@\(file)"] + extra)
-                    #expect(response.status == 413, "\(extra)")
+                    #expect(response.status == 413, "\(extra): curl exit \(response.exitCode)")
                     let errors = try response.apiErrors()
                     #expect(errors.count == 1)
                     #expect(errors.first?.message?.isEmpty == false)
