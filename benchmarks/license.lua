@@ -4,8 +4,10 @@ local bodies = {}
 local index = 0
 local thread_count = 0
 local threads = {}
--- Per thread: how many answers of each status other than 200 and 204 (printed at the end).
+-- Per thread: how many answers of each status other than 200 and 204, and the first such
+-- answer's body (printed at the end).
 statuses = {}
+first_refusal = nil
 
 function setup(thread)
    thread:set("thread_number", thread_count)
@@ -37,7 +39,10 @@ function request()
 end
 
 function response(status, headers, body)
-   if status ~= 200 and status ~= 204 then statuses[status] = (statuses[status] or 0) + 1 end
+   if status ~= 200 and status ~= 204 then
+      statuses[status] = (statuses[status] or 0) + 1
+      if first_refusal == nil then first_refusal = string.sub(body or "", 1, 300) end
+   end
 end
 
 function done(summary, latency, requests)
@@ -46,4 +51,8 @@ function done(summary, latency, requests)
       for status, n in pairs(thread:get("statuses")) do total[status] = (total[status] or 0) + n end
    end
    for status, n in pairs(total) do io.write(string.format("refused with status %d: %d\n", status, n)) end
+   for _, thread in ipairs(threads) do
+      local body = thread:get("first_refusal")
+      if body ~= nil then io.write("refused with status (first answer): " .. body .. "\n") end
+   end
 end

@@ -21,6 +21,28 @@ package enum PostgresValue: Sendable, Equatable {
     /// `.bytes`, or `.null` for nil.
     package init(_ value: [UInt8]?) { self = value.map { .bytes($0) } ?? .null }
 
+    /// A one-dimensional array as PostgreSQL's text form (`{"a",NULL,"b \\"c\\""}`), for a
+    /// parameter cast in the statement (`$1::text[]`, `$2::float8[]`, `unnest($1::text[], …)`):
+    /// each element quoted, backslashes and double quotes escaped; nil is NULL.
+    package static func array(_ elements: [String?]) -> PostgresValue {
+        var literal: [UInt8] = [UInt8(ascii: "{")]
+        for (index, element) in elements.enumerated() {
+            if index > 0 { literal.append(UInt8(ascii: ",")) }
+            guard let element else {
+                literal += "NULL".utf8
+                continue
+            }
+            literal.append(UInt8(ascii: "\""))
+            for byte in element.utf8 {
+                if byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "\"") { literal.append(UInt8(ascii: "\\")) }
+                literal.append(byte)
+            }
+            literal.append(UInt8(ascii: "\""))
+        }
+        literal.append(UInt8(ascii: "}"))
+        return .text(String(decoding: literal, as: UTF8.self))
+    }
+
     /// A name for messages.
     var kind: String {
         switch self {

@@ -2,45 +2,64 @@ import Foundation
 import GRDB
 import LicenseProtocol
 import MicroHTTP
+import Postgres
 import Testing
 import TestKit
 import WireModels
 @testable import MockBackend
 
-/// SQLite's group commit (`LicenseBatchWriter`): requests that arrive together are decided in
-/// one transaction, and the rules hold inside a batch as across batches. Each test makes its
-/// batch for certain: it holds the store's write connection, lets the writer take a first
-/// request (and block on that connection), queues the batch behind it, and only then lets go.
-@Suite("License group commit (SQLite)")
+/// Group commit (`LicenseBatchWriter`): requests that arrive together are decided in one
+/// transaction (SQLite: every request; PostgreSQL: those decided on their nonce alone, in one
+/// statement), and the rules hold inside a batch as across batches. Each test makes its batch
+/// for certain: it holds what the writer needs (SQLite: the write connection; PostgreSQL: the
+/// nonce table, locked from another connection), lets the writer take a first request (and
+/// block on it), queues the batch behind it, and only then lets go.
+@Suite("License group commit")
 struct LicenseGroupCommitTests {
-    /// A SQLite app whose license writer is held until `release()`.
+    /// An app whose license writer is held until `release()`.
     final class HeldWriter: Sendable {
         let app: MockBackendApp
-        let store: SQLiteBackendStore
+        let writer: LicenseBatchWriter
         let client: LicenseTestClient
         private let gate = DispatchSemaphore(value: 0)
         private let holding: Task<Void, any Error>
         private let first: Task<Int, any Error>
 
-        /// Holds the write connection, then sends a first license request the writer takes alone.
+        /// Holds what the writer writes through, then sends a first license request the writer takes alone.
         init(_ app: MockBackendApp) async throws {
             self.app = app
-            store = try #require(app.store as? SQLiteBackendStore)
             client = try LicenseTestClient(app)
-            let (store, gate, client) = (store, gate, client)
+            let (gate, client) = (gate, client)
             let entered = DispatchSemaphore(value: 0)
-            holding = Task { try await offPool { try store.pool.write { _ in entered.signal(); gate.wait() } } }
+            let hold: @Sendable () throws -> Void
+            if let store = app.store as? SQLiteBackendStore {
+                writer = store.licenseWriter
+                hold = { try store.pool.write { _ in entered.signal(); gate.wait() } }
+            } else {
+                let store = try #require(app.store as? PostgresBackendStore)
+                writer = store.licenseWriter
+                hold = {
+                    try store.pool.transaction { connection in
+                        try connection.execute("LOCK TABLE used_nonce IN EXCLUSIVE MODE")
+                        entered.signal()
+                        gate.wait()
+                    }
+                }
+            }
+            holding = Task { try await offPool(hold) }
             try await offPool { entered.wait() }
-            let before = store.licenseWriter.batchesTaken
+            let writer = writer
+            let before = writer.batchesTaken
             first = Task { try await offPool { try client.send(device: "first").response.status } }
-            #expect(try await eventually { store.licenseWriter.batchesTaken == before + 1 && store.licenseWriter.waiting == 0 })
+            #expect(try await eventually { writer.batchesTaken == before + 1 && writer.waiting == 0 })
         }
 
         /// Sends `work` concurrently and waits until all of it is queued behind the held writer.
         func queue<T: Sendable>(_ work: [@Sendable () throws -> T]) async throws -> [Task<T, any Error>] {
-            let waiting = store.licenseWriter.waiting
+            let writer = writer
+            let waiting = writer.waiting
             let tasks = work.map { job in Task { try await offPool(job) } }
-            #expect(try await eventually { store.licenseWriter.waiting == waiting + work.count })
+            #expect(try await eventually { writer.waiting == waiting + work.count })
             return tasks
         }
 
@@ -54,20 +73,22 @@ struct LicenseGroupCommitTests {
 
     static let offline = LicenseTestClient.offline(LicenseProfile(.purchase))
 
-    @Test("one SPC sent eight times in one batch, beside other requests, is accepted once; the others are all issued")
-    func nonceOnceInABatch() async throws {
-        try await withApp { app, _ in
+    @Test("one SPC sent eight times in one batch, beside other requests, is accepted once; the others are all issued",
+          arguments: StoreKind.allCases)
+    func nonceOnceInABatch(_ kind: StoreKind) async throws {
+        try await withSharedStore(kind) { makeApp in
+            let app = try makeApp()
             let held = try await HeldWriter(app)
             let client = held.client
             let replayed = try client.makeRequest(device: "replayed").body()
             let others = try (0..<4).map { n in try client.makeRequest(device: "other-\(n)").body() }
             let tasks = try await held.queue((0..<8).map { _ in { @Sendable in try client.post(replayed, headers: Self.offline) } }
                                              + others.map { body in { @Sendable in try client.post(body, headers: Self.offline) } })
-            let batches = held.store.licenseWriter.batchesTaken
+            let batches = held.writer.batchesTaken
             try await held.release()
             var responses: [HTTPResponse] = []
             for task in tasks { responses.append(try await task.value) }
-            #expect(held.store.licenseWriter.batchesTaken == batches + 1, "the queued requests were one batch")
+            #expect(held.writer.batchesTaken == batches + 1, "the queued requests were one batch")
             let replays = responses.prefix(8)
             #expect(replays.filter { $0.status == 200 }.count == 1)
             for response in replays where response.status != 200 {
@@ -128,18 +149,35 @@ struct LicenseGroupCommitTests {
         }
     }
 
-    @Test("a store failure in a batch fails every request of it with a 500 and writes none of it; the next batch is written")
-    func storeFailureFailsTheWholeBatch() async throws {
-        try await withApp { app, _ in
-            let store = try #require(app.store as? SQLiteBackendStore)
-            try await offPool {
-                try store.pool.write { db in
-                    try db.execute(sql: """
-                        CREATE TRIGGER poison BEFORE INSERT ON license WHEN NEW.device_id = 'poison'
-                        BEGIN SELECT RAISE(ABORT, 'poisoned'); END
-                        """)
+    @Test("a store failure in a batch fails every request of it with a 500 and writes none of it; the next batch is written",
+          arguments: StoreKind.allCases)
+    func storeFailureFailsTheWholeBatch(_ kind: StoreKind) async throws {
+        try await withSharedStore(kind) { makeApp in
+            let app = try makeApp()
+            // A trigger that refuses the license of device "poison".
+            let poison: @Sendable (_ on: Bool) throws -> Void
+            if let store = app.store as? SQLiteBackendStore {
+                poison = { on in
+                    try store.pool.write { db in
+                        try db.execute(sql: on ? """
+                            CREATE TRIGGER poison BEFORE INSERT ON license WHEN NEW.device_id = 'poison'
+                            BEGIN SELECT RAISE(ABORT, 'poisoned'); END
+                            """ : "DROP TRIGGER poison")
+                    }
+                }
+            } else {
+                let store = try #require(app.store as? PostgresBackendStore)
+                poison = { on in
+                    try store.pool.withConnection { connection in
+                        try connection.execute(on ? """
+                            CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$
+                            BEGIN IF NEW.device_id = 'poison' THEN RAISE EXCEPTION 'poisoned'; END IF; RETURN NEW; END $$;
+                            CREATE TRIGGER poison BEFORE INSERT ON license FOR EACH ROW EXECUTE FUNCTION poison();
+                            """ : "DROP TRIGGER poison ON license; DROP FUNCTION poison()")
+                    }
                 }
             }
+            try await offPool { try poison(true) }
             let held = try await HeldWriter(app)
             let client = held.client
             let bodies = try ["good-1", "poison", "good-2"].map { try client.makeRequest(device: $0).body() }
@@ -153,7 +191,7 @@ struct LicenseGroupCommitTests {
             let stored = try app.licenses.licenses(LicenseFilter(), now: app.clock.now(), limit: 100)
             #expect(stored.map(\.terms.deviceID) == ["first"])
             // Nothing of the batch was kept, not even the nonces: the good SPCs are accepted when sent again.
-            try await offPool { try store.pool.write { db in try db.execute(sql: "DROP TRIGGER poison") } }
+            try await offPool { try poison(false) }
             #expect(try client.post(bodies[0], headers: Self.offline).status == 200)
             #expect(try client.post(bodies[2], headers: Self.offline).status == 200)
         }

@@ -52,6 +52,25 @@ struct PostgresConnectionTests {
         }
     }
 
+    @Test("an array parameter round-trips every element exactly: quotes, backslashes, braces, commas, NULL, \"NULL\", empty and non-ASCII")
+    func arrayParameterRoundTrips() async throws {
+        let url = try await TestPostgres.shared().makeDatabase()
+        try await offPool {
+            let connection = try PostgresConnection(url: url)
+            let elements: [String?] = [#"a "quoted" \ back\slash"#, "{braces},commas", nil, "NULL", "", " spaced ", "ü 🎬", #"\""#,
+                                       #"{"json": "terms", "n": [1, 2]}"#]
+            let rows = try connection.query("SELECT element, position FROM unnest($1::text[]) WITH ORDINALITY AS e (element, position) ORDER BY position",
+                                            [.array(elements)]).rows
+            #expect(try rows.map { try $0["element"] as String? } == elements)
+            // Numbers and booleans through the same text form, cast by the statement; an empty array is no rows.
+            let numbers = try connection.query("SELECT unnest($1::float8[]) AS d, unnest($2::boolean[]) AS f",
+                                               [.array(["0.1", "-1.5e-300", "1764306000.123456", nil]), .array(["t", "f", "t", nil])]).rows
+            #expect(try numbers.map { try $0["d"] as Double? } == [0.1, -1.5e-300, 1764306000.123456, nil])
+            #expect(try numbers.map { try $0["f"] as Bool? } == [true, false, true, nil])
+            #expect(try connection.query("SELECT unnest($1::text[]) AS e", [.array([])]).rows.isEmpty)
+        }
+    }
+
     @Test("a statement is prepared once and reused; a refused statement gives the SQLSTATE and a stable code")
     func preparedStatementsAndErrors() async throws {
         let url = try await TestPostgres.shared().makeDatabase()

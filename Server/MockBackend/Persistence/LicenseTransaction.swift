@@ -11,24 +11,8 @@ enum LicenseTransaction {
                     in steps: some LicenseTransactionSteps) throws -> LicenseDecision {
         // Nonces of SPCs too old to be accepted anyway go now and then.
         if pruneNonces { try steps.pruneNonces(before: now) }
-        let nonceExpiry = request.context.createdAt.addingTimeInterval(LicensePolicy.spcMaximumAge)
-        if decidesOnNonceAlone(request) {
-            // Decided first (for a fresh nonce), then the nonce and the writes in one step: one
-            // statement in PostgreSQL. A replay is refused with nothing written.
-            let decision = LicensePolicy.decide(request, nonceAlreadyUsed: false, existing: nil, devices: DeviceState(), now: now,
-                                                newLicenseID: LicenseID.timeOrdered(now: now))
-            let issued: (record: LicenseRecord, device: String?)?
-            switch decision {
-            case .refuse: issued = nil
-            case .issue(let record, let device): issued = (record, device)
-            case .release: preconditionFailure("a release names its license, so it is never decided on the nonce alone")
-            }
-            guard try steps.consumeNonce(request.context.nonce, until: nonceExpiry, thenWrite: issued, event: request.context.kind, now: now) else {
-                return LicensePolicy.decide(request, nonceAlreadyUsed: true, existing: nil, devices: DeviceState(), now: now, newLicenseID: "")
-            }
-            return decision
-        }
-        let fresh = try steps.consumeNonce(request.context.nonce, until: nonceExpiry)
+        if decidesOnNonceAlone(request) { return try decideOnNonceAlone([(request, now)], in: steps)[0] }
+        let fresh = try steps.consumeNonce(request.context.nonce, until: nonceExpiry(request))
         var lockedUser = request.user?.userID
         if let user = lockedUser { try steps.lockUser(accountID: accountID, userID: user) }
         var existing = try request.namedLicenseID.flatMap { try steps.license(id: $0) }
@@ -60,6 +44,48 @@ enum LicenseTransaction {
         return decision
     }
 
+    /// Requests that decide on their nonce alone (`decidesOnNonceAlone`), taken together in
+    /// one step of the store (one statement in PostgreSQL): each is decided first, as for a
+    /// fresh nonce; then every nonce is recorded and, where it was fresh, its decision written.
+    /// A replay, of an earlier request or of one before it in `requests`, is refused with
+    /// nothing written.
+    static func decideOnNonceAlone(_ requests: [(request: LicenseRequest, now: Date)],
+                                   in steps: some LicenseTransactionSteps) throws -> [LicenseDecision] {
+        var decisions: [LicenseDecision] = []
+        var writes: [NonceWrite] = []
+        var writeOfRequest: [Int?] = []  // its entry in `writes`; nil for a nonce met before in `requests`
+        var nonces: Set<[UInt8]> = []
+        for (request, now) in requests {
+            let decision = LicensePolicy.decide(request, nonceAlreadyUsed: false, existing: nil, devices: DeviceState(), now: now,
+                                                newLicenseID: LicenseID.timeOrdered(now: now))
+            decisions.append(decision)
+            guard nonces.insert(request.context.nonce).inserted else {
+                writeOfRequest.append(nil)
+                continue
+            }
+            let issued: (record: LicenseRecord, device: String?)?
+            switch decision {
+            case .refuse: issued = nil
+            case .issue(let record, let device): issued = (record, device)
+            case .release: preconditionFailure("a release names its license, so it is never decided on the nonce alone")
+            }
+            writeOfRequest.append(writes.count)
+            writes.append(NonceWrite(nonce: request.context.nonce, until: nonceExpiry(request), issued: issued,
+                                     event: request.context.kind, now: now))
+        }
+        let fresh = try steps.consumeNonces(writes)
+        return requests.indices.map { index in
+            if let write = writeOfRequest[index], fresh[write] { return decisions[index] }
+            return LicensePolicy.decide(requests[index].request, nonceAlreadyUsed: true, existing: nil, devices: DeviceState(),
+                                        now: requests[index].now, newLicenseID: "")
+        }
+    }
+
+    /// Until when a request's nonce is kept: past it, its SPC is too old to be accepted anyway.
+    private static func nonceExpiry(_ request: LicenseRequest) -> Date {
+        request.context.createdAt.addingTimeInterval(LicensePolicy.spcMaximumAge)
+    }
+
     /// Whether the decision reads nothing from the store but whether the nonce is fresh: no
     /// user whose devices count, no license named (by the SPC or a retried acquisition's key).
     /// Such a request (an acquisition without a restriction token's user or an idempotency key)
@@ -79,10 +105,10 @@ protocol LicenseTransactionSteps {
     func pruneNonces(before: Date) throws
     /// Records a nonce until `until`; false when it was recorded already (a replayed SPC).
     func consumeNonce(_ nonce: [UInt8], until: Date) throws -> Bool
-    /// Records a nonce and, only if it was fresh, stores `issued` as `write` does; false when the
-    /// nonce was recorded already (then nothing is written). One statement where the store can.
-    func consumeNonce(_ nonce: [UInt8], until: Date, thenWrite issued: (record: LicenseRecord, device: String?)?,
-                      event: LicenseRequestKind, now: Date) throws -> Bool
+    /// Records each nonce and, only where it was fresh, stores what it issued as `write` does;
+    /// for each, false when its nonce was recorded already (then nothing of it is written). The
+    /// nonces are distinct. One statement where the store can.
+    func consumeNonces(_ writes: [NonceWrite]) throws -> [Bool]
     /// Holds, until the transaction ends, the lock of one user's licenses and devices (nothing
     /// to do in a store with one writer at a time).
     func lockUser(accountID: String, userID: String) throws
@@ -99,12 +125,22 @@ protocol LicenseTransactionSteps {
     func release(licenseID: String, at: Date, userID: String?, freeing device: String?) throws
 }
 
+/// A nonce to record and what its request issued (nil for a refusal), written only if the nonce is fresh.
+struct NonceWrite {
+    let nonce: [UInt8]
+    let until: Date
+    let issued: (record: LicenseRecord, device: String?)?
+    let event: LicenseRequestKind
+    let now: Date
+}
+
 extension LicenseTransactionSteps {
-    func consumeNonce(_ nonce: [UInt8], until: Date, thenWrite issued: (record: LicenseRecord, device: String?)?,
-                      event: LicenseRequestKind, now: Date) throws -> Bool {
-        guard try consumeNonce(nonce, until: until) else { return false }
-        if let issued { try write(issued.record, event: event, registering: issued.device, now: now) }
-        return true
+    func consumeNonces(_ writes: [NonceWrite]) throws -> [Bool] {
+        try writes.map { write in
+            guard try consumeNonce(write.nonce, until: write.until) else { return false }
+            if let issued = write.issued { try self.write(issued.record, event: write.event, registering: issued.device, now: write.now) }
+            return true
+        }
     }
 }
 

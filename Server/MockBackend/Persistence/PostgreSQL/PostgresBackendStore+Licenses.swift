@@ -17,19 +17,29 @@ import Synchronization
 /// SERIALIZABLE: no request fails from contention. A license's own row is read `FOR UPDATE`,
 /// so a renewal and a release of one license also go one at a time.
 ///
-/// No batch writer here (unlike SQLite's `LicenseBatchWriter`): PostgreSQL already shares one
-/// WAL flush between the commits of concurrent connections, and one writer thread per
-/// instance, a round trip at a time, measured 2-5× slower than the pool's connections in
-/// parallel on this 2-core machine (README, Benchmarks, 2026-11-27).
+/// Requests decided on their nonce alone (`LicenseTransaction.decidesOnNonceAlone`: anonymous
+/// acquisitions, most of the traffic) go through a `LicenseBatchWriter` instead: those that
+/// arrive together are one statement (`consumeNonces`), atomic by itself with no BEGIN and
+/// COMMIT around it, so they share its round trip, its executor set-up and its WAL flush; each
+/// answer still waits for that commit. The nonces are inserted in key order, so two instances'
+/// batches never wait on each other's rows in a cycle.
 extension PostgresBackendStore: LicenseStorage {
     func process(_ request: LicenseRequest, accountID: String, now: Date) throws -> LicenseDecision {
+        if LicenseTransaction.decidesOnNonceAlone(request) { return try licenseWriter.process(request, accountID: accountID, now: now) }
         let prune = sincePrune.add(1, ordering: .relaxed).newValue % SQLiteBackendStore.pruneEvery == 0
-        let decide = { (connection: PostgresConnection) throws -> LicenseDecision in
+        return try pool.transaction(.readCommitted) { connection in
             try LicenseTransaction.run(request, accountID: accountID, now: now, pruneNonces: prune, in: LicenseSteps(connection: connection))
         }
-        // Decided on the nonce alone: one statement (the nonce and the writes), atomic by itself,
-        // with no BEGIN and COMMIT round trips around it.
-        return try LicenseTransaction.decidesOnNonceAlone(request) ? pool.withConnection(decide) : pool.transaction(.readCommitted, decide)
+    }
+
+    /// One batch of the license writer (requests decided on their nonce alone): one statement.
+    static func commitLicenses(_ batch: [LicenseBatchWriter.Decision], pruneNonces: Bool,
+                               in pool: PostgresPool) throws -> [LicenseDecision] {
+        try pool.withConnection { connection in
+            let steps = LicenseSteps(connection: connection)
+            if pruneNonces, let first = batch.first { try steps.pruneNonces(before: first.now) }
+            return try LicenseTransaction.decideOnNonceAlone(batch.map { ($0.request, $0.now) }, in: steps)
+        }
     }
 
     /// Waits for, then holds until the transaction ends, the lock of one user's licenses.
@@ -153,53 +163,74 @@ extension PostgresBackendStore: LicenseStorage {
 
         /// One statement (one round trip): the license, its history row and the device.
         func write(_ record: LicenseRecord, event: LicenseRequestKind, registering device: String?, now: Date) throws {
-            try connection.query(Self.writeStatement(guardedByNonce: false), Self.writeArguments(record, event: event, registering: device, now: now))
-        }
-
-        /// One statement: the nonce, and the writes only if it was new.
-        func consumeNonce(_ nonce: [UInt8], until: Date, thenWrite issued: (record: LicenseRecord, device: String?)?,
-                          event: LicenseRequestKind, now: Date) throws -> Bool {
-            guard let issued else { return try consumeNonce(nonce, until: until) }
-            let arguments = Self.writeArguments(issued.record, event: event, registering: issued.device, now: now)
-                + [.bytes(nonce), .double(until.timeIntervalSince1970)]
-            return try connection.query(Self.writeStatement(guardedByNonce: true), arguments).rows[0]["n"] as Int64 > 0
-        }
-
-        /// The license (new, or replacing the one with its id), its history row and the device
-        /// it registers, written once per row of the source: one row, or with `guardedByNonce`
-        /// the nonce ($15, until $16) if its insert was new, else none. Parameters are cast, as
-        /// `INSERT … SELECT` does not infer their types from the columns.
-        private static func writeStatement(guardedByNonce: Bool) -> String {
-            let source = guardedByNonce ? "nonce" : "(VALUES (1)) AS once (n)"
-            let nonce = guardedByNonce
-                ? "nonce AS (INSERT INTO used_nonce (nonce, expires_at) VALUES ($15::bytea, $16::float8) ON CONFLICT DO NOTHING RETURNING 1),\n"
-                : ""
-            return """
-                WITH \(nonce)written AS (
+            let t = record.terms
+            try connection.query("""
+                WITH written AS (
                   INSERT INTO license (id, account_id, video_id, device_id, user_id, issued_at, persistable, terms, released_at, updated_at)
-                  SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::float8, $7::boolean, $8::text, NULL::float8, $9::float8 FROM \(source)
+                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9)
                   ON CONFLICT (id) DO UPDATE SET account_id = excluded.account_id, video_id = excluded.video_id, device_id = excluded.device_id,
                     user_id = excluded.user_id, issued_at = excluded.issued_at, persistable = excluded.persistable, terms = excluded.terms,
                     released_at = NULL, updated_at = excluded.updated_at, revoked_at = NULL),
                 history AS (
-                  INSERT INTO license_event (license_id, event, at, kind, expires_at, first_play)
-                  SELECT $1::text, $10::text, $9::float8, $11::text, $12::float8, $13::float8 FROM \(source)),
-                registered AS (
-                  INSERT INTO device (account_id, user_id, device_id, registered_at)
-                  SELECT $2::text, $5::text, $14::text, $9::float8 FROM \(source) WHERE $5::text IS NOT NULL AND $14::text IS NOT NULL
-                  ON CONFLICT DO NOTHING)
-                SELECT count(*) AS n FROM \(source)
-                """
+                  INSERT INTO license_event (license_id, event, at, kind, expires_at, first_play) VALUES ($1, $10, $9, $11, $12, $13))
+                INSERT INTO device (account_id, user_id, device_id, registered_at)
+                SELECT $2::text, $5::text, $14::text, $9::float8 WHERE $5::text IS NOT NULL AND $14::text IS NOT NULL
+                ON CONFLICT DO NOTHING
+                """, [.text(t.licenseID), .text(t.accountID), .text(t.videoID), .text(t.deviceID), PostgresValue(record.userID),
+                      .double(t.issuedAt.timeIntervalSince1970), .bool(t.persistable), .text(LicenseRecord.storedTerms(t)),
+                      .double(now.timeIntervalSince1970), .text(event.rawValue), .text(t.kind.rawValue),
+                      PostgresValue(t.expiresAt?.timeIntervalSince1970), PostgresValue(t.firstPlay?.timeIntervalSince1970),
+                      PostgresValue(device)])
         }
 
-        private static func writeArguments(_ record: LicenseRecord, event: LicenseRequestKind, registering device: String?,
-                                           now: Date) -> [PostgresValue] {
-            let t = record.terms
-            return [.text(t.licenseID), .text(t.accountID), .text(t.videoID), .text(t.deviceID), PostgresValue(record.userID),
-                    .double(t.issuedAt.timeIntervalSince1970), .bool(t.persistable), .text(LicenseRecord.storedTerms(t)),
-                    .double(now.timeIntervalSince1970), .text(event.rawValue), .text(t.kind.rawValue),
-                    PostgresValue(t.expiresAt?.timeIntervalSince1970), PostgresValue(t.firstPlay?.timeIntervalSince1970),
-                    PostgresValue(device)]
+        /// One statement for the whole batch: the nonces (in key order), then, for those that
+        /// were new, the licenses, their history rows and the devices they register. New
+        /// licenses only (a request decided on its nonce alone names none): a clash of ids
+        /// fails the statement, and so the batch, rather than replace a license.
+        private static let hexDigits = Array("0123456789abcdef".utf8)
+
+        func consumeNonces(_ writes: [NonceWrite]) throws -> [Bool] {
+            guard !writes.isEmpty else { return [] }
+            func column(_ value: (NonceWrite) -> String?) -> PostgresValue { .array(writes.map(value)) }
+            func terms(_ value: (LicenseTerms) -> String?) -> PostgresValue { column { $0.issued.flatMap { value($0.record.terms) } } }
+            let hex = writes.map { write in
+                String(unsafeUninitializedCapacity: write.nonce.count * 2) { buffer in
+                    for (index, byte) in write.nonce.enumerated() {
+                        buffer[2 * index] = Self.hexDigits[Int(byte >> 4)]
+                        buffer[2 * index + 1] = Self.hexDigits[Int(byte & 0xF)]
+                    }
+                    return write.nonce.count * 2
+                }
+            }
+            let fresh = try connection.query("""
+                WITH input AS (
+                  SELECT * FROM unnest($1::text[], $2::float8[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::float8[],
+                                       $9::boolean[], $10::text[], $11::float8[], $12::text[], $13::text[], $14::float8[], $15::float8[], $16::text[])
+                    AS i (nonce, until, id, account_id, video_id, device_id, user_id, issued_at, persistable, terms, at, event, kind,
+                          expires_at, first_play, registering)),
+                nonce AS (
+                  INSERT INTO used_nonce (nonce, expires_at) SELECT decode(nonce, 'hex'), until FROM input ORDER BY nonce
+                  ON CONFLICT DO NOTHING RETURNING encode(nonce, 'hex') AS nonce),
+                fresh AS (SELECT input.* FROM input JOIN nonce USING (nonce) WHERE input.id IS NOT NULL),
+                written AS (
+                  INSERT INTO license (id, account_id, video_id, device_id, user_id, issued_at, persistable, terms, released_at, updated_at)
+                  SELECT id, account_id, video_id, device_id, user_id, issued_at, persistable, terms, NULL, at FROM fresh),
+                history AS (
+                  INSERT INTO license_event (license_id, event, at, kind, expires_at, first_play)
+                  SELECT id, event, at, kind, expires_at, first_play FROM fresh),
+                registered AS (
+                  INSERT INTO device (account_id, user_id, device_id, registered_at)
+                  SELECT account_id, user_id, registering, at FROM fresh WHERE user_id IS NOT NULL AND registering IS NOT NULL
+                  ON CONFLICT DO NOTHING)
+                SELECT nonce FROM nonce
+                """, [.array(hex), column { String($0.until.timeIntervalSince1970) },
+                      terms { $0.licenseID }, terms { $0.accountID }, terms { $0.videoID }, terms { $0.deviceID }, column { $0.issued?.record.userID },
+                      terms { String($0.issuedAt.timeIntervalSince1970) }, terms { $0.persistable ? "t" : "f" },
+                      terms { LicenseRecord.storedTerms($0) }, column { String($0.now.timeIntervalSince1970) }, column { $0.event.rawValue },
+                      terms { $0.kind.rawValue }, terms { $0.expiresAt.map { String($0.timeIntervalSince1970) } },
+                      terms { $0.firstPlay.map { String($0.timeIntervalSince1970) } }, column { $0.issued?.device }])
+            let inserted = Set(try fresh.rows.map { try $0["nonce"] as String })
+            return hex.map(inserted.contains)
         }
 
         func release(licenseID: String, at releasedAt: Date, userID: String?, freeing device: String?) throws {

@@ -25,14 +25,20 @@ final class PostgresBackendStore: StoreMaintenance {
     let instanceID = UUID().uuidString
     /// The thread that listens for other instances' changes, once started.
     private let watcher = Locked<ChangeWatcher?>(nil)
-    /// License requests since the last nonce pruning.
+    /// License requests since the last nonce pruning (those not through `licenseWriter`).
     let sincePrune = Atomic<Int>(0)
+    /// Group commit of the license requests decided on their nonce alone (see `process`).
+    let licenseWriter: LicenseBatchWriter
 
     /// Connects (a pool of `connections`, the HTTP server's thread count) and migrates the schema.
     init(url: String, connections: Int, logger: Logger) throws {
         self.url = url
         self.logger = logger
-        pool = try PostgresPool(url: url, size: connections)
+        let pool = try PostgresPool(url: url, size: connections)
+        self.pool = pool
+        licenseWriter = LicenseBatchWriter(name: "license writer") { batch, prune in
+            try PostgresBackendStore.commitLicenses(batch, pruneNonces: prune, in: pool)
+        }
         try pool.checkConnection()
         try migrate()
     }
