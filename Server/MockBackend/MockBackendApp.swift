@@ -87,7 +87,7 @@ public final class MockBackendApp: Sendable {
         }
         let secret = try store.setting("url_token_secret") { SecureBytes.random(32) }
         adminToken = try configuration.adminToken ?? String(decoding: store.setting("admin_token") {
-            Array(SecureBytes.random(24).map { String(format: "%02x", $0) }.joined().utf8)
+            Array(Hex.lowercase(SecureBytes.random(24)).utf8)
         }, as: UTF8.self)
         oauthSecret = SymmetricKey(data: try store.setting("oauth_token_secret") { SecureBytes.random(32) })
         links = Links(base: PublicBaseURL.normalized(baseURL), secret: SymmetricKey(data: secret))

@@ -7,7 +7,7 @@ import WireModels
 
 @Suite("AES-128 keys and segments")
 struct AES128Tests {
-    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+    static func hex(_ bytes: [UInt8]) -> String { Hex.lowercase(bytes) }
 
     /// Decrypts AES-128-CBC (PKCS7) with the openssl binary.
     static func decrypt(_ data: [UInt8], key: [UInt8], iv: [UInt8]) async throws -> [UInt8] {

@@ -4,6 +4,7 @@ import LicenseProtocol
 import Logging
 import Testing
 import TestKit
+import WireModels
 @testable import MockBackend
 
 /// Licenses stored before their terms became one value (`terms`) read back the same after the
@@ -73,7 +74,7 @@ struct LicenseMigrationTests {
             switch value {
             case nil: "NULL"
             case let text as String: "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
-            case let data as Data: "'\\x" + data.map { String(format: "%02x", $0) }.joined() + "'::bytea"
+            case let data as Data: "'\\x" + Hex.lowercase(data) + "'::bytea"
             case let flag as Bool: flag ? "true" : "false"
             case let number as Double: String(number)
             default: "\(value!)"

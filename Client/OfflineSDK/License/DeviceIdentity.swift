@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 #endif
 import SystemFiles
+import WireModels
 
 /// This device's secret identity, the stand-in for a platform keychain: a random 256-bit
 /// secret kept outside the offline store (a file only its user can read, made on first use),
@@ -212,5 +213,5 @@ enum DeviceSecretFile {
 }
 
 extension Data {
-    fileprivate var hexString: String { map { String(format: "%02x", $0) }.joined() }
+    fileprivate var hexString: String { Hex.lowercase(self) }
 }

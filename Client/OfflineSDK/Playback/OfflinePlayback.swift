@@ -1,6 +1,7 @@
 public import Foundation
 import Logging
 import MicroHTTP
+import WireModels
 import Locking
 
 /// One clear segment of a track, in order.
@@ -80,7 +81,7 @@ public final class OfflinePlayback: Sendable {
         self.images = images
         self.onClose = onClose
         var generator = SystemRandomNumberGenerator()
-        let secret = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        let secret = Hex.lowercase((0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
         state.withLock { $0.secret = secret }
     }
 

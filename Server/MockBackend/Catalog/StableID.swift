@@ -1,4 +1,5 @@
 import Crypto
+import WireModels
 
 /// Deterministic UUIDs for URLs (video, rendition, text-track ids): the same catalog always
 /// yields the same URLs, so clients and tests can rely on them across restarts.
@@ -12,8 +13,5 @@ enum StableID {
     }
 
     /// 16 bytes written as a lowercase UUID (`8-4-4-4-12` hex digits).
-    static func string(_ bytes: [UInt8]) -> String {
-        let hex = Array(bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined())
-        return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(hex[$0]) }.joined(separator: "-")
-    }
+    static func string(_ bytes: [UInt8]) -> String { Hex.uuid(bytes) }
 }

@@ -50,7 +50,7 @@ enum DashboardSession {
     /// A new session, `lifetime` from `now`, and its cookie value.
     static func start(now: Date, key: SymmetricKey) -> (session: Session, value: String) {
         let session = Session(expiresAt: Date(timeIntervalSince1970: (now.timeIntervalSince1970 + lifetime).rounded(.down)),
-                              nonce: hex(SecureBytes.random(16)))
+                              nonce: Hex.lowercase(SecureBytes.random(16)))
         return (session, value(of: session, key: key))
     }
 
@@ -103,11 +103,7 @@ enum DashboardSession {
     }
 
     private static func mac(_ text: String, key: SymmetricKey) -> String {
-        hex(Array(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: key)))
-    }
-
-    private static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { String(format: "%02x", $0) }.joined()
+        Hex.lowercase(Array(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: key)))
     }
 
     // MARK: Cookies

@@ -43,13 +43,7 @@ public struct EncryptionKey: Sendable, Hashable {
 
     /// Formats bytes as an `IV` value: `0x` and lowercase hex digits.
     public static func ivString(_ bytes: some Sequence<UInt8>) -> String {
-        let hexDigits = Array("0123456789abcdef".utf8)
-        var text = Array("0x".utf8)
-        for byte in bytes {
-            text.append(hexDigits[Int(byte >> 4)])
-            text.append(hexDigits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
+        "0x" + Hex.lowercase(Array(bytes))
     }
 
     static let modelledNames: Set<String> = ["METHOD", "URI", "IV", "KEYFORMAT", "KEYFORMATVERSIONS"]

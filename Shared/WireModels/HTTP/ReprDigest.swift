@@ -46,16 +46,7 @@ public struct ReprDigest: Sendable, Hashable, CustomStringConvertible {
     public var etag: String { "\"sha256-" + hex.prefix(32) + "\"" }
 
     /// The digest as 64 lowercase hex digits (how the SDK's store keeps it).
-    public var hex: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(64)
-        for byte in sha256 {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    public var hex: String { Hex.lowercase(sha256) }
 
     /// A digest from 64 hex digits; nil for anything else.
     public init?(hex: String) {

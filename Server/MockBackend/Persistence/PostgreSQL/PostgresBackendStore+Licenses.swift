@@ -2,6 +2,7 @@ import Foundation
 import LicenseProtocol
 import Postgres
 import Synchronization
+import WireModels
 
 /// Licenses, their history, devices per user and used nonces in PostgreSQL, correct with any
 /// number of instances deciding at once.
@@ -187,21 +188,11 @@ extension PostgresBackendStore: LicenseStorage {
         /// were new, the licenses, their history rows and the devices they register. New
         /// licenses only (a request decided on its nonce alone names none): a clash of ids
         /// fails the statement, and so the batch, rather than replace a license.
-        private static let hexDigits = Array("0123456789abcdef".utf8)
-
         func consumeNonces(_ writes: [NonceWrite]) throws -> [Bool] {
             guard !writes.isEmpty else { return [] }
             func column(_ value: (NonceWrite) -> String?) -> PostgresValue { .array(writes.map(value)) }
             func terms(_ value: (LicenseTerms) -> String?) -> PostgresValue { column { $0.issued.flatMap { value($0.record.terms) } } }
-            let hex = writes.map { write in
-                String(unsafeUninitializedCapacity: write.nonce.count * 2) { buffer in
-                    for (index, byte) in write.nonce.enumerated() {
-                        buffer[2 * index] = Self.hexDigits[Int(byte >> 4)]
-                        buffer[2 * index + 1] = Self.hexDigits[Int(byte & 0xF)]
-                    }
-                    return write.nonce.count * 2
-                }
-            }
+            let hex = writes.map { Hex.lowercase($0.nonce) }
             let fresh = try connection.query("""
                 WITH input AS (
                   SELECT * FROM unnest($1::text[], $2::float8[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::float8[],
