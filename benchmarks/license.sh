@@ -2,7 +2,8 @@
 # Offline licenses issued per second by mock-backend (release build), from parallel clients:
 # `wrk -t2 -c32` POSTs pre-generated license requests (each a fresh SPC built with
 # LicenseProtocol's client side, so no nonce repeats) to the FairPlay video's key_request_url,
-# asking for offline purchases. Rows, one after the other:
+# asking for offline purchases. Rows (every row's instances run from the start; the runs go
+# round by round, every row once per round, so the rows' runs are side by side in time):
 #   sqlite      one instance, SQLite in its data directory (the default)
 #   sqlite-nginx that instance behind nginx (the proxy of postgres x2, alone: its cost here)
 #   postgres    one instance, --database on a local PostgreSQL
@@ -50,9 +51,6 @@ trap cleanup EXIT
 account=6415818918001
 key=BCpkADawqM1northwindSEARCHkey0001
 crt=$(printf '%s' '{"profile":{"purchase":{}},"storeLicense":true}' | base64 -w0)
-summary=()
-sqlite_rate=
-balanced_sqlite_rate=
 
 
 # start_backend NAME ARGS...: starts an instance, sets $base to its URL and adds its pid.
@@ -71,19 +69,20 @@ start_balancer() {
     local port=$1 servers="" url
     shift
     for url in "$@"; do servers+="server ${url#http://}; "; done
-    rm -rf "$work/nginx"; mkdir -p "$work/nginx"
-    cat >"$work/nginx/nginx.conf" <<EOF
+    local folder="$work/nginx-$port"
+    rm -rf "$folder"; mkdir -p "$folder"
+    cat >"$folder/nginx.conf" <<EOF
 worker_processes 1;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log warn;
+pid $folder/nginx.pid;
+error_log $folder/error.log warn;
 events { worker_connections 1024; }
 http {
     access_log off;
-    client_body_temp_path $work/nginx/body;
-    proxy_temp_path $work/nginx/proxy;
-    fastcgi_temp_path $work/nginx/fastcgi;
-    uwsgi_temp_path $work/nginx/uwsgi;
-    scgi_temp_path $work/nginx/scgi;
+    client_body_temp_path $folder/body;
+    proxy_temp_path $folder/proxy;
+    fastcgi_temp_path $folder/fastcgi;
+    uwsgi_temp_path $folder/uwsgi;
+    scgi_temp_path $folder/scgi;
     upstream mock_backends { $servers keepalive 64; }
     server {
         listen 127.0.0.1:$port;
@@ -91,7 +90,7 @@ http {
     }
 }
 EOF
-    nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' 2>"$work/nginx/stderr" &
+    nginx -p "$folder" -c "$folder/nginx.conf" -g 'daemon off;' 2>"$folder/stderr" &
     pids+=($!)
     for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break; sleep 0.05; done
 }
@@ -132,102 +131,134 @@ PY
 # median N...: the median of the numbers.
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
-# measure LABEL URL STORED-COMMAND [BETWEEN]: requests generated for the backend at URL, one
-# checked, then $runs wrk runs, each with its own requests; BETWEEN (a command) runs before
-# each wrk run and its output is collected in $between_values.
-measure() {
-    local label=$1 url=$2 stored_command=$3 between=${4:-}
-    curl -sf -H "BCOV-Policy: $key" "$url/playback/v1/accounts/$account/videos/6415818918103" >"$work/video.json"
+# prepare LABEL URL STORED-COMMAND: the row's key request URL and certificate, and one
+# license request checked; the row is then given requests by generate and measured by run_row.
+declare -A key_urls stored_commands rates_of p99s_of key_ids
+labels=()
+prepare() {
+    local label=$1 url=$2 folder="$work/requests/${1// /-}"
+    mkdir -p "$folder"
+    labels+=("$label")
+    stored_commands[$label]=$3
+    curl -sf -H "BCOV-Policy: $key" "$url/playback/v1/accounts/$account/videos/6415818918103" >"$folder/video.json"
+    local key_url cert_url
     read -r key_url cert_url < <(python3 -c '
 import json, sys
 fp = json.load(open(sys.argv[1]))["sources"][0]["key_systems"]["com.apple.fps.1_0"]
-print(fp["key_request_url"], fp["certificate_url"])' "$work/video.json")
-    curl -sf "$cert_url" -o "$work/cert.der"
-    local key_id count start
-    key_id=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.urlsplit(sys.argv[1]).path.rsplit("/", 1)[1])' "$key_url")
-    count=$((duration * 8000))
-    start=$(date +%s.%N)
-    .build/release/LicenseRequests "$work/cert.der" "$account" "$key_id" "$((count * runs + 1))" "$work/bodies"
-    echo "[$label] generated $((count * runs + 1)) license requests in $(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s"
-    head -1 "$work/bodies" >"$work/one"
-    tail -n +2 "$work/bodies" | split -l "$count" -d - "$work/run."
-    rm "$work/bodies"
-    # Flush the bodies now, so their writeback does not compete with the stores' WAL.
-    sync
+print(fp["key_request_url"], fp["certificate_url"])' "$folder/video.json")
+    key_urls[$label]=$key_url
+    curl -sf "$cert_url" -o "$folder/cert.der"
+    key_ids[$label]=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.urlsplit(sys.argv[1]).path.rsplit("/", 1)[1])' "$key_url")
+    .build/release/LicenseRequests "$folder/cert.der" "$account" "${key_ids[$label]}" 1 "$folder/one"
     local status
     status=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' -H 'X-BOLT-OFFLINE-LICENSE: true' \
-        -H "X-BC-CRT-CONFIG: $crt" --data-binary @"$work/one" "$key_url")
+        -H "X-BC-CRT-CONFIG: $crt" --data-binary @"$folder/one" "$key_url")
     [ "$status" = 200 ] || { echo "[$label] license request answered $status"; exit 1; }
-
-    local out requests seconds non2xx p99 rate rates=() p99s=() run
-    between_values=()
-    for run in $(seq 0 $((runs - 1))); do
-        [ -z "$between" ] || between_values+=("$($between)")
-        out=$(wrk -t"$threads" -c"$connections" -d"${duration}s" --latency -s benchmarks/license.lua "$key_url" -- "$work/run.0$run" "$threads" "$crt")
-        requests=$(echo "$out" | awk '/requests in/ {print $1}')
-        seconds=$(echo "$out" | awk '/requests in/ {sub(/s,$/, "", $4); print $4}')
-        non2xx=$(echo "$out" | awk '/Non-2xx/ {print $5}')
-        non2xx=${non2xx:-0}
-        p99=$(echo "$out" | awk '$1 == "99%" {print $2}')
-        rate=$(python3 -c "print(round(($requests - $non2xx) / $seconds))")
-        rates+=("$rate"); p99s+=("$p99")
-        echo "$out" | grep '^refused with status' | sed "s/^/[$label] /" || true
-        printf '[%s] run %d: %d licenses in %ss (%s refused): %d/s, p99 %s%s\n' "$label" "$((run + 1))" "$((requests - non2xx))" "$seconds" \
-            "$non2xx" "$rate" "$p99" "${between:+, $between ${between_values[-1]}/s before it}"
-    done
-    local stored
-    stored=$(eval "$stored_command")
-    last_rate=$(median "${rates[@]}")
-    summary+=("$(printf '%-12s licenses/s: %6d   (runs: %s)   p99s: %s   stored: %d' "$label" "$last_rate" "${rates[*]}" "${p99s[*]}" "$stored")")
-    rm -f "$work"/run.*
 }
 
+# generate LABEL RUN: the row's requests for one run, made just before its round (an SPC is
+# accepted for 10 minutes). 12,000 a second of the run: each wrk thread sends its own half
+# of them, and a thread that ran out would send its first ones again, as replays; at 8,000 a
+# second one thread served faster than the other did run out (refusals in a 6,900/s run).
+generate() {
+    local label=$1 run=$2 folder="$work/requests/${1// /-}" count=$((duration * 12000)) start
+    start=$(date +%s.%N)
+    .build/release/LicenseRequests "$folder/cert.der" "$account" "${key_ids[$label]}" "$count" "$folder/run.0$run"
+    echo "[$label] generated $count license requests in $(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s"
+}
+
+# run_row LABEL RUN: one wrk run of the row with its requests of that run.
+run_row() {
+    local label=$1 run=$2 folder="$work/requests/${1// /-}" out requests seconds non2xx p99 rate
+    out=$(wrk -t"$threads" -c"$connections" -d"${duration}s" --latency -s benchmarks/license.lua "${key_urls[$label]}" -- \
+        "$folder/run.0$run" "$threads" "$crt")
+    rm -f "$folder/run.0$run"
+    requests=$(echo "$out" | awk '/requests in/ {print $1}')
+    seconds=$(echo "$out" | awk '/requests in/ {sub(/s,$/, "", $4); print $4}')
+    non2xx=$(echo "$out" | awk '/Non-2xx/ {print $5}')
+    non2xx=${non2xx:-0}
+    p99=$(echo "$out" | awk '$1 == "99%" {print $2}')
+    rate=$(python3 -c "print(round(($requests - $non2xx) / $seconds))")
+    rates_of[$label]+=" $rate"; p99s_of[$label]+=" $p99"
+    echo "$out" | grep '^refused with status' | sed "s/^/[$label] /" || true
+    printf '[%s] run %d: %d licenses in %ss (%s refused): %d/s, p99 %s\n' "$label" "$((run + 1))" "$((requests - non2xx))" "$seconds" \
+        "$non2xx" "$rate" "$p99"
+}
+
+# rate_of LABEL: the median licenses/s of the row's runs.
+rate_of() { median ${rates_of[$1]}; }
+
+# Every row's instances start first and get their requests; then the runs go round by round,
+# every row once per round (the raw commit rate before SQLite's), so load from elsewhere on
+# these shared machines hits the rows alike and the ratios compare runs made side by side.
+sqlite_query="python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT COUNT(*) FROM license\").fetchone()[0])'"
 for row in $rows; do
     case "$row" in
     sqlite)
         start_backend sqlite
-        measure sqlite "$base" "python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT COUNT(*) FROM license\").fetchone()[0])' $work/sqlite/backend.sqlite" raw_commit_rate
-        sqlite_rate=$last_rate
-        raw_rate=$(median "${between_values[@]}")
-        summary+=("$(printf '%-12s commits/s:  %6d   (runs: %s)   licenses/s over it: %s' "raw commit" "$raw_rate" "${between_values[*]}" \
-            "$(python3 -c "print(f'{$sqlite_rate / $raw_rate:.2f}x')")")")
-        stop_backends
+        prepare sqlite "$base" "$sqlite_query $work/sqlite/backend.sqlite"
         ;;
     sqlite-nginx)
         # The proxy's own cost on these cores: one SQLite instance behind the nginx of postgres2.
         nginx_port=$(free_port)
         start_backend sqlite-nginx --public-base-url "http://127.0.0.1:$nginx_port"
         start_balancer "$nginx_port" "$base"
-        measure "sqlite nginx" "http://127.0.0.1:$nginx_port" "python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT COUNT(*) FROM license\").fetchone()[0])' $work/sqlite-nginx/backend.sqlite"
-        balanced_sqlite_rate=$last_rate
-        [ -z "$sqlite_rate" ] || summary+=("$(printf '%-12s over SQLite: %s' "sqlite nginx" "$(python3 -c "print(f'{$last_rate / $sqlite_rate:.2f}x')")")")
-        stop_backends
+        prepare "sqlite nginx" "http://127.0.0.1:$nginx_port" "$sqlite_query $work/sqlite-nginx/backend.sqlite"
         ;;
     postgres)
         [ -n "$PG_DATA" ] || start_postgres "$work/pg"
         database=$(new_database bench1)
         start_backend postgres1 --database "$database"
-        measure postgres "$base" "$PG_BIN/psql -A -t -c 'SELECT count(*) FROM license' $database"
-        [ -z "$sqlite_rate" ] || summary+=("$(printf '%-12s over SQLite: %s' postgres "$(python3 -c "print(f'{$last_rate / $sqlite_rate:.2f}x')")")")
-        stop_backends
+        prepare postgres "$base" "$PG_BIN/psql -A -t -c 'SELECT count(*) FROM license' $database"
         ;;
     postgres2)
         [ -n "$PG_DATA" ] || start_postgres "$work/pg"
-        database=$(new_database bench2)
+        database2=$(new_database bench2)
         nginx_port=$(free_port)
-        start_backend postgres2a --database "$database" --public-base-url "http://127.0.0.1:$nginx_port"
+        start_backend postgres2a --database "$database2" --public-base-url "http://127.0.0.1:$nginx_port"
         a=$base
-        start_backend postgres2b --database "$database" --public-base-url "http://127.0.0.1:$nginx_port"
+        start_backend postgres2b --database "$database2" --public-base-url "http://127.0.0.1:$nginx_port"
         b=$base
         start_balancer "$nginx_port" "$a" "$b"
-        measure "postgres x2" "http://127.0.0.1:$nginx_port" "$PG_BIN/psql -A -t -c 'SELECT count(*) FROM license' $database"
-        [ -z "$sqlite_rate" ] || summary+=("$(printf '%-12s over SQLite: %s' "postgres x2" "$(python3 -c "print(f'{$last_rate / $sqlite_rate:.2f}x')")")")
-        [ -z "$balanced_sqlite_rate" ] || summary+=("$(printf '%-12s over SQLite behind nginx: %s' "postgres x2" "$(python3 -c "print(f'{$last_rate / $balanced_sqlite_rate:.2f}x')")")")
-        stop_backends
+        prepare "postgres x2" "http://127.0.0.1:$nginx_port" "$PG_BIN/psql -A -t -c 'SELECT count(*) FROM license' $database2"
         ;;
     *) echo "unknown row $row (sqlite, sqlite-nginx, postgres, postgres2)"; exit 1 ;;
     esac
 done
+raw_rates=()
+for run in $(seq 0 $((runs - 1))); do
+    for label in "${labels[@]}"; do generate "$label" "$run"; done
+    # Flush the requests now, so their writeback does not compete with the stores' WAL.
+    sync
+    for label in "${labels[@]}"; do
+        if [ "$label" = sqlite ]; then
+            raw_rates+=("$(raw_commit_rate)")
+            echo "[raw commit] run $((run + 1)): ${raw_rates[-1]} commits/s"
+        fi
+        run_row "$label" "$run"
+    done
+done
+
+summary=()
+for label in "${labels[@]}"; do
+    summary+=("$(printf '%-12s licenses/s: %6d   (runs:%s)   p99s:%s   stored: %d' "$label" "$(rate_of "$label")" "${rates_of[$label]}" \
+        "${p99s_of[$label]}" "$(eval "${stored_commands[$label]}")")")
+    case "$label" in
+    sqlite)
+        summary+=("$(printf '%-12s commits/s:  %6d   (runs: %s)   licenses/s over it: %s' "raw commit" "$(median "${raw_rates[@]}")" \
+            "${raw_rates[*]}" "$(python3 -c "print(f'{$(rate_of sqlite) / $(median "${raw_rates[@]}"):.2f}x')")")")
+        ;;
+    *)
+        [ -z "${rates_of[sqlite]:-}" ] ||
+            summary+=("$(printf '%-12s over SQLite: %s' "$label" "$(python3 -c "print(f'{$(rate_of "$label") / $(rate_of sqlite):.2f}x')")")")
+        if [ "$label" = "postgres x2" ] && [ -n "${rates_of[sqlite nginx]:-}" ]; then
+            summary+=("$(printf '%-12s over SQLite behind nginx: %s' "$label" \
+                "$(python3 -c "print(f'{$(rate_of "$label") / $(rate_of "sqlite nginx"):.2f}x')")")")
+        fi
+        ;;
+    esac
+done
+stop_backends
 
 echo
 printf 'wrk -t%d -c%d, %d MHD threads an instance, median of %d runs of %d s, %d cores (shared by wrk, nginx, PostgreSQL and the instances)\n' "$threads" "$connections" "$http_threads" "$runs" "$duration" "$(nproc)"
