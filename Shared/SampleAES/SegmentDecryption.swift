@@ -128,10 +128,11 @@ enum SegmentDecryption {
         private mutating func videoBlocks(_ stream: Range<Int>, pes: Int) {
             let es = scratch  // the same storage, read only while `side` and the lists grow
             es.withUnsafeBufferPointer { es in
-                for unit in NALScanner.units(es, stream) {
+                for found in NALScanner.units(es, stream) {
+                    let unit = found.range
                     let type = es[unit.lowerBound] & 0x1F
                     guard H264SampleEncryption.isProtected(type: type, length: unit.count) else { continue }
-                    if NALScanner.needsEscaping(es, unit, positions: unit.lowerBound + 2 ..< unit.upperBound) {
+                    if found.hasZeroPair, NALScanner.needsEscaping(es, unit, positions: unit.lowerBound + 2 ..< unit.upperBound) {
                         // The general path's unit: unescaped, decrypted, escaped again.
                         let start = side.count
                         H264SampleEncryption.unescape(UnsafeBufferPointer(rebasing: es[unit]), appendingTo: &side)
@@ -205,7 +206,9 @@ enum SegmentDecryption {
 
         // PES payloads of the protected streams, back to back in the scratch buffer; the
         // encrypted blocks found in them.
-        var gather = Gather(capacity: segment.count)
+        // Room for the payloads and the unescaped units that follow them (a quarter more), so
+        // appending those rarely moves the scratch buffer.
+        var gather = Gather(capacity: segment.count + segment.count / 4)
         let ok = segment.withUnsafeBufferPointer { bytes in
             videoPIDs.union(audioPIDs).sorted().allSatisfy { pid in
                 gather.stream(pid: pid, isVideo: videoPIDs.contains(pid), bytes: bytes, pids: pids, payloadOffsets: payloadOffsets,
@@ -336,15 +339,32 @@ enum NALScanner {
         (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080 != 0
     }
 
-    /// The NAL units (header to end, start codes excluded) of `range` in `bytes`.
-    static func units(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> [Range<Int>] {
-        var units: [Range<Int>] = []
+    /// One NAL unit found by `units`: where it lies (header to end, start code excluded), and
+    /// whether it may hold two zeros with another of its bytes after them (false: it holds
+    /// none, so `needsEscaping` is false everywhere in it and most units need no second look).
+    struct Unit: Equatable {
+        var range: Range<Int>
+        var hasZeroPair: Bool
+    }
+
+    /// The NAL units of `range` in `bytes`.
+    static func units(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> [Unit] {
+        var units: [Unit] = []
         var index = range.lowerBound
         var current: Int?
+        var zeroPair = false
         let end = range.upperBound
         let base = bytes.baseAddress!
         while index + 2 < end {
-            // Eight bytes without a zero: no start code begins among them.
+            // Sixteen, else eight bytes without a zero: no start code (nor zero pair) begins among them.
+            if index + 18 < end {
+                let first = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+                let second = UnsafeRawPointer(base + index + 8).loadUnaligned(as: UInt64.self)
+                if !hasZeroByte(first), !hasZeroByte(second) {
+                    index += 16
+                    continue
+                }
+            }
             if index + 10 < end, !hasZeroByte(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)) {
                 index += 8
                 continue
@@ -357,15 +377,17 @@ enum NALScanner {
                 var codeLength = 0
                 if bytes[index + 2] == 1 { codeLength = 3 } else if bytes[index + 2] == 0, index + 3 < end, bytes[index + 3] == 1 { codeLength = 4 }
                 if codeLength > 0 {
-                    if let start = current, start < index { units.append(start ..< index) }
+                    if let start = current, start < index { units.append(Unit(range: start ..< index, hasZeroPair: zeroPair)) }
                     current = index + codeLength
+                    zeroPair = false
                     index += codeLength
                     continue
                 }
+                zeroPair = true
             }
             index += 1
         }
-        if let start = current, start < end { units.append(start ..< end) }
+        if let start = current, start < end { units.append(Unit(range: start ..< end, hasZeroPair: zeroPair)) }
         return units
     }
 
