@@ -33,9 +33,16 @@ package enum ADTSSampleEncryption {
 
     /// Offsets (within the frame) of the encrypted blocks of a frame.
     package static func encryptedBlockOffsets(_ frame: Frame) -> [Int] {
+        var offsets: [Int] = []
+        appendEncryptedBlockOffsets(frame, from: 0, to: &offsets)
+        return offsets
+    }
+
+    /// Appends to `offsets` those of the encrypted blocks of `frame` when it starts at `base`.
+    package static func appendEncryptedBlockOffsets(_ frame: Frame, from base: Int, to offsets: inout [Int]) {
         let first = frame.headerLength + 16
-        guard frame.length > first else { return [] }
-        return (0 ..< (frame.length - first) / 16).map { first + $0 * 16 }
+        guard frame.length > first else { return }
+        for block in 0 ..< (frame.length - first) / 16 { offsets.append(base + first + block * 16) }
     }
 
     /// The 2-byte AudioSpecificConfig an ADTS header describes (object type, sampling

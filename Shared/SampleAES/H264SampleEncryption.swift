@@ -56,7 +56,14 @@ package enum H264SampleEncryption {
     /// Offsets of the encrypted 16-byte blocks in an unescaped NAL unit of `length` bytes.
     package static func encryptedBlockOffsets(length: Int) -> [Int] {
         var offsets: [Int] = []
-        var position = 32
+        appendEncryptedBlockOffsets(length: length, from: 0, to: &offsets)
+        return offsets
+    }
+
+    /// Appends to `offsets` those of the encrypted blocks of an unescaped NAL unit of `length`
+    /// bytes that starts at `base`.
+    package static func appendEncryptedBlockOffsets(length: Int, from base: Int, to offsets: inout [Int]) {
+        var position = base + 32
         var remaining = length - 32
         while remaining > 0 {
             if remaining > 16 {
@@ -68,7 +75,6 @@ package enum H264SampleEncryption {
             position += clear
             remaining -= clear
         }
-        return offsets
     }
 
     /// Removes emulation-prevention bytes: the 0x03 of 00 00 03 when another byte follows
@@ -76,61 +82,79 @@ package enum H264SampleEncryption {
     package static func unescape(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
         bytes.withUnsafeBufferPointer { input in
             [UInt8](unsafeUninitializedCapacity: input.count) { output, written in
-                guard let source = input.baseAddress, let target = output.baseAddress else { written = 0; return }
-                let end = input.count
-                var index = 0, copied = 0, length = 0
-                while index < end {
-                    // Eight bytes without a zero: no 00 00 03 begins among them.
-                    if index + 8 <= end, !NALScanner.hasZeroByte(UnsafeRawPointer(source + index).loadUnaligned(as: UInt64.self)) {
-                        index += 8
-                        continue
-                    }
-                    if end - index > 3, source[index] == 0, source[index + 1] == 0, source[index + 2] == 3 {
-                        (target + length).update(from: source + copied, count: index + 2 - copied)
-                        length += index + 2 - copied
-                        index += 3
-                        copied = index
-                    } else {
-                        index += 1
-                    }
-                }
-                (target + length).update(from: source + copied, count: end - copied)
-                written = length + end - copied
+                written = output.baseAddress.map { unescape(input, into: $0) } ?? 0
             }
         }
+    }
+
+    /// `unescape`, appending the result to `out`.
+    package static func unescape(_ input: UnsafeBufferPointer<UInt8>, appendingTo out: inout [UInt8]) {
+        let start = out.count
+        // Grown with zeros first (an array's elements past its count cannot be written), then cut.
+        out.append(contentsOf: repeatElement(0, count: input.count))
+        let written = out.withUnsafeMutableBufferPointer { unescape(input, into: $0.baseAddress! + start) }
+        out.removeLast(input.count - written)
+    }
+
+    /// Writes `input` without its emulation-prevention bytes to `target` (room for
+    /// `input.count` bytes); returns how many it wrote.
+    private static func unescape(_ input: UnsafeBufferPointer<UInt8>, into target: UnsafeMutablePointer<UInt8>) -> Int {
+        guard let source = input.baseAddress else { return 0 }
+        let end = input.count
+        var index = 0, copied = 0, length = 0
+        while index < end {
+            // Eight bytes without a zero: no 00 00 03 begins among them.
+            if index + 8 <= end, !NALScanner.hasZeroByte(UnsafeRawPointer(source + index).loadUnaligned(as: UInt64.self)) {
+                index += 8
+                continue
+            }
+            if end - index > 3, source[index] == 0, source[index + 1] == 0, source[index + 2] == 3 {
+                (target + length).update(from: source + copied, count: index + 2 - copied)
+                length += index + 2 - copied
+                index += 3
+                copied = index
+            } else {
+                index += 1
+            }
+        }
+        (target + length).update(from: source + copied, count: end - copied)
+        return length + end - copied
     }
 
     /// Inserts emulation-prevention bytes: 0x03 after two zeros when the next byte is 0…3,
     /// except before a final 0x03 (the mirror of `unescape`, so `unescape(escape(x)) == x`).
     package static func escape(_ bytes: [UInt8]) -> [UInt8] {
-        bytes.withUnsafeBufferPointer { input in
-            // At most one byte inserted for every two of the input.
-            [UInt8](unsafeUninitializedCapacity: input.count + input.count / 2 + 1) { output, written in
-                guard let source = input.baseAddress, let target = output.baseAddress else { written = 0; return }
-                let end = input.count
-                var index = 0, copied = 0, length = 0, zeros = 0
-                while index < end {
-                    // Eight bytes without a zero after a byte that is not one: nothing to insert there.
-                    if zeros == 0, index + 8 <= end,
-                       !NALScanner.hasZeroByte(UnsafeRawPointer(source + index).loadUnaligned(as: UInt64.self)) {
-                        index += 8
-                        continue
-                    }
-                    let byte = source[index]
-                    if zeros >= 2, byte <= 3, !(byte == 3 && index == end - 1) {
-                        (target + length).update(from: source + copied, count: index - copied)
-                        length += index - copied
-                        target[length] = 3
-                        length += 1
-                        copied = index
-                        zeros = 0
-                    }
-                    zeros = byte == 0 ? zeros + 1 : 0
-                    index += 1
+        bytes.withUnsafeBufferPointer { escape($0) }
+    }
+
+    /// `escape` of the bytes `input` points at.
+    package static func escape(_ input: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+        // At most one byte inserted for every two of the input.
+        [UInt8](unsafeUninitializedCapacity: input.count + input.count / 2 + 1) { output, written in
+            guard let source = input.baseAddress, let target = output.baseAddress else { written = 0; return }
+            let end = input.count
+            var index = 0, copied = 0, length = 0, zeros = 0
+            while index < end {
+                // Eight bytes without a zero after a byte that is not one: nothing to insert there.
+                if zeros == 0, index + 8 <= end,
+                   !NALScanner.hasZeroByte(UnsafeRawPointer(source + index).loadUnaligned(as: UInt64.self)) {
+                    index += 8
+                    continue
                 }
-                (target + length).update(from: source + copied, count: end - copied)
-                written = length + end - copied
+                let byte = source[index]
+                if zeros >= 2, byte <= 3, !(byte == 3 && index == end - 1) {
+                    (target + length).update(from: source + copied, count: index - copied)
+                    length += index - copied
+                    target[length] = 3
+                    length += 1
+                    copied = index
+                    zeros = 0
+                }
+                zeros = byte == 0 ? zeros + 1 : 0
+                index += 1
             }
+            (target + length).update(from: source + copied, count: end - copied)
+            written = length + end - copied
         }
     }
 
@@ -156,3 +180,4 @@ package enum H264SampleEncryption {
         return out
     }
 }
+

@@ -40,6 +40,128 @@ enum SegmentDecryption {
         var bytes: [UInt8]
     }
 
+    /// A PES payload's piece: the bytes of one TS packet's payload, copied to the scratch buffer.
+    private struct Piece {
+        var segment: Int
+        var scratch: Int
+        var length: Int
+    }
+
+    /// A protected NAL unit decrypted where it lies in the scratch buffer: its blocks are
+    /// `blocks[firstBlock ..< firstBlock + blockCount]`.
+    private struct DirectUnit {
+        var pes: Int
+        var unit: Range<Int>
+        var firstBlock: Int
+        var blockCount: Int
+    }
+
+    /// A protected NAL unit with emulation-prevention bytes: `raw` is where it lies, unescaped,
+    /// in the side buffer.
+    private struct EscapedUnit {
+        var pes: Int
+        var unit: Range<Int>
+        var raw: Range<Int>
+    }
+
+    /// The gather phase: the PES payloads of the protected streams back to back in `scratch`,
+    /// where each piece came from, and the encrypted blocks (scratch offsets) with where each
+    /// CBC unit begins. Units with emulation-prevention bytes are unescaped into `side`
+    /// (offsets there), to be decrypted once `side` follows the scratch. A value with mutating
+    /// methods: no closure captures its buffers, so accessing them costs no dynamic
+    /// exclusivity checks.
+    private struct Gather {
+        var scratch: [UInt8] = []
+        var pieces: [Piece] = []
+        var gathered: [GatheredPES] = []
+        var blocks: [Int] = []
+        var unitStarts: [Int] = []
+        var directUnits: [DirectUnit] = []
+        var escapedUnits: [EscapedUnit] = []
+        var side: [UInt8] = []
+
+        init(capacity: Int) {
+            scratch.reserveCapacity(capacity)
+        }
+
+        /// Gathers every PES of `pid` begun in the segment; false for a layout this pass does
+        /// not take.
+        mutating func stream(pid: UInt16, isVideo: Bool, bytes: UnsafeBufferPointer<UInt8>, pids: [UInt16], payloadOffsets: [UInt8],
+                             starts: [Bool]) -> Bool {
+            let size = TransportPacket.size
+            var current: GatheredPES?  // the PES being gathered
+            for index in pids.indices where pids[index] == pid && Int(payloadOffsets[index]) < size {
+                if starts[index] {
+                    if let pes = current, !finish(pes, isVideo: isVideo) { return false }
+                    current = GatheredPES(pieces: pieces.count ..< pieces.count, scratch: scratch.count ..< scratch.count)
+                } else if current == nil {
+                    continue  // a PES begun in an earlier segment: left as it is
+                }
+                let from = index * size + Int(payloadOffsets[index])
+                let length = (index + 1) * size - from
+                pieces.append(Piece(segment: from, scratch: scratch.count, length: length))
+                scratch.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[from ..< from + length]))
+            }
+            if let pes = current, !finish(pes, isVideo: isVideo) { return false }
+            return true
+        }
+
+        private mutating func finish(_ pes: GatheredPES, isVideo: Bool) -> Bool {
+            var pes = pes
+            let begin = pes.scratch.lowerBound
+            pes.scratch = begin ..< scratch.count
+            pes.pieces = pes.pieces.lowerBound ..< pieces.count
+            guard pes.scratch.count >= 9, scratch[begin] == 0, scratch[begin + 1] == 0, scratch[begin + 2] == 1 else { return false }
+            pes.headerLength = 9 + Int(scratch[begin + 8])
+            pes.packetLength = Int(scratch[begin + 4]) << 8 | Int(scratch[begin + 5])
+            guard pes.headerLength <= pes.scratch.count,
+                  pes.packetLength == 0 || pes.packetLength == pes.scratch.count - 6 else { return false }
+            gathered.append(pes)
+            let stream = begin + pes.headerLength ..< pes.scratch.upperBound
+            if isVideo {
+                videoBlocks(stream, pes: gathered.count - 1)
+                return true
+            }
+            return audioBlocks(stream)
+        }
+
+        private mutating func videoBlocks(_ stream: Range<Int>, pes: Int) {
+            let es = scratch  // the same storage, read only while `side` and the lists grow
+            es.withUnsafeBufferPointer { es in
+                for found in NALScanner.units(es, stream) {
+                    let unit = found.range
+                    let type = es[unit.lowerBound] & 0x1F
+                    guard H264SampleEncryption.isProtected(type: type, length: unit.count) else { continue }
+                    if found.hasZeroPair, NALScanner.needsEscaping(es, unit, positions: unit.lowerBound + 2 ..< unit.upperBound) {
+                        // The general path's unit: unescaped, decrypted, escaped again.
+                        let start = side.count
+                        H264SampleEncryption.unescape(UnsafeBufferPointer(rebasing: es[unit]), appendingTo: &side)
+                        guard side.count - start > 48 else {
+                            side.removeSubrange(start...)
+                            continue
+                        }
+                        escapedUnits.append(EscapedUnit(pes: pes, unit: unit, raw: start ..< side.count))
+                        continue
+                    }
+                    let first = blocks.count
+                    unitStarts.append(first)
+                    H264SampleEncryption.appendEncryptedBlockOffsets(length: unit.count, from: unit.lowerBound, to: &blocks)
+                    directUnits.append(DirectUnit(pes: pes, unit: unit, firstBlock: first, blockCount: blocks.count - first))
+                }
+            }
+        }
+
+        private mutating func audioBlocks(_ stream: Range<Int>) -> Bool {
+            guard let frames = try? ADTSSampleEncryption.frames(scratch[stream]) else { return false }
+            for frame in frames {
+                let first = blocks.count
+                ADTSSampleEncryption.appendEncryptedBlockOffsets(frame, from: stream.lowerBound + frame.start, to: &blocks)
+                if blocks.count > first { unitStarts.append(first) }
+            }
+            return true
+        }
+    }
+
     static func decrypt(_ segment: [UInt8], key: [UInt8], iv: [UInt8]) throws(SampleAESError) -> [UInt8]? {
         let size = TransportPacket.size
         guard !segment.isEmpty, segment.count % size == 0, key.count == 16, iv.count == 16 else { return nil }
@@ -82,96 +204,32 @@ enum SegmentDecryption {
         guard !videoPIDs.isEmpty || !audioPIDs.isEmpty else { return out }
         guard videoPIDs.isDisjoint(with: audioPIDs) else { return nil }  // one PID announced as both: the general path's call
 
-        // PES payloads of the protected streams, back to back in `scratch`; where each piece
-        // came from; the encrypted blocks (scratch offsets) and where each CBC unit begins.
-        var scratch: [UInt8] = []
-        scratch.reserveCapacity(segment.count)
-        var pieces: [(segment: Int, scratch: Int, length: Int)] = []
-        var gathered: [GatheredPES] = []
-        var blocks: [Int] = []
-        var unitStarts: [Int] = []
-        // Units decrypted where they lie, and units with emulation-prevention bytes, unescaped
-        // into `side` (offsets there), to be decrypted once `side` follows the scratch.
-        var directUnits: [(pes: Int, unit: Range<Int>, firstBlock: Int, blockCount: Int)] = []
-        var escapedUnits: [(pes: Int, unit: Range<Int>, raw: Range<Int>)] = []
-        var side: [UInt8] = []
-        let ok = try segment.withUnsafeBufferPointer { bytes throws(SampleAESError) -> Bool in
-            for pid in videoPIDs.union(audioPIDs).sorted() {
-                let isVideo = videoPIDs.contains(pid)
-                var current: GatheredPES?  // the PES being gathered
-                func finish(_ pes: GatheredPES) -> Bool {
-                    var pes = pes
-                    let begin = pes.scratch.lowerBound
-                    pes.scratch = begin ..< scratch.count
-                    pes.pieces = pes.pieces.lowerBound ..< pieces.count
-                    guard pes.scratch.count >= 9, scratch[begin] == 0, scratch[begin + 1] == 0, scratch[begin + 2] == 1 else { return false }
-                    pes.headerLength = 9 + Int(scratch[begin + 8])
-                    pes.packetLength = Int(scratch[begin + 4]) << 8 | Int(scratch[begin + 5])
-                    guard pes.headerLength <= pes.scratch.count,
-                          pes.packetLength == 0 || pes.packetLength == pes.scratch.count - 6 else { return false }
-                    gathered.append(pes)
-                    let stream = begin + pes.headerLength ..< pes.scratch.upperBound
-                    return isVideo ? videoBlocks(stream, pes: gathered.count - 1) : audioBlocks(stream)
-                }
-                func videoBlocks(_ stream: Range<Int>, pes: Int) -> Bool {
-                    scratch.withUnsafeBufferPointer { es in
-                        for unit in NALScanner.units(es, stream) {
-                            let type = es[unit.lowerBound] & 0x1F
-                            guard H264SampleEncryption.isProtected(type: type, length: unit.count) else { continue }
-                            if NALScanner.needsEscaping(es, unit, positions: unit.lowerBound + 2 ..< unit.upperBound) {
-                                // The general path's unit: unescaped, decrypted, escaped again.
-                                let raw = H264SampleEncryption.unescape(scratch[unit])
-                                guard raw.count > 48 else { continue }
-                                escapedUnits.append((pes, unit, side.count ..< side.count + raw.count))
-                                side.append(contentsOf: raw)
-                                continue
-                            }
-                            let first = blocks.count
-                            unitStarts.append(first)
-                            for offset in H264SampleEncryption.encryptedBlockOffsets(length: unit.count) {
-                                blocks.append(unit.lowerBound + offset)
-                            }
-                            directUnits.append((pes, unit, first, blocks.count - first))
-                        }
-                        return true
-                    }
-                }
-                func audioBlocks(_ stream: Range<Int>) -> Bool {
-                    guard let frames = try? ADTSSampleEncryption.frames(scratch[stream]) else { return false }
-                    for frame in frames {
-                        let offsets = ADTSSampleEncryption.encryptedBlockOffsets(frame)
-                        guard !offsets.isEmpty else { continue }
-                        unitStarts.append(blocks.count)
-                        for offset in offsets { blocks.append(stream.lowerBound + frame.start + offset) }
-                    }
-                    return true
-                }
-                for index in 0..<count where pids[index] == pid && Int(payloadOffsets[index]) < size {
-                    if starts[index] {
-                        if let pes = current, !finish(pes) { return false }
-                        current = GatheredPES(pieces: pieces.count ..< pieces.count, scratch: scratch.count ..< scratch.count)
-                    } else if current == nil {
-                        continue  // a PES begun in an earlier segment: left as it is
-                    }
-                    let from = index * size + Int(payloadOffsets[index])
-                    let length = (index + 1) * size - from
-                    pieces.append((from, scratch.count, length))
-                    scratch.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[from ..< from + length]))
-                }
-                if let pes = current, !finish(pes) { return false }
+        // PES payloads of the protected streams, back to back in the scratch buffer; the
+        // encrypted blocks found in them.
+        // Room for the payloads and the unescaped units that follow them (a quarter more), so
+        // appending those rarely moves the scratch buffer.
+        var gather = Gather(capacity: segment.count + segment.count / 4)
+        let ok = segment.withUnsafeBufferPointer { bytes in
+            videoPIDs.union(audioPIDs).sorted().allSatisfy { pid in
+                gather.stream(pid: pid, isVideo: videoPIDs.contains(pid), bytes: bytes, pids: pids, payloadOffsets: payloadOffsets,
+                              starts: starts)
             }
-            return true
         }
         guard ok else { return nil }
+        // Taken out, not shared: the buffers that grow below stay uniquely owned (no copy).
+        var scratch: [UInt8] = [], blocks: [Int] = [], unitStarts: [Int] = []
+        swap(&scratch, &gather.scratch)
+        swap(&blocks, &gather.blocks)
+        swap(&unitStarts, &gather.unitStarts)
+        let pieces = gather.pieces, gathered = gather.gathered, directUnits = gather.directUnits, escapedUnits = gather.escapedUnits
+        let side = gather.side
 
         // The unescaped units follow the PES payloads, their blocks after all others.
         let sideBase = scratch.count
         scratch.append(contentsOf: side)
         for unit in escapedUnits {
             unitStarts.append(blocks.count)
-            for offset in H264SampleEncryption.encryptedBlockOffsets(length: unit.raw.count) {
-                blocks.append(sideBase + unit.raw.lowerBound + offset)
-            }
+            H264SampleEncryption.appendEncryptedBlockOffsets(length: unit.raw.count, from: sideBase + unit.raw.lowerBound, to: &blocks)
         }
 
         // One CBC pass over every encrypted block, then each unit's first block re-based on the IV.
@@ -217,12 +275,13 @@ enum SegmentDecryption {
                 }
                 if escapes {
                     replacements.append(Replacement(pes: unit.pes, unit: unit.unit,
-                                                    bytes: H264SampleEncryption.escape(Array(es[unit.unit]))))
+                                                    bytes: H264SampleEncryption.escape(UnsafeBufferPointer(rebasing: es[unit.unit]))))
                 }
             }
         }
         for unit in escapedUnits {
-            let escaped = H264SampleEncryption.escape(Array(scratch[sideBase + unit.raw.lowerBound ..< sideBase + unit.raw.upperBound]))
+            let raw = sideBase + unit.raw.lowerBound ..< sideBase + unit.raw.upperBound
+            let escaped = scratch.withUnsafeBufferPointer { H264SampleEncryption.escape(UnsafeBufferPointer(rebasing: $0[raw])) }
             if escaped.count == unit.unit.count {
                 scratch.replaceSubrange(unit.unit, with: escaped)
             } else {
@@ -280,15 +339,32 @@ enum NALScanner {
         (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080 != 0
     }
 
-    /// The NAL units (header to end, start codes excluded) of `range` in `bytes`.
-    static func units(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> [Range<Int>] {
-        var units: [Range<Int>] = []
+    /// One NAL unit found by `units`: where it lies (header to end, start code excluded), and
+    /// whether it may hold two zeros with another of its bytes after them (false: it holds
+    /// none, so `needsEscaping` is false everywhere in it and most units need no second look).
+    struct Unit: Equatable {
+        var range: Range<Int>
+        var hasZeroPair: Bool
+    }
+
+    /// The NAL units of `range` in `bytes`.
+    static func units(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> [Unit] {
+        var units: [Unit] = []
         var index = range.lowerBound
         var current: Int?
+        var zeroPair = false
         let end = range.upperBound
         let base = bytes.baseAddress!
         while index + 2 < end {
-            // Eight bytes without a zero: no start code begins among them.
+            // Sixteen, else eight bytes without a zero: no start code (nor zero pair) begins among them.
+            if index + 18 < end {
+                let first = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+                let second = UnsafeRawPointer(base + index + 8).loadUnaligned(as: UInt64.self)
+                if !hasZeroByte(first), !hasZeroByte(second) {
+                    index += 16
+                    continue
+                }
+            }
             if index + 10 < end, !hasZeroByte(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)) {
                 index += 8
                 continue
@@ -301,15 +377,17 @@ enum NALScanner {
                 var codeLength = 0
                 if bytes[index + 2] == 1 { codeLength = 3 } else if bytes[index + 2] == 0, index + 3 < end, bytes[index + 3] == 1 { codeLength = 4 }
                 if codeLength > 0 {
-                    if let start = current, start < index { units.append(start ..< index) }
+                    if let start = current, start < index { units.append(Unit(range: start ..< index, hasZeroPair: zeroPair)) }
                     current = index + codeLength
+                    zeroPair = false
                     index += codeLength
                     continue
                 }
+                zeroPair = true
             }
             index += 1
         }
-        if let start = current, start < end { units.append(start ..< end) }
+        if let start = current, start < end { units.append(Unit(range: start ..< end, hasZeroPair: zeroPair)) }
         return units
     }
 

@@ -137,19 +137,36 @@ struct SegmentDecryptionTests {
         }
     }
 
-    @Test("NAL unit boundaries are the general scanner's, on random bytes full of zeros")
+    @Test("NAL unit boundaries are the general scanner's, on random bytes full of zeros and on runs without a zero; a unit not flagged for zero pairs holds none")
     func scanner() {
         var generator = SystemRandomNumberGenerator()
-        for _ in 0..<300 {
-            let bytes = (0..<Int.random(in: 0...300, using: &generator)).map { _ in UInt8.random(in: 0...3, using: &generator) }
+        for round in 0..<600 {
+            // Even rounds: bytes 0...3 only. Odd rounds: runs of 1...40 bytes without a zero
+            // between short runs of 0...3, so the 16- and 8-byte skips meet every alignment.
+            var bytes: [UInt8] = []
+            let length = Int.random(in: 0...300, using: &generator)
+            while bytes.count < length {
+                if round % 2 == 1, Bool.random(using: &generator) {
+                    bytes += (0 ..< Int.random(in: 1...40, using: &generator)).map { _ in UInt8.random(in: 1...255, using: &generator) }
+                } else {
+                    bytes += (0 ..< Int.random(in: 1...6, using: &generator)).map { _ in UInt8.random(in: 0...3, using: &generator) }
+                }
+            }
             let expected = H264SampleEncryption.nalUnits(bytes).map { $0.start ..< $0.end }
             let found = bytes.withUnsafeBufferPointer { NALScanner.units($0, 0 ..< bytes.count) }
-            #expect(found == expected, "\(bytes)")
-            let escaping = bytes.withUnsafeBufferPointer { buffer in
-                found.map { NALScanner.needsEscaping(buffer, $0, positions: $0) }
+            #expect(found.map(\.range) == expected, "\(bytes)")
+            // A unit not flagged holds no two zeros with another of its bytes after them.
+            for unit in found where !unit.hasZeroPair {
+                #expect(!(unit.range.lowerBound ..< max(unit.range.lowerBound, unit.range.upperBound - 2)).contains { bytes[$0] == 0 && bytes[$0 + 1] == 0 },
+                        "\(bytes)")
             }
-            #expect(escaping == found.map { H264SampleEncryption.escape(Array(bytes[$0])) != Array(bytes[$0])
+            let escaping = bytes.withUnsafeBufferPointer { buffer in
+                found.map { NALScanner.needsEscaping(buffer, $0.range, positions: $0.range) }
+            }
+            #expect(escaping == expected.map { H264SampleEncryption.escape(Array(bytes[$0])) != Array(bytes[$0])
                 || H264SampleEncryption.unescape(bytes[$0]) != Array(bytes[$0]) })
+            // Without a zero pair, nothing to escape.
+            for (unit, escapes) in zip(found, escaping) where !unit.hasZeroPair { #expect(!escapes, "\(bytes)") }
         }
     }
 }

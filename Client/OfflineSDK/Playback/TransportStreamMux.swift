@@ -33,25 +33,34 @@ struct TransportStreamMux {
             map.streams.append(stream)
         }
 
-        var out: [UInt8] = []
-        out.reserveCapacity(video.count + audio.count + 2 * TransportPacket.size)
-        append(section: videoTables.patSection, pid: 0, to: &out)
-        append(section: map.section, pid: videoTables.pmtPID, to: &out)
         let videoPackets = Self.timedPackets(video, streams: Set(videoTables.map.streams.map(\.pid)))
         let audioPackets = Self.timedPackets(audio, streams: Set(audioTables.map.streams.map(\.pid)))
-        var v = 0, a = 0
-        while v < videoPackets.count || a < audioPackets.count {
-            let takeVideo = a == audioPackets.count || (v < videoPackets.count && videoPackets[v].time <= audioPackets[a].time)
-            if takeVideo {
-                append(packetAt: videoPackets[v].offset, of: video, pid: videoPackets[v].pid, to: &out)
-                v += 1
-            } else {
-                let pid = audioPackets[a].pid
-                append(packetAt: audioPackets[a].offset, of: audio, pid: audioPIDs[pid] ?? pid, to: &out)
-                a += 1
+        // Every output packet written once, straight into the output's storage.
+        let size = TransportPacket.size
+        return [UInt8](unsafeUninitializedCapacity: (2 + videoPackets.count + audioPackets.count) * size) { out, written in
+            let target = out.baseAddress!
+            write(section: videoTables.patSection, pid: 0, to: target)
+            write(section: map.section, pid: videoTables.pmtPID, to: target + size)
+            var next = target + 2 * size
+            video.withUnsafeBufferPointer { video in
+                audio.withUnsafeBufferPointer { audio in
+                    var v = 0, a = 0
+                    while v < videoPackets.count || a < audioPackets.count {
+                        let takeVideo = a == audioPackets.count || (v < videoPackets.count && videoPackets[v].time <= audioPackets[a].time)
+                        if takeVideo {
+                            copy(packet: video.baseAddress! + videoPackets[v].offset, pid: videoPackets[v].pid, to: next)
+                            v += 1
+                        } else {
+                            let pid = audioPackets[a].pid
+                            copy(packet: audio.baseAddress! + audioPackets[a].offset, pid: audioPIDs[pid] ?? pid, to: next)
+                            a += 1
+                        }
+                        next += size
+                    }
+                }
             }
+            written = next - target
         }
-        return out
     }
 
     /// A segment's PAT section, its PMT's PID and the PMT taken apart.
@@ -173,24 +182,25 @@ struct TransportStreamMux {
         }
     }
 
-    /// Copies a packet with its PID set to `pid` and the next continuity counter of that PID.
-    private mutating func append(packetAt offset: Int, of segment: [UInt8], pid: Int, to out: inout [UInt8]) {
-        let start = out.count
-        out.append(contentsOf: segment[offset ..< offset + TransportPacket.size])
-        out[start + 1] = out[start + 1] & 0xE0 | UInt8(pid >> 8)
-        out[start + 2] = UInt8(pid & 0xFF)
-        if out[start + 3] & 0x10 != 0 {  // only packets with payload advance the counter
-            out[start + 3] = out[start + 3] & 0xF0 | counters[pid]
+    /// Copies a packet to `target` with its PID set to `pid` and the next continuity counter of
+    /// that PID.
+    private mutating func copy(packet: UnsafePointer<UInt8>, pid: Int, to target: UnsafeMutablePointer<UInt8>) {
+        target.update(from: packet, count: TransportPacket.size)
+        target[1] = target[1] & 0xE0 | UInt8(pid >> 8)
+        target[2] = UInt8(pid & 0xFF)
+        if target[3] & 0x10 != 0 {  // only packets with payload advance the counter
+            target[3] = target[3] & 0xF0 | counters[pid]
             counters[pid] = (counters[pid] + 1) & 0x0F
         }
     }
 
-    /// A PSI section in one packet: pointer field 0, the section, 0xFF stuffing.
-    private mutating func append(section: [UInt8], pid: Int, to out: inout [UInt8]) {
-        var packet: [UInt8] = [TransportPacket.syncByte, 0x40 | UInt8(pid >> 8), UInt8(pid & 0xFF), 0x10 | counters[pid], 0x00]
+    /// A PSI section in one packet at `target`: pointer field 0, the section, 0xFF stuffing.
+    private mutating func write(section: [UInt8], pid: Int, to target: UnsafeMutablePointer<UInt8>) {
+        let header: [UInt8] = [TransportPacket.syncByte, 0x40 | UInt8(pid >> 8), UInt8(pid & 0xFF), 0x10 | counters[pid], 0x00]
         counters[pid] = (counters[pid] + 1) & 0x0F
-        packet.append(contentsOf: section.prefix(TransportPacket.size - 5))
-        packet.append(contentsOf: repeatElement(0xFF, count: TransportPacket.size - packet.count))
-        out.append(contentsOf: packet)
+        target.update(from: header, count: header.count)
+        let length = min(section.count, TransportPacket.size - header.count)
+        (target + header.count).update(from: section, count: length)
+        (target + header.count + length).initialize(repeating: 0xFF, count: TransportPacket.size - header.count - length)
     }
 }
