@@ -105,7 +105,9 @@ struct CrashAndDiskTests {
 
                 try FileManager.default.removeItem(at: filler)
                 try await manager.resumeVideoDownload(token)
-                #expect(try await eventually { try await manager.status(token).downloadState == .completed })
+                let completed = try await eventually { try await manager.status(token).downloadState == .completed }
+                let resumed = try await manager.status(token)
+                #expect(completed, "after the resume: \(resumed.downloadState), \(resumed.downloadPercent) %, \(resumed.error.map(String.init(describing:)) ?? "no error")")
                 try await expectPlays(manager, token)
                 await manager.close()
             }
