@@ -43,7 +43,7 @@ struct DeviceIdentity: Sendable {
         }
         licenseKey = derive("license-seal")
         recordKey = derive("record-mac")
-        binding = Data(HMAC<SHA256>.authenticationCode(for: Array("binding".utf8), using: master).prefix(8)).hexString
+        binding = Hex.lowercase(Array(HMAC<SHA256>.authenticationCode(for: Array("binding".utf8), using: master)).prefix(8))
     }
 
     /// Reads (or, the first time, makes) the secret and the machine id.
@@ -92,7 +92,7 @@ struct DeviceIdentity: Sendable {
     var deviceIDSetting: String { "device_id." + binding }
 
     private func mac(_ bytes: [UInt8]) -> String {
-        Data(HMAC<SHA256>.authenticationCode(for: bytes, using: recordKey)).hexString
+        Hex.lowercase(Array(HMAC<SHA256>.authenticationCode(for: bytes, using: recordKey)))
     }
 
     private static func markBytes(_ time: Double) -> [UInt8] {
@@ -210,8 +210,4 @@ enum DeviceSecretFile {
     private static func failure(_ message: String) -> OfflineVideoError {
         OfflineVideoError(.invalidLicense, .deviceSecret, message)
     }
-}
-
-extension Data {
-    fileprivate var hexString: String { Hex.lowercase(self) }
 }

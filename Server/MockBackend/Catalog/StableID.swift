@@ -9,9 +9,6 @@ enum StableID {
         var bytes = Array(SHA256.hash(data: Array(name.utf8)).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x50
         bytes[8] = (bytes[8] & 0x3F) | 0x80
-        return string(bytes)
+        return Hex.uuid(bytes)
     }
-
-    /// 16 bytes written as a lowercase UUID (`8-4-4-4-12` hex digits).
-    static func string(_ bytes: [UInt8]) -> String { Hex.uuid(bytes) }
 }

@@ -237,7 +237,7 @@ enum LicenseID {
         for i in 0..<6 { bytes[i] = UInt8(truncatingIfNeeded: ms >> (40 - 8 * UInt64(i))) }
         bytes[6] = 0x70 | (bytes[6] & 0x0F)
         bytes[8] = 0x80 | (bytes[8] & 0x3F)
-        return StableID.string(bytes)
+        return Hex.uuid(bytes)
     }
 }
 

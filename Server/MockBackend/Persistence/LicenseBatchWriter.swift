@@ -106,7 +106,7 @@ final class LicenseBatchWriter: Sendable {
 
         func run() {
             while let batch = next() {
-                let prune = sincePrune >= SQLiteBackendStore.pruneEvery
+                let prune = sincePrune >= LicenseTransaction.pruneEvery
                 if prune { sincePrune = 0 }
                 sincePrune += batch.count
                 let result = Result { try commit!(batch.map(\.decision), prune) }

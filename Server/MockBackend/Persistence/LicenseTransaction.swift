@@ -7,6 +7,9 @@ import LicenseProtocol
 /// store (`steps` runs in it). So two requests at once, on any instances sharing the store,
 /// never both take a user's last device slot, and a nonce is taken once.
 enum LicenseTransaction {
+    /// License requests between two prunings of expired nonces (`pruneNonces`).
+    static let pruneEvery = 4096
+
     static func run(_ request: LicenseRequest, accountID: String, now: Date, pruneNonces: Bool,
                     in steps: some LicenseTransactionSteps) throws -> LicenseDecision {
         // Nonces of SPCs too old to be accepted anyway go now and then.

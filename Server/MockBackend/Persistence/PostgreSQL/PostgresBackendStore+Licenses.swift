@@ -27,7 +27,7 @@ import WireModels
 extension PostgresBackendStore: LicenseStorage {
     func process(_ request: LicenseRequest, accountID: String, now: Date) throws -> LicenseDecision {
         if LicenseTransaction.decidesOnNonceAlone(request) { return try licenseWriter.process(request, accountID: accountID, now: now) }
-        let prune = sincePrune.add(1, ordering: .relaxed).newValue % SQLiteBackendStore.pruneEvery == 0
+        let prune = sincePrune.add(1, ordering: .relaxed).newValue % LicenseTransaction.pruneEvery == 0
         return try pool.transaction(.readCommitted) { connection in
             try LicenseTransaction.run(request, accountID: accountID, now: now, pruneNonces: prune, in: LicenseSteps(connection: connection))
         }

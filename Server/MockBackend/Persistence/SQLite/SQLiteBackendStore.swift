@@ -14,8 +14,6 @@ final class SQLiteBackendStore: StoreMaintenance {
     let directory: URL
     /// The one writer of license decisions (group commit).
     let licenseWriter: LicenseBatchWriter
-    /// License requests between two prunings of expired nonces.
-    static let pruneEvery = 4096
 
     /// How the database is opened: WAL with `synchronous = NORMAL` (durable across process
     /// crashes); small pages, because a license commit dirties a few pages of small rows and
