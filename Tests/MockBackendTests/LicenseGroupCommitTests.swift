@@ -13,7 +13,9 @@ import WireModels
 /// statement), and the rules hold inside a batch as across batches. Each test makes its batch
 /// for certain: it holds what the writer needs (SQLite: the write connection; PostgreSQL: the
 /// nonce table, locked from another connection), lets the writer take a first request (and
-/// block on it), queues the batch behind it, and only then lets go.
+/// block on it), queues the batch behind it, and only then lets go. Each of these runs on a
+/// thread of its own from the moment it is made (`ThreadWork`), not whenever a busy
+/// cooperative pool gets to a task.
 @Suite("License group commit")
 struct LicenseGroupCommitTests {
     /// An app whose license writer is held until `release()`.
@@ -22,8 +24,8 @@ struct LicenseGroupCommitTests {
         let writer: LicenseBatchWriter
         let client: LicenseTestClient
         private let gate = DispatchSemaphore(value: 0)
-        private let holding: Task<Void, any Error>
-        private let first: Task<Int, any Error>
+        private let holding: ThreadWork<Void>
+        private let first: ThreadWork<Int>
 
         /// Holds what the writer writes through, then sends a first license request the writer takes alone.
         init(_ app: MockBackendApp) async throws {
@@ -46,19 +48,19 @@ struct LicenseGroupCommitTests {
                     }
                 }
             }
-            holding = Task { try await offPool(hold) }
+            holding = ThreadWork(hold)
             try await offPool { entered.wait() }
             let writer = writer
             let before = writer.batchesTaken
-            first = Task { try await offPool { try client.send(device: "first").response.status } }
+            first = ThreadWork { try client.send(device: "first").response.status }
             #expect(try await eventually { writer.batchesTaken == before + 1 && writer.waiting == 0 })
         }
 
         /// Sends `work` concurrently and waits until all of it is queued behind the held writer.
-        func queue<T: Sendable>(_ work: [@Sendable () throws -> T]) async throws -> [Task<T, any Error>] {
+        func queue<T: Sendable>(_ work: [@Sendable () throws -> T]) async throws -> [ThreadWork<T>] {
             let writer = writer
             let waiting = writer.waiting
-            let tasks = work.map { job in Task { try await offPool(job) } }
+            let tasks = work.map { ThreadWork($0) }
             #expect(try await eventually { writer.waiting == waiting + work.count })
             return tasks
         }
@@ -133,7 +135,7 @@ struct LicenseGroupCommitTests {
             let release = try client.makeRequest(.release, licenseID: id, device: "A").body()
             let afterRelease = try client.makeRequest(.renew, licenseID: id, device: "A").body()
             let headers = Self.offline + [("BCOV-Auth", token)]
-            var tasks: [Task<HTTPResponse, any Error>] = []
+            var tasks: [ThreadWork<HTTPResponse>] = []
             // One at a time into the queue, so the batch holds them in this order.
             for body in [renew, release, afterRelease] {
                 tasks += try await held.queue([{ @Sendable in try client.post(body, headers: headers) }])
