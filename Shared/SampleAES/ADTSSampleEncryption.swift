@@ -31,13 +31,6 @@ package enum ADTSSampleEncryption {
         return frames
     }
 
-    /// Offsets (within the frame) of the encrypted blocks of a frame.
-    package static func encryptedBlockOffsets(_ frame: Frame) -> [Int] {
-        var offsets: [Int] = []
-        appendEncryptedBlockOffsets(frame, from: 0, to: &offsets)
-        return offsets
-    }
-
     /// Appends to `offsets` those of the encrypted blocks of `frame` when it starts at `base`.
     package static func appendEncryptedBlockOffsets(_ frame: Frame, from base: Int, to offsets: inout [Int]) {
         let first = frame.headerLength + 16
@@ -60,7 +53,8 @@ package enum ADTSSampleEncryption {
     package static func transform(_ payload: ArraySlice<UInt8>, cipher: PatternCipher) throws(SampleAESError) -> [UInt8] {
         var out = Array(payload)
         for frame in try frames(payload) {
-            let offsets = encryptedBlockOffsets(frame).map { frame.start + $0 }
+            var offsets: [Int] = []
+            appendEncryptedBlockOffsets(frame, from: frame.start, to: &offsets)
             try cipher.apply(to: &out, blocksAt: offsets)
         }
         return out

@@ -180,4 +180,3 @@ package enum H264SampleEncryption {
         return out
     }
 }
-
