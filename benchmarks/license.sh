@@ -131,12 +131,15 @@ PY
 # median N...: the median of the numbers.
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
+# requests_of LABEL: the folder of the row's certificate and requests.
+requests_of() { echo "$work/requests/${1// /-}"; }
+
 # prepare LABEL URL STORED-COMMAND: the row's key request URL and certificate, and one
 # license request checked; the row is then given requests by generate and measured by run_row.
 declare -A key_urls stored_commands rates_of p99s_of key_ids
 labels=()
 prepare() {
-    local label=$1 url=$2 folder="$work/requests/${1// /-}"
+    local label=$1 url=$2 folder=$(requests_of "$1")
     mkdir -p "$folder"
     labels+=("$label")
     stored_commands[$label]=$3
@@ -161,7 +164,7 @@ print(fp["key_request_url"], fp["certificate_url"])' "$folder/video.json")
 # of them, and a thread that ran out would send its first ones again, as replays; at 8,000 a
 # second one thread served faster than the other did run out (refusals in a 6,900/s run).
 generate() {
-    local label=$1 run=$2 folder="$work/requests/${1// /-}" count=$((duration * 12000)) start
+    local label=$1 run=$2 folder=$(requests_of "$1") count=$((duration * 12000)) start
     start=$(date +%s.%N)
     .build/release/LicenseRequests "$folder/cert.der" "$account" "${key_ids[$label]}" "$count" "$folder/run.0$run"
     echo "[$label] generated $count license requests in $(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s"
@@ -169,7 +172,7 @@ generate() {
 
 # run_row LABEL RUN: one wrk run of the row with its requests of that run.
 run_row() {
-    local label=$1 run=$2 folder="$work/requests/${1// /-}" out requests seconds non2xx p99 rate
+    local label=$1 run=$2 folder=$(requests_of "$1") out requests seconds non2xx p99 rate
     out=$(wrk -t"$threads" -c"$connections" -d"${duration}s" --latency -s benchmarks/license.lua "${key_urls[$label]}" -- \
         "$folder/run.0$run" "$threads" "$crt")
     rm -f "$folder/run.0$run"
