@@ -104,8 +104,11 @@ struct OfflinePlayerAppTests {
         let again = try #require(await app.play(rentalToken))
         await again.close()
 
-        // 5. A clear video: pause and resume (its segments are slow, so it is still running).
-        try backend.faults.add(FaultRule(id: "slow", route: .segment, video: TestBackend.Fixtures.clearVideo, latencyMs: 300))
+        // 5. A clear video: pause and resume. Its segments are held (the longest latency a rule
+        // takes, ten minutes) until the rule goes, so it is still running when the pause comes
+        // however late a busy machine gets to it; the paused transfers are dropped, and the
+        // resumed ones find no rule.
+        try backend.faults.add(FaultRule(id: "slow", route: .segment, video: TestBackend.Fixtures.clearVideo, latencyMs: 600_000))
         let clear = try await playbackService.findVideo(id: TestBackend.Fixtures.clearVideo)
         await app.doDownload(forVideo: clear)
         let clearToken = try await Self.token(of: clear, sharedManager)
@@ -118,7 +121,7 @@ struct OfflinePlayerAppTests {
 
         // 6. Cancel, then retry the sample's way: delete and download again.
         let purchase = try await playbackService.findVideo(id: TestBackend.Fixtures.fairPlayVideo)
-        try backend.faults.add(FaultRule(id: "slow", route: .segment, video: TestBackend.Fixtures.fairPlayVideo, latencyMs: 300))
+        try backend.faults.add(FaultRule(id: "slow", route: .segment, video: TestBackend.Fixtures.fairPlayVideo, latencyMs: 600_000))
         await app.doDownload(forVideo: purchase)
         let purchaseToken = try await Self.token(of: purchase, sharedManager)
         await app.cancel(purchaseToken)
