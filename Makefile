@@ -6,6 +6,14 @@ APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev 
 # the balancer test puts in front of two instances; gnutls-cli (the TLS profile's test) and testssl.sh.
 TEST_APT_PACKAGES := python3-venv chromium iproute2 postgresql nginx gnutls-bin testssl.sh
 
+# At most this many tests run at once (Swift Testing's own limit; unset, it starts every test at
+# once). The suite's tests mostly wait on servers, children and timers, but many do seconds of
+# synchronous work; 672 of them started together on a 2-core machine keep the two threads of
+# Swift's cooperative pool busy for minutes under load, and a test's timer or reader waits behind
+# them past its ceiling. 8 keeps the suite as fast on a quiet machine (README: Tests on a loaded
+# machine). Exported, so scripts/stress-test.sh and test-tsan run the same way.
+export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH ?= 8
+
 .PHONY: deps test-deps build docs test test-api test-tls test-stress test-tsan serve demo fixtures bench-server fuzz soak clean
 
 deps:

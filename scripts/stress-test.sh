@@ -35,6 +35,11 @@ while [ $# -gt 0 ]; do
     esac
 done
 
+# As many tests at once as make test runs (the Makefile's one setting), unless the caller chose.
+if [ -z "${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-}" ]; then
+    export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(sed -n 's/^export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH ?= //p' Makefile)
+fi
+
 if [ "$build" = 1 ]; then
     swift build --build-tests
 fi

@@ -107,7 +107,11 @@ struct CrashAndDiskTests {
                 try await manager.resumeVideoDownload(token)
                 let completed = try await eventually { try await manager.status(token).downloadState == .completed }
                 let resumed = try await manager.status(token)
-                #expect(completed, "after the resume: \(resumed.downloadState), \(resumed.downloadPercent) %, \(resumed.error.map(String.init(describing:)) ?? "no error")")
+                #expect(completed, """
+                    after the resume: \(resumed.downloadState), \(resumed.downloadPercent) %, \(resumed.error.map(String.init(describing:)) ?? "no error"); \
+                    free \(OfflineVideoManager.freeSpace(at: mountPoint).map(String.init) ?? "?") bytes; the tmpfs holds:
+                    \(filesAndSizes(under: mountPoint))
+                    """)
                 try await expectPlays(manager, token)
                 await manager.close()
             }

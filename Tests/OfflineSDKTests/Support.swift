@@ -46,8 +46,6 @@ func withBackend(_ configure: (inout BackendConfiguration) -> Void = { _ in },
     await server.shutdown(gracePeriod: .seconds(1))
 }
 
-/// A manager configuration on a fresh storage folder (removed by the caller via `storage.remove()`),
-/// with no free-space reserve and quick retries.
 /// Runs `body` with a fresh tmpfs of `size` (e.g. "8m") mounted on a temporary folder, and
 /// unmounts it afterwards. Mounting needs root (CI runs make test as root).
 func withTmpfs<T>(size: String, _ body: (URL) async throws -> T) async throws -> T {
@@ -59,6 +57,17 @@ func withTmpfs<T>(size: String, _ body: (URL) async throws -> T) async throws ->
     return try await body(mountPoint.url)
 }
 
+/// Every file under `folder` with its size in bytes, one per line (what filled a small disk).
+func filesAndSizes(under folder: URL) -> String {
+    let paths = FileManager.default.subpaths(atPath: folder.path) ?? []
+    return paths.sorted().compactMap { path in
+        let size = (try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(path).path)[.size] as? Int) ?? nil
+        return size.map { "\($0)\t\(path)" }
+    }.joined(separator: "\n")
+}
+
+/// A manager configuration on a fresh storage folder (removed by the caller via `storage.remove()`),
+/// with no free-space reserve and quick retries.
 func testConfiguration(_ storage: TemporaryDirectory) -> OfflineVideoManagerConfiguration {
     var configuration = OfflineVideoManagerConfiguration(storageDirectory: storage.url)
     configuration.minimumFreeSpace = 0
