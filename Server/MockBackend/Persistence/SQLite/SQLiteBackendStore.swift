@@ -18,11 +18,15 @@ final class SQLiteBackendStore: StoreMaintenance {
     /// How the database is opened: WAL with `synchronous = NORMAL` (durable across process
     /// crashes); small pages, because a license commit dirties a few pages of small rows and
     /// each dirty page is written whole to the WAL (effective for new databases only);
-    /// checkpoints (and their fsyncs) every 8 MB of WAL rather than every 1,000 pages. No busy
-    /// timeout and no migration lock: one backend process owns its data directory.
+    /// checkpoints (and their fsyncs) every 8 MB of WAL rather than every 1,000 pages. No
+    /// migration lock: one backend process owns its data directory. A busy timeout all the
+    /// same: two stores on one folder (the shared-store tests open one folder twice in one
+    /// process; a second process started on it by mistake) wait for each other's writes, which
+    /// a slow disk can make last seconds, instead of failing them with a 500.
     static let setup = SQLiteSetup(fileName: "backend.sqlite",
                                    pragmas: ["PRAGMA page_size = 1024", "PRAGMA synchronous = NORMAL",
-                                             "PRAGMA wal_autocheckpoint = 8000"])
+                                             "PRAGMA wal_autocheckpoint = 8000"],
+                                   busyTimeout: 30)
 
     /// Opens (creating if needed) `backend.sqlite` in `directory` and migrates it.
     init(directory: URL) throws {
