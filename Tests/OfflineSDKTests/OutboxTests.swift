@@ -16,14 +16,29 @@ struct OutboxTests {
             self.results = results
         }
 
+        /// What happened, in order ("pass ended", "closed").
+        var log: [String] = []
+
         func retries() { outbox.startPass = { [weak self] in await self?.pass() } }
 
-        func pass() async {
+        /// A pass; with `gate`, one that waits for it before it ends (a send under way).
+        func pass(holdingAt gate: Gate? = nil) async {
             await outbox.run {
                 passes += 1
+                if let gate {
+                    await gate.wait()
+                    log.append("pass ended")
+                }
                 return results.isEmpty ? .finished : results.removeFirst()
             }
         }
+
+        func close() async {
+            await outbox.close()
+            log.append("closed")
+        }
+
+        var isClosed: Bool { outbox.isClosed }
 
         var backOff: Duration { outbox.backOff }
     }
@@ -35,6 +50,25 @@ struct OutboxTests {
         await driver.pass()
         #expect(try await eventually { await driver.passes == 3 })
         #expect(await driver.backOff == .milliseconds(20), "a pass that got through starts the back-off over")
+    }
+
+    @Test("close waits for the pass under way; afterwards no pass runs, asked for or as a retry of that pass")
+    func closeWaitsForThePass() async throws {
+        let driver = Driver([.unreachable], initialDelay: .milliseconds(20))
+        await driver.retries()
+        let gate = Gate()
+        let passing = Task { await driver.pass(holdingAt: gate) }
+        #expect(try await eventually { await driver.passes == 1 })
+        let closing = Task { await driver.close() }
+        // close() marks the outbox closed at once; had it not waited, it would have returned then.
+        #expect(try await eventually { await driver.isClosed })
+        gate.open()
+        await passing.value
+        await closing.value
+        #expect(await driver.log == ["pass ended", "closed"], "close() returned only once the pass had ended")
+        await driver.pass()
+        #expect(await driver.passes == 1, "no pass after close (the unreachable pass's retry was not scheduled either)")
+        #expect(await driver.backOff == .milliseconds(20))
     }
 
     @Test("the back-off doubles per failure up to its ceiling; waiting for the network is no failure")

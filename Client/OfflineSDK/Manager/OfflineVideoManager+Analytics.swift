@@ -99,7 +99,8 @@ extension OfflineVideoManager {
                 if result == .finished { result = .waitingForNetwork }
                 continue
             }
-            while let batch = try? store.pendingAnalytics(origin: origin, count: Self.analyticsBatch.count, bytes: Self.analyticsBatch.bytes),
+            while !analyticsOutbox.isClosed,  // the manager is closing
+                  let batch = try? store.pendingAnalytics(origin: origin, count: Self.analyticsBatch.count, bytes: Self.analyticsBatch.bytes),
                   !batch.isEmpty {
                 let seqs = batch.compactMap(\.seq)
                 if let later = await upload(batch, to: url) {

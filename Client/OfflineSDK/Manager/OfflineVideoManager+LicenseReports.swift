@@ -50,6 +50,7 @@ extension OfflineVideoManager {
     /// policy holds back or the server cannot take now (the rest waits behind it).
     private func licenseReportPass() async -> OutboxPassResult {
         for report in (try? store.pendingReports()) ?? [] {
+            guard !reportOutbox.isClosed else { return .finished }  // the manager is closing
             guard let id = report.id else { continue }
             let server = (try? JSONDecoder().decode(KeySystem.self, from: report.keySystem))?.keyRequestURL ?? ""
             guard NetworkGate.allows(configuration.network, allowsCellular: options.allowsCellularPlayback, url: server) else {

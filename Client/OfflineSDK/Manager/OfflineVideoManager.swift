@@ -189,21 +189,26 @@ public actor OfflineVideoManager {
     public nonisolated func events() -> AsyncStream<OfflineVideoEvent> { hub.subscribe() }
 
     /// Stops every running download without changing what is stored, as if the process
-    /// ended, waits until their tasks have ended and lets go of the storage folder: a manager
-    /// made later on the same storage continues them. The manager changes nothing afterwards.
+    /// ended, waits until their tasks have ended, and for a license report or a batch of
+    /// analytics events being sent (the rest stays queued for the next start), and lets go of the
+    /// storage folder: a manager made later on the same storage continues them. The manager
+    /// changes nothing afterwards.
     /// Closing the shared manager forgets it: the next `initializeOfflineVideoManager` makes a new one.
     public func close() async {
         OfflineVideoManager.sharedManager.withLock { if $0 === self { $0 = nil } }
         let tasks = scheduler.close()
         for task in tasks { task.cancel() }
-        reportWatcher?.cancel()
-        expiryWatcher?.cancel()
-        reportOutbox.cancel()
-        analyticsOutbox.cancel()
+        let watchers = [reportWatcher, expiryWatcher].compactMap { $0 }
+        for watcher in watchers { watcher.cancel() }
         reportWatcher = nil
         expiryWatcher = nil
         live = [:]
         for task in tasks { await task.value }
+        // What writes the store in the background ends too, before the folder is let go: a pass
+        // or an expiry purge still running would write after close() returned.
+        await reportOutbox.close()
+        await analyticsOutbox.close()
+        for watcher in watchers { await watcher.value }
         ownership = nil
     }
 

@@ -18,7 +18,7 @@ enum OutboxPassResult: Sendable, Equatable {
 /// makes that one run once more), callers that wait for a whole pass, and after a pass that
 /// could not reach its server another one after a back-off (the first delay, doubled each
 /// time, at most `maximumDelay`; reset by a pass that gets through). Passes also run when the
-/// network changes and at start (the manager's watchers); `cancel()` stops the back-off.
+/// network changes and at start (the manager's watchers); `close()` ends it for good.
 ///
 /// Owned by the manager actor and used only on it (`isolation`).
 final class Outbox {
@@ -28,6 +28,7 @@ final class Outbox {
     private var failures = 0
     private var retry: Task<Void, Never>?
     private var due = false
+    private var closed = false
     private let initialDelay: Duration
     private let maximumDelay: Duration
     /// What a pass started later (`passSoon`, a retry after the back-off) runs: a pass through the manager.
@@ -41,6 +42,7 @@ final class Outbox {
     /// Runs `pass`, again while more was asked for meanwhile; during a pass, only asks for one more.
     func run(isolation: isolated (any Actor) = #isolation, _ pass: () async -> OutboxPassResult) async {
         due = false
+        guard !closed else { return }
         guard !running else {
             again = true
             return
@@ -50,7 +52,7 @@ final class Outbox {
         repeat {
             again = false
             result = await pass()
-        } while again
+        } while again && !closed
         running = false
         for waiter in waiters { waiter.resume() }
         waiters = []
@@ -69,6 +71,7 @@ final class Outbox {
 
     /// Runs a pass and returns when it ended; during a pass, returns once that one has run again.
     func runAndWait(isolation: isolated (any Actor) = #isolation, _ pass: () async -> OutboxPassResult) async {
+        guard !closed else { return }
         if running {
             again = true
             await withCheckedContinuation(isolation: isolation) { waiters.append($0) }
@@ -79,15 +82,22 @@ final class Outbox {
 
     /// Starts a pass in a new task, unless one is due already: a queue that just got an item.
     func passSoon() {
-        guard !due, let startPass else { return }
+        guard !due, !closed, let startPass else { return }
         due = true
         Task { await startPass() }
     }
 
-    /// Stops a retry waiting for its back-off.
-    func cancel() {
+    /// Whether `close()` was called: a pass checks it before each item and stops there.
+    var isClosed: Bool { closed }
+
+    /// Ends the outbox for good: no pass starts from now on, a retry waiting for its back-off is
+    /// dropped, and a pass under way is waited for: it stops before its next item (the one being
+    /// sent is finished and recorded), so nothing writes the store once this returns.
+    func close(isolation: isolated (any Actor) = #isolation) async {
+        closed = true
         retry?.cancel()
         retry = nil
+        if running { await withCheckedContinuation(isolation: isolation) { waiters.append($0) } }
     }
 
     /// The wait before the next retry: `initialDelay` after the first failure, doubled per failure since.
@@ -99,7 +109,7 @@ final class Outbox {
 
     private func scheduleRetry(after delay: Duration) {
         retry?.cancel()
-        guard let startPass else { return }
+        guard !closed, let startPass else { return }
         retry = Task {
             try? await Task.sleep(for: delay)
             guard !Task.isCancelled else { return }
