@@ -60,7 +60,7 @@ let package = Package(
 
         // The project's lock (a pthread mutex ThreadSanitizer sees).
         .target(name: "Locking", path: "Shared/Locking", swiftSettings: swiftSettings),
-        // A file's size, time and type from stat(2), read in one place.
+        // A file's size, time and type from stat(2), read in one place; the descriptors a spawned child keeps.
         .target(name: "SystemFiles", path: "Shared/SystemFiles", swiftSettings: swiftSettings),
 
         // Opening the project's SQLite databases (the offline store, the backend's), one way.
@@ -181,7 +181,7 @@ let package = Package(
                           path: "Fuzz", exclude: ["corpus", "dictionaries"], swiftSettings: swiftSettings),
 
         // Tests
-        .target(name: "TestKit", dependencies: ["Locking", .product(name: "Logging", package: "swift-log"),
+        .target(name: "TestKit", dependencies: ["Locking", "SystemFiles", .product(name: "Logging", package: "swift-log"),
                                                .product(name: "Crypto", package: "swift-crypto"),
                                                .product(name: "_CryptoExtras", package: "swift-crypto")], path: "Tests/TestKit", swiftSettings: swiftSettings),
         .testTarget(name: "WireModelsTests", dependencies: ["WireModels"], path: "Tests/WireModelsTests",

@@ -1,5 +1,6 @@
 public import Foundation
 import Locking
+import SystemFiles
 public import Logging
 #if canImport(Glibc)
 import Glibc
@@ -45,6 +46,9 @@ public final class RunningProcess: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, scratch.url.appendingPathComponent("stdout").path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, scratch.url.appendingPathComponent("stderr").path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        // Nothing else of the test process: a file another test has open at that instant (one
+        // filling a small tmpfs, say) would stay open in the child, its space held after its unlink.
+        SpawnDescriptors.closeAllButStandard(&actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+import SystemFiles
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -109,8 +110,8 @@ public final class TestPostgres: Sendable {
     private func startReaper() throws {
         var ends: [Int32] = [0, 0]
         // (Glibc does not export pipe2 to Swift: close-on-exec is set just after. A process
-        // another test spawns in that instant inherits the write end and delays the reaper until
-        // it ends; every process the tests start ends with them.)
+        // another test spawns in that instant does not inherit the write end all the same:
+        // TestKit's spawns close every descriptor but the three standard ones.)
         guard pipe(&ends) == 0 else { throw TestPostgresError("pipe failed: errno \(errno)") }
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         defer { close(ends[0]) }  // the write end stays open for the life of the process
@@ -123,6 +124,7 @@ public final class TestPostgres: Sendable {
         posix_spawn_file_actions_adddup2(&actions, ends[0], 0)
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        SpawnDescriptors.closeAllButStandard(&actions)  // nothing else of the test process
         let words: [String] = ["/bin/sh", "-c", script]
         let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
         defer { for argument in argv { free(argument) } }

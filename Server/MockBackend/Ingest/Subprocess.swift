@@ -1,5 +1,6 @@
 package import Foundation
 import Locking
+import SystemFiles
 
 /// Runs ffmpeg, ffprobe and curl for ingest jobs, on the worker's own thread (never on Swift's
 /// cooperative pool), with `posix_spawnp` and `waitpid` (Foundation's `Process` on Linux can
@@ -50,6 +51,9 @@ package final class Subprocesses: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        // Nothing else of the server's: a descriptor opened without close-on-exec (a file being
+        // written, a socket) would otherwise live on in the tool, holding its space or its peer.
+        SpawnDescriptors.closeAllButStandard(&actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
