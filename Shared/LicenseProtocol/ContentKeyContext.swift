@@ -58,18 +58,13 @@ enum ContentKeyContext {
         let tag = try reader.read(16, "CKC tag")
         let clear: Data
         do {
-            let key = try wrappingKey(shared: clientKey.sharedSecretFromKeyAgreement(with: certificate.agreementKey),
-                                      certificateHash: certificate.hash, clientKey: Array(clientKey.publicKey.x963Representation))
+            let key = try ExchangeKeys(shared: clientKey.sharedSecretFromKeyAgreement(with: certificate.agreementKey),
+                                       certificateHash: certificate.hash, clientKey: Array(clientKey.publicKey.x963Representation)).wrapping
             clear = try AES.GCM.open(AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: nonce), ciphertext: wrapped, tag: tag),
                                      using: key, authenticating: ckc[0..<aadEnd])
         } catch {
             throw LicenseProtocolError(.authenticationFailed, "the content key does not unwrap with this client key", underlying: error)
         }
         return (terms, Array(clear.prefix(16)), Array(clear.suffix(16)))
-    }
-
-    static func wrappingKey(shared: SharedSecret, certificateHash: [UInt8], clientKey: [UInt8]) -> SymmetricKey {
-        shared.hkdfDerivedSymmetricKey(using: SHA256.self, salt: certificateHash,
-                                       sharedInfo: Array("mock-fairplay/ckc/v1".utf8) + clientKey, outputByteCount: 32)
     }
 }

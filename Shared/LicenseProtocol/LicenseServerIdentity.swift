@@ -65,7 +65,7 @@ public struct LicenseServerIdentity: Sendable {
             guard let clientKey = try? P256.KeyAgreement.PublicKey(x963Representation: context.clientKey),
                   let shared = try? agreementKey.sharedSecretFromKeyAgreement(with: clientKey)
             else { throw LicenseProtocolError(.invalidPayload, "the SPC's client key is not a P-256 key") }
-            wrappingKey = ContentKeyContext.wrappingKey(shared: shared, certificateHash: certificate.hash, clientKey: context.clientKey)
+            wrappingKey = ExchangeKeys(shared: shared, certificateHash: certificate.hash, clientKey: context.clientKey).wrapping
         }
         return try ContentKeyContext.make(terms: terms, contentKey: contentKey, iv: iv, wrappingKey: wrappingKey, signingKey: signingKey)
     }

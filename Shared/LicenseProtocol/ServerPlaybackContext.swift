@@ -126,7 +126,7 @@ public struct ServerPlaybackContext: Sendable, Equatable {
         let header = writer.bytes
         do {
             let shared = try clientKey.sharedSecretFromKeyAgreement(with: certificate.agreementKey)
-            let key = Self.sealingKey(shared: shared, certificateHash: certificate.hash, clientKey: Array(clientKey.publicKey.x963Representation))
+            let key = ExchangeKeys(shared: shared, certificateHash: certificate.hash, clientKey: Array(clientKey.publicKey.x963Representation)).sealing
             let box = try AES.GCM.seal(try payloadBytes(), using: key, authenticating: header)
             writer.append(box.nonce)
             writer.append(box.ciphertext)
@@ -158,8 +158,9 @@ public struct ServerPlaybackContext: Sendable, Equatable {
         do {
             let publicKey = try P256.KeyAgreement.PublicKey(x963Representation: clientKey)
             let shared = try privateKey.sharedSecretFromKeyAgreement(with: publicKey)
-            let key = sealingKey(shared: shared, certificateHash: certificate.hash, clientKey: clientKey)
-            wrappingKey = ContentKeyContext.wrappingKey(shared: shared, certificateHash: certificate.hash, clientKey: clientKey)
+            let keys = ExchangeKeys(shared: shared, certificateHash: certificate.hash, clientKey: clientKey)
+            let key = keys.sealing
+            wrappingKey = keys.wrapping
             let box = try AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: nonce), ciphertext: ciphertext, tag: tag)
             plaintext = try AES.GCM.open(box, using: key, authenticating: Array(spc[0..<headerSize]))
         } catch {
@@ -168,10 +169,5 @@ public struct ServerPlaybackContext: Sendable, Equatable {
         var context = try ServerPlaybackContext(payload: Array(plaintext), clientKey: clientKey)
         context.wrappingKey = wrappingKey
         return context
-    }
-
-    private static func sealingKey(shared: SharedSecret, certificateHash: [UInt8], clientKey: [UInt8]) -> SymmetricKey {
-        shared.hkdfDerivedSymmetricKey(using: SHA256.self, salt: certificateHash,
-                                       sharedInfo: Array("mock-fairplay/spc/v1".utf8) + clientKey, outputByteCount: 32)
     }
 }
