@@ -7,10 +7,7 @@ struct TextLogHandler: LogHandler {
     let label: String
     let writer: LogLineWriter
     var logLevel: Logger.Level = .info
-    var metadata: Logger.Metadata = [:] {
-        didSet { prettyMetadata = Self.prettify(metadata) }
-    }
-    private var prettyMetadata: String?
+    var metadata: Logger.Metadata = [:]
 
     init(label: String, writer: LogLineWriter = .standardError) {
         self.label = label
@@ -35,17 +32,13 @@ struct TextLogHandler: LogHandler {
             line.append(contentsOf: label.utf8)
         }
         line.append(UInt8(ascii: ":"))
-        if let extra = event.metadata, !extra.isEmpty {
-            let merged = metadata.isEmpty ? extra : metadata.merging(extra, uniquingKeysWith: { $1 })
-            for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
-                line.append(UInt8(ascii: " "))
-                line.append(contentsOf: key.utf8)
-                line.append(UInt8(ascii: "="))
-                line.append(contentsOf: value.description.utf8)
-            }
-        } else if let prettyMetadata {
+        let extra = event.metadata ?? [:]
+        let merged = metadata.isEmpty ? extra : metadata.merging(extra, uniquingKeysWith: { $1 })
+        for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
             line.append(UInt8(ascii: " "))
-            line.append(contentsOf: prettyMetadata.utf8)
+            line.append(contentsOf: key.utf8)
+            line.append(UInt8(ascii: "="))
+            line.append(contentsOf: value.description.utf8)
         }
         line.append(contentsOf: " [".utf8)
         line.append(contentsOf: event.source.utf8)
@@ -53,9 +46,5 @@ struct TextLogHandler: LogHandler {
         line.append(contentsOf: event.message.description.utf8)
         line.append(UInt8(ascii: "\n"))
         writer.append(line)
-    }
-
-    private static func prettify(_ metadata: Logger.Metadata) -> String? {
-        metadata.isEmpty ? nil : metadata.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }.joined(separator: " ")
     }
 }

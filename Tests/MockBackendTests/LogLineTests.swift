@@ -38,10 +38,11 @@ struct LogLineTests {
         process.kill(SIGTERM)
         let text = try await drained.value
         let lines = String(decoding: text, as: UTF8.self).split(separator: "\n")
-        #expect(lines.filter { $0.hasSuffix("GET /healthz 200 15") }.count == count, "\(lines.suffix(3))")
+        let requestLines = lines.filter { $0.hasSuffix("GET /healthz 200 15") }
+        #expect(requestLines.count == count, "\(lines.suffix(3))")
         // swift-log's stream format: local time, level, label, the metadata sorted by key, the source, the message.
         let format = #/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} info mock-backend: completed=true ms=\d+\.\d \[MicroHTTP\] GET /healthz 200 15$/#
-        #expect(lines.filter { $0.hasSuffix("GET /healthz 200 15") }.allSatisfy { $0.wholeMatch(of: format) != nil }, "\(lines.first ?? "")")
+        #expect(requestLines.allSatisfy { $0.wholeMatch(of: format) != nil }, "\(requestLines.first ?? "")")
         #expect(lines.last?.hasSuffix("stopped") == true, "the last line was written before the exit: \(lines.suffix(2))")
         #expect(!lines.contains { $0.contains("dropped") })
         #expect(await process.wait().exitCode == 0)
