@@ -28,7 +28,8 @@ final class Outbox {
     private var failures = 0
     private var retry: Task<Void, Never>?
     private var due = false
-    private var closed = false
+    /// Set by `close()`: a pass checks it before each item and stops there.
+    private(set) var isClosed = false
     private let initialDelay: Duration
     private let maximumDelay: Duration
     /// What a pass started later (`passSoon`, a retry after the back-off) runs: a pass through the manager.
@@ -42,7 +43,7 @@ final class Outbox {
     /// Runs `pass`, again while more was asked for meanwhile; during a pass, only asks for one more.
     func run(isolation: isolated (any Actor) = #isolation, _ pass: () async -> OutboxPassResult) async {
         due = false
-        guard !closed else { return }
+        guard !isClosed else { return }
         guard !running else {
             again = true
             return
@@ -52,7 +53,7 @@ final class Outbox {
         repeat {
             again = false
             result = await pass()
-        } while again && !closed
+        } while again && !isClosed
         running = false
         for waiter in waiters { waiter.resume() }
         waiters = []
@@ -71,7 +72,7 @@ final class Outbox {
 
     /// Runs a pass and returns when it ended; during a pass, returns once that one has run again.
     func runAndWait(isolation: isolated (any Actor) = #isolation, _ pass: () async -> OutboxPassResult) async {
-        guard !closed else { return }
+        guard !isClosed else { return }
         if running {
             again = true
             await withCheckedContinuation(isolation: isolation) { waiters.append($0) }
@@ -82,19 +83,19 @@ final class Outbox {
 
     /// Starts a pass in a new task, unless one is due already: a queue that just got an item.
     func passSoon() {
-        guard !due, !closed, let startPass else { return }
+        guard !due, !isClosed, let startPass else { return }
         due = true
         Task { await startPass() }
     }
 
-    /// Whether `close()` was called: a pass checks it before each item and stops there.
-    var isClosed: Bool { closed }
+    /// Whether a retry waits for its back-off.
+    var retryWaiting: Bool { retry != nil }
 
     /// Ends the outbox for good: no pass starts from now on, a retry waiting for its back-off is
     /// dropped, and a pass under way is waited for: it stops before its next item (the one being
     /// sent is finished and recorded), so nothing writes the store once this returns.
     func close(isolation: isolated (any Actor) = #isolation) async {
-        closed = true
+        isClosed = true
         retry?.cancel()
         retry = nil
         if running { await withCheckedContinuation(isolation: isolation) { waiters.append($0) } }
@@ -109,7 +110,7 @@ final class Outbox {
 
     private func scheduleRetry(after delay: Duration) {
         retry?.cancel()
-        guard !closed, let startPass else { return }
+        guard !isClosed, let startPass else { return }
         retry = Task {
             try? await Task.sleep(for: delay)
             guard !Task.isCancelled else { return }
