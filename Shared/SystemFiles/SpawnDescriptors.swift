@@ -14,11 +14,9 @@ public enum SpawnDescriptors {
         .map { unsafeBitCast($0, to: AddCloseFrom.self) }
 
     /// Adds "close every descriptor from 3 up" to `actions`, after the actions that set up
-    /// 0, 1 and 2 (file actions run in order). False when this C library cannot.
-    @discardableResult
-    public static func closeAllButStandard(_ actions: inout posix_spawn_file_actions_t) -> Bool {
-        guard let addCloseFrom else { return false }
-        return addCloseFrom(&actions, 3) == 0
+    /// 0, 1 and 2 (file actions run in order); nothing on a C library without it.
+    public static func closeAllButStandard(_ actions: inout posix_spawn_file_actions_t) {
+        _ = addCloseFrom?(&actions, 3)
     }
 }
 #endif
