@@ -96,7 +96,10 @@ struct CrashAndDiskTests {
                 #expect(error.code == .downloadFailure)
                 #expect(error.reason == .diskFull)
                 let status = try await manager.status(token)
-                #expect(status.downloadState == .error)
+                // Recorded as failed, unless the store itself found no room for that write: then
+                // it stays `downloading` and the next start continues it (OfflineVideoManager.finish).
+                // Which one depends on how much the cut-short segments had taken when the disk filled.
+                #expect(status.downloadState == .error || status.downloadState == .downloading, "\(status.downloadState)")
                 #expect(status.downloadPercent < 100)
                 let store = await manager.store
                 let done = try store.segments(token).filter(\.done)
@@ -104,16 +107,22 @@ struct CrashAndDiskTests {
                 #expect(done.allSatisfy { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0.file).path) })
 
                 try FileManager.default.removeItem(at: filler)
-                try await manager.resumeVideoDownload(token)
-                let completed = try await eventually { try await manager.status(token).downloadState == .completed }
-                let resumed = try await manager.status(token)
+                var resumer = manager
+                if status.downloadState == .error {
+                    try await manager.resumeVideoDownload(token)
+                } else {
+                    await manager.close()
+                    resumer = try await OfflineVideoManager(configuration: configuration)
+                }
+                let completed = try await eventually { try await resumer.status(token).downloadState == .completed }
+                let resumed = try await resumer.status(token)
                 #expect(completed, """
                     after the resume: \(resumed.downloadState), \(resumed.downloadPercent) %, \(resumed.error.map(String.init(describing:)) ?? "no error"); \
                     free \(OfflineVideoManager.freeSpace(at: mountPoint).map(String.init) ?? "?") bytes; the tmpfs holds:
                     \(filesAndSizes(under: mountPoint))
                     """)
-                try await expectPlays(manager, token)
-                await manager.close()
+                try await expectPlays(resumer, token)
+                await resumer.close()
             }
         }
     }
