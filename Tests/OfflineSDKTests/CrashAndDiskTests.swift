@@ -1,6 +1,9 @@
 import Foundation
+import GRDB
+import Locking
 import MockBackend
 @testable import OfflineSDK
+import SQLiteSupport
 import TestKit
 import Testing
 import WireModels
@@ -73,6 +76,71 @@ struct CrashAndDiskTests {
         }
     }
 
+    @Test("a failure the store cannot record is still the app's: status and task say error, a resume records it first, then continues")
+    func unrecordedFailure() async throws {
+        try await withBackend { server in
+            let storage = try TemporaryDirectory()
+            defer { storage.remove() }
+            // Another process holds the store's write lock from the first segment's commit on, past
+            // the manager's busy timeout: the download's progress and then its failure cannot be
+            // written, the way a disk with no room left for the store fails them.
+            var patient = GRDB.Configuration()
+            patient.busyMode = .timeout(60)
+            let other = try DatabaseQueue(path: storage.url.appendingPathComponent("offline.sqlite").path, configuration: patient)
+            let locked = Gate(), release = Gate()
+            let holder = Locked<ThreadWork<Void>?>(nil)
+            var configuration = testConfiguration(storage)
+            configuration.storeSetup.busyTimeout = 0.2
+            configuration.beforeCommit = {
+                holder.withLock { work in
+                    guard work == nil else { return }
+                    work = ThreadWork {
+                        try other.writeWithoutTransaction { db in
+                            try db.execute(sql: "BEGIN IMMEDIATE")
+                            locked.open()
+                            release.waitBlocking()
+                            try db.execute(sql: "ROLLBACK")
+                        }
+                    }
+                }
+                await locked.wait()
+            }
+            let manager = try await OfflineVideoManager(configuration: configuration)
+            let events = EventRecorder(manager)
+            let tasks = try await DownloadManager(manager: manager)
+            let service = PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
+            let token = try await manager.requestVideoDownload(try await service.findVideo(id: Catalog.clearVideo), mediaSelections: nil, parameters: nil)
+
+            let failure = try #require(try await events.finished(token))
+            #expect(failure.reason == .storageBusy, "\(failure)")
+            // Not written: the store still says downloading. What the app reads says what it was told.
+            #expect(try OfflineStore(directory: storage.url).download(token)?.downloadState == .downloading)
+            let status = try await manager.status(token)
+            #expect(status.downloadState == .error)
+            #expect(status.error == failure)
+            let task = try #require(tasks.allTasks.value.first { $0.token == token })
+            #expect(try await eventually { task.state.value == .failed }, "task state \(task.state.value)")
+
+            // While the store still cannot write, a resume says why, and changes nothing.
+            let refused = await attempt { () async throws(OfflineVideoError) in try await manager.resumeVideoDownload(token) }
+            guard case .failure(let refusal) = refused else { Issue.record("a resume went through while the store could not write"); return }
+            #expect(refusal.reason == .storageBusy, "\(refusal)")
+            #expect(try await manager.status(token).downloadState == .error)
+
+            // Once it can, the resume records the failure, then continues the download.
+            release.open()
+            try await #require(holder.withLock { $0 }).value
+            try await manager.resumeVideoDownload(token)
+            #expect(try await eventually { try await manager.status(token).downloadState == .completed })
+            let ends = events.all.compactMap { event -> OfflineVideoError?? in
+                if case .downloadFinished(token, let error) = event { error } else { nil }
+            }
+            #expect(ends == [failure, nil], "the failure announced once, then the completion: \(ends)")
+            try await expectPlays(manager, token)
+            await manager.close()
+        }
+    }
+
     @Test("a disk that fills during a download fails it with diskFull, keeps finished segments, and resumes once there is room")
     func diskFull() async throws {
         try await withTmpfs(size: "8m") { mountPoint in
@@ -95,11 +163,10 @@ struct CrashAndDiskTests {
                 let error = try #require(try await events.finished(token))
                 #expect(error.code == .downloadFailure)
                 #expect(error.reason == .diskFull)
+                // Failed, whether or not the full disk left the store room to record it (a failure
+                // not recorded is the app's all the same: OfflineVideoManager.finish).
                 let status = try await manager.status(token)
-                // Recorded as failed, unless the store itself found no room for that write: then
-                // it stays `downloading` and the next start continues it (OfflineVideoManager.finish).
-                // Which one depends on how much the cut-short segments had taken when the disk filled.
-                #expect(status.downloadState == .error || status.downloadState == .downloading, "\(status.downloadState)")
+                #expect(status.downloadState == .error, "\(status.downloadState)")
                 #expect(status.downloadPercent < 100)
                 let store = await manager.store
                 let done = try store.segments(token).filter(\.done)
@@ -107,22 +174,16 @@ struct CrashAndDiskTests {
                 #expect(done.allSatisfy { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0.file).path) })
 
                 try FileManager.default.removeItem(at: filler)
-                var resumer = manager
-                if status.downloadState == .error {
-                    try await manager.resumeVideoDownload(token)
-                } else {
-                    await manager.close()
-                    resumer = try await OfflineVideoManager(configuration: configuration)
-                }
-                let completed = try await eventually { try await resumer.status(token).downloadState == .completed }
-                let resumed = try await resumer.status(token)
+                try await manager.resumeVideoDownload(token)
+                let completed = try await eventually { try await manager.status(token).downloadState == .completed }
+                let resumed = try await manager.status(token)
                 #expect(completed, """
                     after the resume: \(resumed.downloadState), \(resumed.downloadPercent) %, \(resumed.error.map(String.init(describing:)) ?? "no error"); \
                     free \(OfflineVideoManager.freeSpace(at: mountPoint).map(String.init) ?? "?") bytes; the tmpfs holds:
                     \(filesAndSizes(under: mountPoint))
                     """)
-                try await expectPlays(resumer, token)
-                await resumer.close()
+                try await expectPlays(manager, token)
+                await manager.close()
             }
         }
     }

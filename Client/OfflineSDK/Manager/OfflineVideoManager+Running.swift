@@ -85,9 +85,11 @@ extension OfflineVideoManager {
 
     /// Records the end of a download, then announces it, exactly once (the state machine's
     /// `complete` or `fail`). A completion that cannot be recorded becomes a storage failure;
-    /// a failure that cannot be recorded (the store's disk is full too) is still announced,
-    /// the stored state then stays `downloading` and the next start tries again. Nothing is
-    /// recorded or announced when the download was paused, cancelled or deleted meanwhile.
+    /// a failure that cannot be recorded (the store's disk is full too, or another process
+    /// holds it) is still announced, and kept in `unrecordedFailures`: the app sees the
+    /// download failed, its next control of it (a resume, a retry, a cancel) records the
+    /// failure first, and a new manager that finds it still `downloading` continues it.
+    /// Nothing is recorded or announced when the download was paused, cancelled or deleted meanwhile.
     func finish(_ token: OfflineVideoToken, error: OfflineVideoError?) async {
         var failure = error
         if failure == nil {
@@ -102,6 +104,8 @@ extension OfflineVideoManager {
         do {
             _ = try await applyUnlessMoved(.fail(failure), to: token)
         } catch {
+            unrecordedFailures[token] = failure
+            hub.emit(.downloadStateChanged(token, state: .error))
             hub.emit(.downloadFinished(token, error: failure))
         }
     }

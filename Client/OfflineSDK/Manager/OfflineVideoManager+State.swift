@@ -11,18 +11,46 @@ extension OfflineVideoManager {
     func apply(_ event: DownloadStateMachine.Event, to token: OfflineVideoToken,
                announcesStorageChange: Bool = true) async throws(OfflineVideoError) -> DownloadStateMachine.Transition {
         try requireOwner()
+        try recordUnrecordedFailure(token)
+        let (transition, before) = try record(event, token)
+        if transition.state != before.downloadState { hub.emit(.downloadStateChanged(token, state: transition.state)) }
+        await carryOut(transition.actions, for: before, announcesStorageChange: announcesStorageChange)
+        return transition
+    }
+
+    /// Decides `event` from the stored state and records the decision, in one store transaction.
+    private func record(_ event: DownloadStateMachine.Event, _ token: OfflineVideoToken)
+        throws(OfflineVideoError) -> (DownloadStateMachine.Transition, DownloadRecord) {
         let now = configuration.clock().timeIntervalSince1970
         let decided = try storeCall(.download) {
             try store.transition(token, at: now) { state throws(OfflineVideoError) in
                 try DownloadStateMachine.transition(from: state, on: event, token: token)
             }
         }
-        guard let (transition, before) = decided else {
+        guard let decided else {
             throw OfflineVideoError(.invalidParameter, .unknownToken, "No offline video has the token \(token)")
         }
-        if transition.state != before.downloadState { hub.emit(.downloadStateChanged(token, state: transition.state)) }
-        await carryOut(transition.actions, for: before, announcesStorageChange: announcesStorageChange)
-        return transition
+        return decided
+    }
+
+    /// Records the failure `finish` announced but could not record (`unrecordedFailures`),
+    /// before any other event of its download: that event then applies to `error`, the state
+    /// the app was told of. Its actions ran when it was announced. Throws the store's error
+    /// while the store still cannot write it (its disk is still full).
+    private func recordUnrecordedFailure(_ token: OfflineVideoToken) throws(OfflineVideoError) {
+        guard let failure = unrecordedFailures[token] else { return }
+        do {
+            _ = try record(.fail(failure), token)
+        } catch where error.reason == .invalidState || error.reason == .unknownToken {
+            // Not `requested` or `downloading` any more, or gone: nothing left to record.
+        }
+        unrecordedFailures[token] = nil
+    }
+
+    /// A download's state as the app was told it: `error` for a failure announced but not
+    /// yet recorded, else the stored state.
+    func announcedState(of record: DownloadRecord) -> OfflineVideoDownloadState {
+        unrecordedFailures[record.token] == nil ? record.downloadState : .error
     }
 
     /// `apply`, for events that race with the app's own calls (a task starting or ending while

@@ -66,6 +66,9 @@ public actor OfflineVideoManager {
     /// Whether downloads whose license expired are deleted (`setAutoPurgesExpiredDownloads`;
     /// starts as the configuration's `autoPurgesExpiredDownloads`).
     public internal(set) var autoPurgesExpiredDownloads = false
+    /// Failures announced but not recorded (`finish`), by token: they count as the download's
+    /// state (`announcedState`), and its next event records them first.
+    var unrecordedFailures: [OfflineVideoToken: OfflineVideoError] = [:]
     /// The number of the last task snapshot read (`taskSnapshot`).
     var snapshotGeneration: UInt64 = 0
 
@@ -459,7 +462,7 @@ public actor OfflineVideoManager {
     }
 
     func status(of record: DownloadRecord) -> OfflineVideoStatus {
-        let state = record.downloadState
+        let state = announcedState(of: record)
         let percent: Double
         if state == .completed {
             percent = 100
@@ -474,7 +477,8 @@ public actor OfflineVideoManager {
                                   downloadStartTime: Date(timeIntervalSince1970: record.requestedAt),
                                   downloadEndTime: record.endedAt.map(Date.init(timeIntervalSince1970:)),
                                   downloadPercent: percent,
-                                  error: record.error.flatMap { try? JSONDecoder().decode(StoredError.self, from: $0).error },
+                                  error: unrecordedFailures[record.token]
+                                      ?? record.error.flatMap { try? JSONDecoder().decode(StoredError.self, from: $0).error },
                                   displayName: record.displayName,
                                   licenseRequestTime: record.licenseRequestedAt.map(Date.init(timeIntervalSince1970:)))
     }

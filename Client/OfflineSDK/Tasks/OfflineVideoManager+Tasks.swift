@@ -40,7 +40,7 @@ extension OfflineVideoManager {
     private func snapshot(of record: DownloadRecord) -> TaskSnapshot {
         let status = status(of: record)
         return TaskSnapshot(token: record.token, contentID: record.taskContentID, videoID: record.videoID, title: record.displayName,
-                            metadata: record.taskMetadata, state: record.downloadState, percent: status.downloadPercent,
+                            metadata: record.taskMetadata, state: status.downloadState, percent: status.downloadPercent,
                             expiration: licenseExpiration(of: record), error: status.error,
                             keyID: record.license == nil ? nil : StoredLicense.terms(of: record)?.contentKeyID, sequence: record.sequence)
     }
@@ -72,7 +72,7 @@ extension OfflineVideoManager {
     /// leaves a failed one to `retry`.
     func resumeSuspendedDownload(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
         try requireOwner()
-        let state = try existing(token).downloadState
+        let state = announcedState(of: try existing(token))
         guard state == .suspended else {
             throw OfflineVideoError(.invalidParameter, .invalidState,
                                     "Download \(token) is \(state) and cannot be resumed" + (state == .error ? " (retry a failed task)" : ""))
