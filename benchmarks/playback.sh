@@ -126,13 +126,21 @@ warm() {
     find "${storage[$1]}/packages/${token[$1]}" -type f -exec cat {} + >/dev/null
 }
 # The tools take turns: in each round, every rendition's SDK export, then its ffmpeg export,
-# each after `warm`.
+# each after `warm`, and each after its own previous output is removed. ffmpeg (-y) truncates
+# that file as it starts and writes into the pages it just freed; the SDK writes a new
+# `.part` file and replaces the old one only once it is whole, so its pages came from free
+# memory this virtual machine may have handed back to its host (free page reporting), which
+# costs the first write to each page up to a third of the export's CPU time. Removing each
+# tool's output first gives both the same start, and does not measure the SDK's keeping of the
+# old file until the new one is complete.
 for round in $(seq "$rounds"); do
     for rendition in "${renditions[@]}"; do
         warm "$rendition"
+        rm -f "$outputs/sdk-$rendition.ts"
         OFFLINE_STORAGE=${storage[$rendition]} measure "sdk-$rendition" .build/release/offline play "${token[$rendition]}" \
             --output "$outputs/sdk-$rendition.ts" --audio en >>"$work/runs.sdk-$rendition"
         warm "$rendition"
+        rm -f "$outputs/ffmpeg-$rendition.ts"
         measure "ffmpeg-$rendition" "$work/ffmpeg-export-$rendition" >>"$work/runs.ffmpeg-$rendition"
     done
 done
