@@ -132,6 +132,8 @@ struct CrashAndDiskTests {
             try await #require(holder.withLock { $0 }).value
             try await manager.resumeVideoDownload(token)
             #expect(try await eventually { try await manager.status(token).downloadState == .completed })
+            // The recorder reads the events on a task of its own: wait for it to see the completion.
+            try await events.wait { if case .downloadFinished(token, nil) = $0 { true } else { false } }
             let ends = events.all.compactMap { event -> OfflineVideoError?? in
                 if case .downloadFinished(token, let error) = event { error } else { nil }
             }

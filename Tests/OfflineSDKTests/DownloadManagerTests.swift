@@ -170,7 +170,12 @@ struct DownloadManagerTests {
 
             server.app.faults.removeAll()
             try await downloads.retry(task).get()
-            #expect(try await eventually { task.state.value == .completed })
+            let completed = try await eventually { task.state.value == .completed }
+            let status = try await h.manager.status(task.token)
+            #expect(completed, """
+                task \(task.state.value), \(String(describing: task.error.value)); store: \(status.downloadState), \
+                \(status.downloadPercent) %, \(String(describing: status.error)); heard: \(recorder.lines)
+                """)
             #expect(task.error.value == nil)
             // Each change the property took is heard (a quick step may be skipped: suspended→failed, failed→completed).
             #expect(recorder.lines.contains { $0.hasPrefix("flaky ") && $0.hasSuffix("→failed") }, "\(recorder.lines)")

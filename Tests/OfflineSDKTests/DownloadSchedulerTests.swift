@@ -32,16 +32,39 @@ struct DownloadSchedulerTests {
         #expect(scheduler.queue.isEmpty)
     }
 
-    @Test("a download is queued once: enqueued again while queued or running, nothing changes")
+    @Test("a download is queued once: enqueued again while queued, nothing changes")
     func once() {
         var scheduler = Scheduler(slots: 1)
         _ = scheduler.enqueue("a")
         scheduler.started("a", 1)
-        #expect(scheduler.enqueue("a").isEmpty)
         _ = scheduler.enqueue("b")
         #expect(scheduler.enqueue("b").isEmpty)
         #expect(scheduler.queue == ["b"])
         #expect(scheduler.running.count == 1)
+    }
+
+    @Test("a running download enqueued again (retried right after its failure, its task still ending) runs again once that task ends, after the queue; once, however often enqueued; a stop forgets it")
+    func enqueuedWhileEnding() {
+        var scheduler = Scheduler(slots: 1)
+        _ = scheduler.enqueue("a")
+        scheduler.started("a", 1)
+        _ = scheduler.enqueue("b")
+        #expect(scheduler.enqueue("a").isEmpty)
+        #expect(scheduler.enqueue("a").isEmpty)
+        #expect(scheduler.queue == ["b"] && scheduler.isRunning("a"))
+        #expect(Self.starts(scheduler.ended("a")) == ["b"])
+        #expect(scheduler.queue == ["a"])
+        scheduler.started("b", 2)
+        #expect(Self.starts(scheduler.ended("b")) == ["a"])
+        scheduler.started("a", 3)
+        #expect(scheduler.ended("a").isEmpty && scheduler.queue.isEmpty)
+
+        // Paused (stopped) before its old task ended: not queued again.
+        _ = scheduler.enqueue("c")
+        scheduler.started("c", 4)
+        _ = scheduler.enqueue("c")
+        #expect(Self.cancels(scheduler.stop("c")) == [4])
+        #expect(scheduler.ended("c").isEmpty && scheduler.queue.isEmpty && !scheduler.isScheduled("c"))
     }
 
     @Test("zero or negative slots still run one download at a time")

@@ -6,9 +6,10 @@
 ///
 /// ```
 /// enqueue ─► queue ─(a free slot)─► running ─(its task ends)─► gone, the next one starts
-///                                      │ stop (pause, cancel, delete)
-///                                      ▼
-///                                   winding ─► a restart of the same download waits for it
+///                                      │ stop (pause, cancel, delete)   │ enqueue (a retry of the failure
+///                                      ▼                                ▼  it just announced)
+///                                   winding ─► a restart of the          queued again once its task ends
+///                                              same download waits for it
 /// ```
 struct DownloadScheduler<Job: Sendable>: Sendable {
     /// How many downloads run at once (at least one).
@@ -20,6 +21,10 @@ struct DownloadScheduler<Job: Sendable>: Sendable {
     /// Stopped tasks that may still be finishing a write: a restart of the same download waits
     /// for its old task first (two writers must never share a `.part` file).
     private(set) var winding: [OfflineVideoToken: Job] = [:]
+    /// Running downloads enqueued again while their task ends: a task announces its failure
+    /// before it gives back its slot, and the app may retry or resume it in between. Each is
+    /// queued again when its task ends.
+    private(set) var requeued: Set<OfflineVideoToken> = []
     /// Videos and content ids a request or preload is working on (planning, the license exchange).
     private(set) var reservedVideos: Set<String> = []
     private(set) var reservedContentIDs: Set<String> = []
@@ -53,9 +58,14 @@ struct DownloadScheduler<Job: Sendable>: Sendable {
     /// Whether the download has a slot now.
     func isRunning(_ token: OfflineVideoToken) -> Bool { running[token] != nil }
 
-    /// Queues a download (once) and starts what the free slots allow.
+    /// Queues a download (once) and starts what the free slots allow. A running one is queued
+    /// again when its task ends (`requeued`).
     mutating func enqueue(_ token: OfflineVideoToken) -> [Action] {
-        if !isScheduled(token) { queue.append(token) }
+        if running[token] != nil {
+            requeued.insert(token)
+        } else if !queue.contains(token) {
+            queue.append(token)
+        }
         return fill()
     }
 
@@ -79,6 +89,7 @@ struct DownloadScheduler<Job: Sendable>: Sendable {
     /// slot goes to the next one.
     mutating func ended(_ token: OfflineVideoToken) -> [Action] {
         running[token] = nil
+        if requeued.remove(token) != nil { queue.append(token) }
         return fill()
     }
 
@@ -91,6 +102,7 @@ struct DownloadScheduler<Job: Sendable>: Sendable {
             actions.append(.cancel(job))
         }
         queue.removeAll { $0 == token }
+        requeued.remove(token)
         return actions + fill()
     }
 
@@ -107,6 +119,7 @@ struct DownloadScheduler<Job: Sendable>: Sendable {
         running = [:]
         winding = [:]
         queue = []
+        requeued = []
         return jobs
     }
 
