@@ -8,6 +8,32 @@ import WireModels
 
 @Suite("OfflineVideoManager queries, queue and delegate, live")
 struct ManagerTests {
+    @Test("a download retried the moment its failure is announced runs again, though its task may still be ending")
+    func retryAtTheAnnouncement() async throws {
+        try await withBackend { server in
+            try await withHarness(server, { $0.timeWithoutProgress = .milliseconds(200); $0.failuresWithoutProgress = 1 }) { h in
+                // Several rounds: the retry must win whether or not the failed task has let go of its slot yet
+                // (it announces the failure first; most rounds land before it does).
+                for round in 1...5 {
+                    _ = try server.app.faults.add(FaultRule(id: "gone", route: .segment, status: 404))
+                    let events = h.manager.events()
+                    let token = try await h.request(Catalog.clearVideo)
+                    for await event in events {
+                        guard case .downloadFinished(token, let error) = event else { continue }
+                        #expect(error?.code == .downloadFailure, "round \(round): \(String(describing: error))")
+                        server.app.faults.removeAll()
+                        try await h.manager.retryVideoDownload(token)
+                        break
+                    }
+                    let completed = try await eventually { try await h.manager.status(token).downloadState == .completed }
+                    let status = try await h.manager.status(token)
+                    #expect(completed, "round \(round): \(status.downloadState), \(status.downloadPercent) %")
+                    try await h.manager.deleteOfflineVideo(token)
+                }
+            }
+        }
+    }
+
     @Test("a storage folder that cannot be made is a storage error naming the folder and the system's reason")
     func unusableStorage() async throws {
         let scratch = try TemporaryDirectory()
