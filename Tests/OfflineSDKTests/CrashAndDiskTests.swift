@@ -118,6 +118,7 @@ struct CrashAndDiskTests {
             let status = try await manager.status(token)
             #expect(status.downloadState == .error)
             #expect(status.error == failure)
+            #expect(status.downloadEndTime != nil, "a failed download says when it ended")
             let task = try #require(tasks.allTasks.value.first { $0.token == token })
             #expect(try await eventually { task.state.value == .failed }, "task state \(task.state.value)")
 
@@ -127,7 +128,7 @@ struct CrashAndDiskTests {
             #expect(refusal.reason == .storageBusy, "\(refusal)")
             #expect(try await manager.status(token).downloadState == .error)
 
-            // Once it can, the resume records the failure, then continues the download.
+            // Once it can, the resume records the failure (when it happened), then continues the download.
             release.open()
             try await #require(holder.withLock { $0 }).value
             try await manager.resumeVideoDownload(token)

@@ -104,7 +104,7 @@ extension OfflineVideoManager {
         do {
             _ = try await applyUnlessMoved(.fail(failure), to: token)
         } catch {
-            unrecordedFailures[token] = failure
+            unrecordedFailures[token] = (failure, configuration.clock().timeIntervalSince1970)
             hub.emit(.downloadStateChanged(token, state: .error))
             hub.emit(.downloadFinished(token, error: failure))
         }

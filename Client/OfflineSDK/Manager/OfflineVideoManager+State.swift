@@ -18,10 +18,11 @@ extension OfflineVideoManager {
         return transition
     }
 
-    /// Decides `event` from the stored state and records the decision, in one store transaction.
-    private func record(_ event: DownloadStateMachine.Event, _ token: OfflineVideoToken)
+    /// Decides `event` from the stored state and records the decision, in one store transaction;
+    /// `at`: when it happened (default: now).
+    private func record(_ event: DownloadStateMachine.Event, _ token: OfflineVideoToken, at: TimeInterval? = nil)
         throws(OfflineVideoError) -> (DownloadStateMachine.Transition, DownloadRecord) {
-        let now = configuration.clock().timeIntervalSince1970
+        let now = at ?? configuration.clock().timeIntervalSince1970
         let decided = try storeCall(.download) {
             try store.transition(token, at: now) { state throws(OfflineVideoError) in
                 try DownloadStateMachine.transition(from: state, on: event, token: token)
@@ -35,12 +36,12 @@ extension OfflineVideoManager {
 
     /// Records the failure `finish` announced but could not record (`unrecordedFailures`),
     /// before any other event of its download: that event then applies to `error`, the state
-    /// the app was told of. Its actions ran when it was announced. Throws the store's error
-    /// while the store still cannot write it (its disk is still full).
+    /// the app was told of, at the time it happened. Its actions ran when it was announced.
+    /// Throws the store's error while the store still cannot write it (its disk is still full).
     private func recordUnrecordedFailure(_ token: OfflineVideoToken) throws(OfflineVideoError) {
         guard let failure = unrecordedFailures[token] else { return }
         do {
-            _ = try record(.fail(failure), token)
+            _ = try record(.fail(failure.error), token, at: failure.at)
         } catch where error.reason == .invalidState || error.reason == .unknownToken {
             // Not `requested` or `downloading` any more, or gone: nothing left to record.
         }

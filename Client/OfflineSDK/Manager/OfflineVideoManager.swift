@@ -66,9 +66,9 @@ public actor OfflineVideoManager {
     /// Whether downloads whose license expired are deleted (`setAutoPurgesExpiredDownloads`;
     /// starts as the configuration's `autoPurgesExpiredDownloads`).
     public internal(set) var autoPurgesExpiredDownloads = false
-    /// Failures announced but not recorded (`finish`), by token: they count as the download's
-    /// state (`announcedState`), and its next event records them first.
-    var unrecordedFailures: [OfflineVideoToken: OfflineVideoError] = [:]
+    /// Failures announced but not recorded (`finish`), by token, with when they happened: they
+    /// count as the download's state (`announcedState`), and its next event records them first.
+    var unrecordedFailures: [OfflineVideoToken: (error: OfflineVideoError, at: TimeInterval)] = [:]
     /// The number of the last task snapshot read (`taskSnapshot`).
     var snapshotGeneration: UInt64 = 0
 
@@ -475,9 +475,9 @@ public actor OfflineVideoManager {
         }
         return OfflineVideoStatus(token: record.token, downloadState: state,
                                   downloadStartTime: Date(timeIntervalSince1970: record.requestedAt),
-                                  downloadEndTime: record.endedAt.map(Date.init(timeIntervalSince1970:)),
+                                  downloadEndTime: (unrecordedFailures[record.token]?.at ?? record.endedAt).map(Date.init(timeIntervalSince1970:)),
                                   downloadPercent: percent,
-                                  error: unrecordedFailures[record.token]
+                                  error: unrecordedFailures[record.token]?.error
                                       ?? record.error.flatMap { try? JSONDecoder().decode(StoredError.self, from: $0).error },
                                   displayName: record.displayName,
                                   licenseRequestTime: record.licenseRequestedAt.map(Date.init(timeIntervalSince1970:)))
