@@ -81,9 +81,9 @@ struct CrashAndDiskTests {
         try await withBackend { server in
             let storage = try TemporaryDirectory()
             defer { storage.remove() }
-            // Another process holds the store's write lock from the first segment's commit on, past
-            // the manager's busy timeout: the download's progress and then its failure cannot be
-            // written, the way a disk with no room left for the store fails them.
+            // Another connection holds the store's write lock (as another process could) from the
+            // first segment's commit on, past the manager's busy timeout: the download's progress and
+            // then its failure cannot be written, the way a disk with no room left for the store fails them.
             var patient = GRDB.Configuration()
             patient.busyMode = .timeout(60)
             let other = try DatabaseQueue(path: storage.url.appendingPathComponent("offline.sqlite").path, configuration: patient)

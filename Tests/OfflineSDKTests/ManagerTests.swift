@@ -18,16 +18,29 @@ struct ManagerTests {
                     _ = try server.app.faults.add(FaultRule(id: "gone", route: .segment, status: 404))
                     let events = h.manager.events()
                     let token = try await h.request(Catalog.clearVideo)
-                    for await event in events {
-                        guard case .downloadFinished(token, let error) = event else { continue }
-                        #expect(error?.code == .downloadFailure, "round \(round): \(String(describing: error))")
-                        server.app.faults.removeAll()
-                        try await h.manager.retryVideoDownload(token)
-                        break
+                    // Retries as it hears the failure; the wait below is the ceiling (were no failure
+                    // announced, this task would wait for ever: it is cancelled after).
+                    let retrier = Task { () -> Result<OfflineVideoError?, OfflineVideoError>? in
+                        for await event in events {
+                            guard case .downloadFinished(token, let error) = event else { continue }
+                            server.app.faults.removeAll()
+                            return await attempt { () async throws(OfflineVideoError) in
+                                try await h.manager.retryVideoDownload(token)
+                                return error
+                            }
+                        }
+                        return nil
                     }
                     let completed = try await eventually { try await h.manager.status(token).downloadState == .completed }
+                    retrier.cancel()
+                    let retried = await retrier.value
                     let status = try await h.manager.status(token)
-                    #expect(completed, "round \(round): \(status.downloadState), \(status.downloadPercent) %")
+                    #expect(completed, "round \(round): \(status.downloadState), \(status.downloadPercent) %; the retry: \(String(describing: retried))")
+                    guard case .success(let failure) = retried else {
+                        Issue.record("round \(round): no failure heard, or the retry was refused: \(String(describing: retried))")
+                        return
+                    }
+                    #expect(failure?.code == .downloadFailure, "round \(round): \(String(describing: failure))")
                     try await h.manager.deleteOfflineVideo(token)
                 }
             }

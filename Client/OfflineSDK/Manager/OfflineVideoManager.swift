@@ -463,6 +463,7 @@ public actor OfflineVideoManager {
 
     func status(of record: DownloadRecord) -> OfflineVideoStatus {
         let state = announcedState(of: record)
+        let unrecorded = unrecordedFailures[record.token]
         let percent: Double
         if state == .completed {
             percent = 100
@@ -475,10 +476,9 @@ public actor OfflineVideoManager {
         }
         return OfflineVideoStatus(token: record.token, downloadState: state,
                                   downloadStartTime: Date(timeIntervalSince1970: record.requestedAt),
-                                  downloadEndTime: (unrecordedFailures[record.token]?.at ?? record.endedAt).map(Date.init(timeIntervalSince1970:)),
+                                  downloadEndTime: (unrecorded?.at ?? record.endedAt).map(Date.init(timeIntervalSince1970:)),
                                   downloadPercent: percent,
-                                  error: unrecordedFailures[record.token]?.error
-                                      ?? record.error.flatMap { try? JSONDecoder().decode(StoredError.self, from: $0).error },
+                                  error: unrecorded?.error ?? record.error.flatMap { try? JSONDecoder().decode(StoredError.self, from: $0).error },
                                   displayName: record.displayName,
                                   licenseRequestTime: record.licenseRequestedAt.map(Date.init(timeIntervalSince1970:)))
     }
