@@ -207,6 +207,20 @@ struct LicenseRoutesTests {
         }
     }
 
+    @Test("X-BOLT-OFFLINE-LICENSE is `true` in any case, spaces around it allowed; anything else asks for a streaming license")
+    func offlineHeaderValues() async throws {
+        try await withApp { app, _ in
+            let client = try LicenseTestClient(app)
+            for value in ["TRUE", " True\t", "\ttrue "] {
+                // Offline without a CRT: the CRT is required, so the header was read as offline.
+                try expectError(try client.send(headers: [("X-BOLT-OFFLINE-LICENSE", value)]).response, 400, "BAD_REQUEST", "CRT_REQUIRED")
+            }
+            for value in ["false", "yes", "truex", ""] {
+                #expect(try client.send(headers: [("X-BOLT-OFFLINE-LICENSE", value)]).response.status == 200, "\(value)")
+            }
+        }
+    }
+
     @Test("unknown key id, video or account: 404; a URL without its token: 403")
     func unknownThings() async throws {
         try await withApp { app, directory in

@@ -138,7 +138,8 @@ extension MockBackendApp {
 
     /// `X-BOLT-OFFLINE-LICENSE: true`.
     private static func offlineHeader(_ request: HTTPRequest) -> Bool {
-        request.headers["X-BOLT-OFFLINE-LICENSE"]?.trimmingCharacters(in: .whitespaces).lowercased() == "true"
+        // Byte-wise: Foundation's trimmingCharacters goes through NSString (~2 % of a license's server time).
+        request.headers["X-BOLT-OFFLINE-LICENSE"].map { String($0.trimmingWhitespace()).caseInsensitiveEquals("true") } ?? false
     }
 
     /// `X-BC-CRT-CONFIG`, parsed: the policy decides what a bad one means.
