@@ -186,7 +186,7 @@ let package = Package(
                                                .product(name: "_CryptoExtras", package: "swift-crypto")], path: "Tests/TestKit", swiftSettings: swiftSettings),
         .testTarget(name: "WireModelsTests", dependencies: ["WireModels"], path: "Tests/WireModelsTests",
                     resources: [.copy("Resources")], swiftSettings: swiftSettings),
-        .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "CurlTransfer", "TestKit", .product(name: "Logging", package: "swift-log")], path: "Tests/MicroHTTPTests",
+        .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "CurlTransfer", "Locking", "TestKit", .product(name: "Logging", package: "swift-log")], path: "Tests/MicroHTTPTests",
                     swiftSettings: swiftSettings),
         .testTarget(name: "MockBackendTests", dependencies: ["MockBackend", "MicroHTTP", "WireModels", "CurlTransfer", "TestKit", "SampleAES",
                                    .product(name: "Logging", package: "swift-log"),

@@ -14,8 +14,10 @@
 # Each row is measured 3 times (wrk runs of `duration` seconds on one instance, each with
 # requests of its own); the median is printed, and licenses/s as a ratio to the raw commit rate.
 #   benchmarks/license.sh [duration-seconds] [connections] [rows]   (default 10, 32, "sqlite sqlite-nginx postgres postgres2")
-# An instance runs as many MHD threads as wrk has connections (a license request holds its
-# thread while its batch commits, so with fewer threads fewer requests can share a commit).
+# An instance runs with its default HTTP threads (2): a license request waits for its batch's
+# commit with its connection suspended, not on a thread, so every request in flight can share
+# a commit. (Until 2026-11-28 a request held its thread, and the script ran as many threads as
+# wrk has connections.)
 # Every license is a durable transaction: nonce, license row, history row.
 # SQLite: synchronous=NORMAL (the backend's setting): a commit survives a crash of the process,
 # and the WAL is fsynced at each checkpoint (every 8,000 pages of 1 KiB); only a power loss
@@ -31,7 +33,6 @@ connections=${2:-32}
 rows=${3:-sqlite sqlite-nginx postgres postgres2}
 threads=2
 runs=3
-http_threads=$connections
 scripts/install-deps.sh wrk curl python3 libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev pkg-config postgresql nginx
 
 swift build -c release --product mock-backend >/dev/null
@@ -56,7 +57,7 @@ crt=$(printf '%s' '{"profile":{"purchase":{}},"storeLicense":true}' | base64 -w0
 # start_backend NAME ARGS...: starts an instance, sets $base to its URL and adds its pid.
 start_backend() {
     local name=$1; shift
-    .build/release/mock-backend --port 0 --data-dir "$work/$name" --threads "$http_threads" --log-level warning "$@" >"$work/$name.out" 2>"$work/$name.err" &
+    .build/release/mock-backend --port 0 --data-dir "$work/$name" --log-level warning "$@" >"$work/$name.out" 2>"$work/$name.err" &
     pids+=($!)
     for _ in $(seq 600); do grep -q listening "$work/$name.out" 2>/dev/null && break; sleep 0.05; done
     base=$(awk '/listening on/ {print $3}' "$work/$name.out")
@@ -264,5 +265,5 @@ done
 stop_backends
 
 echo
-printf 'wrk -t%d -c%d, %d MHD threads an instance, median of %d runs of %d s, %d cores (shared by wrk, nginx, PostgreSQL and the instances)\n' "$threads" "$connections" "$http_threads" "$runs" "$duration" "$(nproc)"
+printf 'wrk -t%d -c%d, default HTTP threads, median of %d runs of %d s, %d cores (shared by wrk, nginx, PostgreSQL and the instances)\n' "$threads" "$connections" "$runs" "$duration" "$(nproc)"
 for line in "${summary[@]}"; do echo "$line"; done

@@ -213,9 +213,20 @@ public final class MockBackendApp: Sendable {
                 response = APIResponse.error(for: error, request: request, logger: logger)
             }
         }
-        APIResponse.addCORS(to: &response, allowedMethods: allowed.map(MockBackendApp.allowHeader) ?? "GET, HEAD, POST, OPTIONS")
-        if let fault { FaultInjector.apply(fault, to: &response) }
-        return response
+        // A later answer (a license) gets its headers and its fault once it is built.
+        let methods = allowed.map(MockBackendApp.allowHeader) ?? "GET, HEAD, POST, OPTIONS"
+        return response.mapped { response in
+            var response = response
+            APIResponse.addCORS(to: &response, allowedMethods: methods)
+            if let fault { FaultInjector.apply(fault, to: &response) }
+            return response
+        }
+    }
+
+    /// Answers a request in-process, waiting for an answer that comes later: the way in for
+    /// tests and tools without a socket (not for MHD's threads: `handle` is theirs).
+    package func handleNow(_ request: HTTPRequest) -> HTTPResponse {
+        handle(request).waitingForLaterAnswer()
     }
 
     /// Finds the request's handler and runs it. `allowed` is set when the path answers

@@ -154,7 +154,7 @@ public final class TestBackend: Sendable {
         let request = try HTTPRequest(method: method, target: "/_admin/v1" + path,
                                       headers: HTTPHeaders([("Authorization", "Bearer \(adminToken)"), ("Content-Type", "application/json")]),
                                       body: body)
-        let response = server.app.handle(request)
+        let response = server.app.handleNow(request)
         let bytes: [UInt8] = switch response.body {
         case .bytes(let bytes): bytes
         default: []

@@ -43,6 +43,8 @@ package struct HTTPResponse: Sendable {
     package var note: String?
     /// Close the connection without answering at all (a fault a mock injects).
     package var dropsConnection = false
+    /// The work of an answer that comes later (`HTTPResponse.later(_:)`).
+    var laterWork: (@Sendable (PendingAnswer) -> Void)?
 
     /// Creates a response.
     package init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Body = .empty) {

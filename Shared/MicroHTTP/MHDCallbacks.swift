@@ -69,8 +69,14 @@ nonisolated enum MHDCallbacks {
         if let later = state.later {
             // Resumed: the answer is in, or the server is stopping and could not wait for it.
             state.later = nil
-            let response = later.slot.withLock { $0 } ?? core.errorResponder(503, "the server is shutting down")
-            return queue(response, for: later.request, state: state, connection: connection, core: core)
+            guard let build = later.slot.withLock({ $0 }) else {
+                return queue(core.errorResponder(503, "the server is shutting down"), for: later.request, state: state,
+                             connection: connection, core: core)
+            }
+            let response = build()
+            guard later.waits else { return queue(response, for: later.request, state: state, connection: connection, core: core) }
+            return answer(response, for: later.request, latency: core.addedLatency.load(ordering: .relaxed), state: state,
+                          connection: connection, core: core)
         }
         if state.status != 0 { return .YES }  // answered early (413); MHD is draining
 
@@ -100,18 +106,9 @@ nonisolated enum MHDCallbacks {
         }
         switch core.handler {
         case .immediate(let handler):
-            let response = handler(request)
-            let wait = Duration.milliseconds(latency) + (response.delay ?? .zero)
-            guard wait > .zero else { return queue(response, for: request, state: state, connection: connection, core: core) }
-            let later = Later(request: request)
-            later.slot.withLock { $0 = response }
-            guard suspend(connection, state: state, later: later, core: core) else {
-                return queue(response, for: request, state: state, connection: connection, core: core)  // stopping: at once
-            }
-            core.resume(ConnectionHandle(pointer: connection), after: wait)
-            return .YES
+            return answer(handler(request), for: request, latency: latency, state: state, connection: connection, core: core)
         case .deferred(let handler):
-            let later = Later(request: request)
+            let later = Later(request: request, waits: false)
             guard suspend(connection, state: state, later: later, core: core) else {
                 return queue(core.errorResponder(503, "the server is shutting down"), for: request, state: state,
                              connection: connection, core: core)
@@ -121,11 +118,45 @@ nonisolated enum MHDCallbacks {
                 let response = await handler(request)
                 let wait = Duration.milliseconds(latency) + (response.delay ?? .zero)
                 if wait > .zero { try? await Task.sleep(for: wait) }
-                later.slot.withLock { $0 = response }
+                later.slot.withLock { $0 = { response } }
                 core.resume(handle)
             }
             return .YES
         }
+    }
+
+    /// Sends a handler's answer: at once; after the added latency and its delay (the
+    /// connection suspended meanwhile); or, for a later answer, once its work hands over the
+    /// builder (suspended too), which then runs here on MHD's thread.
+    private static func answer(_ response: HTTPResponse, for request: HTTPRequest, latency: Int, state: RequestState,
+                               connection: OpaquePointer, core: ServerCore) -> MHD_Result {
+        let handle = ConnectionHandle(pointer: connection)
+        if let work = response.laterWork {
+            let later = Later(request: request, waits: true)
+            guard suspend(connection, state: state, later: later, core: core) else {
+                return queue(core.errorResponder(503, "the server is shutting down"), for: request, state: state,
+                             connection: connection, core: core)
+            }
+            // Suspended before the work starts: its answer may come at once, from any thread.
+            work(PendingAnswer { build in
+                let first = later.slot.withLock { slot -> Bool in
+                    guard slot == nil else { return false }
+                    slot = build
+                    return true
+                }
+                if first { core.resume(handle) }
+            })
+            return .YES
+        }
+        let wait = Duration.milliseconds(latency) + (response.delay ?? .zero)
+        guard wait > .zero else { return queue(response, for: request, state: state, connection: connection, core: core) }
+        let later = Later(request: request, waits: false)
+        later.slot.withLock { $0 = { response } }
+        guard suspend(connection, state: state, later: later, core: core) else {
+            return queue(response, for: request, state: state, connection: connection, core: core)  // stopping: at once
+        }
+        core.resume(handle, after: wait)
+        return .YES
     }
 
     /// Suspends a connection whose answer comes later; false when the server is stopping
@@ -335,8 +366,15 @@ final class StreamContext: Sendable {
 /// made (on another thread; read by MHD's thread after the connection is resumed).
 final class Later: Sendable {
     let request: HTTPRequest
-    let slot = Locked<HTTPResponse?>(nil)
-    init(request: HTTPRequest) { self.request = request }
+    /// Builds the answer on MHD's thread once the connection is resumed; nil until given.
+    let slot = Locked<(@Sendable () -> HTTPResponse)?>(nil)
+    /// Whether the added latency and the answer's delay are still to come (a later answer's
+    /// builder); false when they were waited before the resume.
+    let waits: Bool
+    init(request: HTTPRequest, waits: Bool) {
+        self.request = request
+        self.waits = waits
+    }
 }
 
 /// A suspended connection handed to the latency timer. MHD allows `MHD_resume_connection`

@@ -26,13 +26,13 @@ struct DashboardTests {
         if let cookie { headers.append(("Cookie", cookie)) }
         var request = try HTTPRequest(method: "POST", target: path, headers: HTTPHeaders(headers), body: form(fields))
         request.isSecure = secure
-        return app.handle(request)
+        return app.handleNow(request)
     }
 
     static func page(_ app: MockBackendApp, cookie: String?, secure: Bool = false) throws -> HTTPResponse {
         var request = try HTTPRequest(method: "GET", target: "/_dashboard", headers: HTTPHeaders(cookie.map { [("Cookie", $0)] } ?? []))
         request.isSecure = secure
-        return app.handle(request)
+        return app.handleNow(request)
     }
 
     /// The `name=value` of a `Set-Cookie` named `name`, and its attributes.

@@ -87,7 +87,7 @@ extension MockBackendApp {
         if target.hasPrefix("/_admin"), !headers.contains(where: { $0.0.lowercased() == "authorization" }) {
             all.append(("Authorization", "Bearer \(adminToken)"))
         }
-        return handle(try HTTPRequest(method: method, target: target, headers: HTTPHeaders(all), body: body))
+        return handleNow(try HTTPRequest(method: method, target: target, headers: HTTPHeaders(all), body: body))
     }
 
     /// The request target (path and query) of an absolute URL this app handed out.

@@ -38,7 +38,9 @@ protocol LicenseStorage: Sendable {
     /// (a nonce already recorded makes the policy refuse), the license and the user's devices
     /// are read, `LicensePolicy` decides, and the decision is written, so two concurrent
     /// requests (from any instance sharing the store) never both take a user's last device slot.
-    func process(_ request: LicenseRequest, accountID: String, now: Date) throws -> LicenseDecision
+    /// `completion` gets the decision once it is stored (or the store's error): from the
+    /// store's license writer thread when the request went into a batch, else before this returns.
+    func submit(_ request: LicenseRequest, accountID: String, now: Date, completion: @escaping LicenseBatchWriter.Completion)
     /// A license by id.
     func license(id: String) throws -> LicenseRecord?
     /// The history of a license: (event, time) oldest first.

@@ -6,9 +6,10 @@ import Dispatch
 /// by one writer thread in one transaction of the store, and each caller gets its decision
 /// only once that transaction has committed (so an answer is exactly as durable as before).
 ///
-/// The callers are MHD threads: each enqueues its decision and blocks on its own semaphore
-/// (never a thread of Swift's cooperative pool). The crypto (opening the SPC, signing the
-/// CKC) stays on those threads, before and after; the writer only runs SQL.
+/// The callers are MHD threads: each enqueues its decision with what to do once it is taken
+/// (`submit`; the license route hands its suspended connection's answer over then, so no MHD
+/// thread waits for a commit). The crypto (opening the SPC, signing the CKC) stays on those
+/// threads, before and after; the writer only runs SQL and hands the decisions over.
 ///
 /// The decisions of a batch run one after the other inside the transaction, each seeing what
 /// the ones before it wrote, so the rules hold as with one transaction each: a nonce is taken
@@ -49,9 +50,13 @@ final class LicenseBatchWriter: Sendable {
         state.finished.wait()
     }
 
-    /// The decision on `request`, once its batch has committed; the store's error when the batch failed.
-    func process(_ request: LicenseRequest, accountID: String, now: Date) throws -> LicenseDecision {
-        try state.process(Decision(request: request, accountID: accountID, now: now))
+    /// What is done with a decision once its batch has committed, or with the store's error
+    /// when the batch failed. Runs on the writer thread: keep it short.
+    typealias Completion = @Sendable (Result<LicenseDecision, any Error>) -> Void
+
+    /// Queues `request`; `completion` gets its decision once its batch has committed.
+    func submit(_ request: LicenseRequest, accountID: String, now: Date, completion: @escaping Completion) {
+        state.submit(Waiter(Decision(request: request, accountID: accountID, now: now), completion))
     }
 
     /// Decisions waiting for the writer (not those in the batch it is writing): for tests.
@@ -60,12 +65,13 @@ final class LicenseBatchWriter: Sendable {
     /// Batches the writer has taken so far (written, or being written): for tests.
     var batchesTaken: Int { state.batchesTaken }
 
-    private final class Waiter: @unchecked Sendable {
+    private struct Waiter: Sendable {
         let decision: Decision
-        let done = DispatchSemaphore(value: 0)
-        /// Written by the writer before `done` is signalled, read by the caller after.
-        var result: Result<LicenseDecision, any Error>?
-        init(_ decision: Decision) { self.decision = decision }
+        let completion: Completion
+        init(_ decision: Decision, _ completion: @escaping Completion) {
+            self.decision = decision
+            self.completion = completion
+        }
     }
 
     /// The queue and the writer's loop; the thread holds this, not the writer, so dropping
@@ -87,14 +93,11 @@ final class LicenseBatchWriter: Sendable {
         var waiting: Int { condition.withLock { queue.count } }
         var batchesTaken: Int { condition.withLock { taken } }
 
-        func process(_ decision: Decision) throws -> LicenseDecision {
-            let waiter = Waiter(decision)
+        func submit(_ waiter: Waiter) {
             condition.withLock {
                 queue.append(waiter)
                 condition.signal()
             }
-            waiter.done.wait()
-            return try waiter.result!.get()
         }
 
         func stop() {
@@ -111,8 +114,7 @@ final class LicenseBatchWriter: Sendable {
                 sincePrune += batch.count
                 let result = Result { try commit!(batch.map(\.decision), prune) }
                 for (index, waiter) in batch.enumerated() {
-                    waiter.result = result.map { $0[index] }
-                    waiter.done.signal()
+                    waiter.completion(result.map { $0[index] })
                 }
             }
             commit = nil

@@ -65,14 +65,17 @@ extension MockBackendApp {
     }
 
     /// What a license URL names: the FairPlay video, its content key and its account's identity.
-    private struct FairPlayTarget {
+    private struct FairPlayTarget: Sendable {
         var video: CatalogVideo
         var contentKey: ContentKey
         var identity: LicenseServerIdentity
     }
 
     /// One license request: checks in the order of docs/license-protocol.md, then the
-    /// policy (inside the store's transaction), then the CKC.
+    /// policy (inside the store's transaction), then the CKC. The answer comes later: the
+    /// connection waits for the decision's commit suspended, not on an MHD thread (with the
+    /// default two threads, two licenses waiting for a commit held every other request up),
+    /// and the CKC is signed on an MHD thread once it is resumed.
     private func fairPlayLicense(_ request: HTTPRequest, accountID: String, videoUUID: String,
                                  keyID: String) throws(HTTPError) -> HTTPResponse {
         let target = try fairPlayTarget(accountID: accountID, videoUUID: videoUUID, keyID: keyID)
@@ -86,10 +89,24 @@ extension MockBackendApp {
         let licenseRequest = LicenseRequest(context: context, videoID: target.video.id, offline: Self.offlineHeader(request),
                                             profile: Self.profileHeader(request), user: user,
                                             idempotencyKey: try Self.idempotencyKey(request))
-        switch try decide(licenseRequest, accountID: accountID, now: now) {
-        case .refuse(let refusal): throw refusal
-        case .release: return HTTPResponse(status: 204)
-        case .issue(let record, _): return try ckcResponse(record.terms, target, context)
+        return .later { [self] answer in
+            licenses.submit(licenseRequest, accountID: accountID, now: now) { stored in
+                answer { self.licenseAnswer(stored, target, context, request) }
+            }
+        }
+    }
+
+    /// The answer once the decision is stored (or the store failed): on an MHD thread.
+    private func licenseAnswer(_ stored: Result<LicenseDecision, any Error>, _ target: FairPlayTarget,
+                               _ context: ServerPlaybackContext, _ request: HTTPRequest) -> HTTPResponse {
+        do {
+            switch try decision(stored) {
+            case .refuse(let refusal): throw refusal
+            case .release: return HTTPResponse(status: 204)
+            case .issue(let record, _): return try ckcResponse(record.terms, target, context)
+            }
+        } catch {
+            return APIResponse.error(for: error, request: request, logger: logger)
         }
     }
 
@@ -165,9 +182,9 @@ extension MockBackendApp {
 
     /// The policy's decision, taken and stored in one transaction; a 500 when the store fails,
     /// a 503 when it cannot be reached.
-    private func decide(_ request: LicenseRequest, accountID: String, now: Date) throws(HTTPError) -> LicenseDecision {
+    private func decision(_ stored: Result<LicenseDecision, any Error>) throws(HTTPError) -> LicenseDecision {
         do {
-            return try licenses.process(request, accountID: accountID, now: now)
+            return try stored.get()
         } catch {
             if StoreAvailability.isUnavailable(error) { throw StoreAvailability.unavailable(error) }
             logger.error("license store failed: \(error)")

@@ -25,12 +25,16 @@ import WireModels
 /// answer still waits for that commit. The nonces are inserted in key order, so two instances'
 /// batches never wait on each other's rows in a cycle.
 extension PostgresBackendStore: LicenseStorage {
-    func process(_ request: LicenseRequest, accountID: String, now: Date) throws -> LicenseDecision {
-        if LicenseTransaction.decidesOnNonceAlone(request) { return try licenseWriter.process(request, accountID: accountID, now: now) }
-        let prune = sincePrune.add(1, ordering: .relaxed).newValue % LicenseTransaction.pruneEvery == 0
-        return try pool.transaction(.readCommitted) { connection in
-            try LicenseTransaction.run(request, accountID: accountID, now: now, pruneNonces: prune, in: LicenseSteps(connection: connection))
+    func submit(_ request: LicenseRequest, accountID: String, now: Date, completion: @escaping LicenseBatchWriter.Completion) {
+        if LicenseTransaction.decidesOnNonceAlone(request) {
+            return licenseWriter.submit(request, accountID: accountID, now: now, completion: completion)
         }
+        let prune = sincePrune.add(1, ordering: .relaxed).newValue % LicenseTransaction.pruneEvery == 0
+        completion(Result {
+            try pool.transaction(.readCommitted) { connection in
+                try LicenseTransaction.run(request, accountID: accountID, now: now, pruneNonces: prune, in: LicenseSteps(connection: connection))
+            }
+        })
     }
 
     /// One batch of the license writer (requests decided on their nonce alone): one statement.

@@ -9,8 +9,8 @@ import Synchronization
 /// writer at a time, so no user lock is needed): two concurrent requests can never both take
 /// a user's last device slot, and each answer waits for its batch's commit.
 extension SQLiteBackendStore: LicenseStorage {
-    func process(_ request: LicenseRequest, accountID: String, now: Date) throws -> LicenseDecision {
-        try licenseWriter.process(request, accountID: accountID, now: now)
+    func submit(_ request: LicenseRequest, accountID: String, now: Date, completion: @escaping LicenseBatchWriter.Completion) {
+        licenseWriter.submit(request, accountID: accountID, now: now, completion: completion)
     }
 
     /// One batch of decisions, in order, in one write transaction: all committed, or (on a
