@@ -10,7 +10,8 @@ import Glibc
 /// An HTTP/1.1 server on libmicrohttpd: epoll, a thread pool, keep-alive, zero-copy files.
 ///
 /// Handlers run synchronously on MHD's pool threads, so they must not block for long;
-/// added latency suspends the connection instead of sleeping on a thread.
+/// added latency suspends the connection instead of sleeping on a thread, and so does an
+/// answer that has to wait for other work (`HTTPResponse.later`).
 ///
 /// ```swift
 /// let server = HTTPServer(configuration: config, logger: logger) { request in
