@@ -188,7 +188,7 @@ let package = Package(
                     resources: [.copy("Resources")], swiftSettings: swiftSettings),
         .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "CurlTransfer", "Locking", "TestKit", .product(name: "Logging", package: "swift-log")], path: "Tests/MicroHTTPTests",
                     swiftSettings: swiftSettings),
-        .testTarget(name: "MockBackendTests", dependencies: ["MockBackend", "MicroHTTP", "WireModels", "CurlTransfer", "TestKit", "SampleAES",
+        .testTarget(name: "MockBackendTests", dependencies: ["MockBackend", "MicroHTTP", "WireModels", "CurlTransfer", "TestKit", "SampleAES", "SQLiteSupport",
                                    .product(name: "Logging", package: "swift-log"),
                                    .product(name: "GRDB", package: "GRDB.swift"),
                                    "LicenseProtocol", .product(name: "JWTKit", package: "jwt-kit"),

@@ -4,16 +4,18 @@ import Crypto
 /// secret between the client key and the certificate's key, salted with the certificate's hash,
 /// with the info `mock-fairplay/spc/v1` (the SPC's sealing key) or `mock-fairplay/ckc/v1`
 /// (the CKC's wrapping key) followed by the client key. HKDF's extract step is the same for
-/// both and is done once: the server needs both keys for every license, and the two full
-/// derivations were 6 % of a license's server time.
+/// both and is done once, and so is keying the HMAC of the expand step: the server needs both
+/// keys for every license, and the two full derivations were 6 % of a license's server time.
 struct ExchangeKeys {
-    private let pseudoRandomKey: HashedAuthenticationCode<SHA256>
+    /// HMAC-SHA256 keyed with HKDF's pseudorandom key, nothing hashed yet.
+    private let expander: HMAC<SHA256>
     private let clientKey: [UInt8]
 
     init(shared: SharedSecret, certificateHash: [UInt8], clientKey: [UInt8]) {
-        pseudoRandomKey = shared.withUnsafeBytes { secret in
+        let pseudoRandomKey = shared.withUnsafeBytes { secret in
             HKDF<SHA256>.extract(inputKeyMaterial: SymmetricKey(data: secret), salt: certificateHash)
         }
+        expander = HMAC(key: SymmetricKey(data: pseudoRandomKey))
         self.clientKey = clientKey
     }
 
@@ -22,7 +24,10 @@ struct ExchangeKeys {
     /// The key the CKC wraps the content key with.
     var wrapping: SymmetricKey { expand("mock-fairplay/ckc/v1") }
 
+    /// HKDF's expand step to 32 bytes: one block, T(1) = HMAC(PRK, info ‖ 0x01) (RFC 5869, 2.3).
     private func expand(_ label: String) -> SymmetricKey {
-        HKDF<SHA256>.expand(pseudoRandomKey: pseudoRandomKey, info: Array(label.utf8) + clientKey, outputByteCount: 32)
+        var hmac = expander
+        hmac.update(data: Array(label.utf8) + clientKey + [1])
+        return SymmetricKey(data: hmac.finalize())
     }
 }
