@@ -16,6 +16,17 @@ package struct SQLiteSetup: Sendable {
     /// reads which migrations are applied before it takes SQLite's write lock); nil for none.
     package var migrationLockFile: String?
 
+    /// GRDB's configuration of a connection: the busy timeout, the pragmas first.
+    var configuration: Configuration {
+        var configuration = Configuration()
+        if let timeout = busyTimeout { configuration.busyMode = .timeout(timeout) }
+        let pragmas = pragmas
+        configuration.prepareDatabase { db in
+            for pragma in pragmas { try db.execute(sql: pragma) }
+        }
+        return configuration
+    }
+
     /// A setup.
     package init(fileName: String, pragmas: [String], busyTimeout: TimeInterval? = nil, migrationLockFile: String? = nil) {
         self.fileName = fileName
@@ -34,13 +45,7 @@ package enum SQLiteDatabase {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let lock = try setup.migrationLockFile.map { try LockFile.waiting(at: directory.appendingPathComponent($0).path) }
         defer { withExtendedLifetime(lock) {} }
-        var configuration = Configuration()
-        if let timeout = setup.busyTimeout { configuration.busyMode = .timeout(timeout) }
-        let pragmas = setup.pragmas
-        configuration.prepareDatabase { db in
-            for pragma in pragmas { try db.execute(sql: pragma) }
-        }
-        let pool = try DatabasePool(path: directory.appendingPathComponent(setup.fileName).path, configuration: configuration)
+        let pool = try DatabasePool(path: directory.appendingPathComponent(setup.fileName).path, configuration: setup.configuration)
         try migrator.migrate(pool)
         return pool
     }

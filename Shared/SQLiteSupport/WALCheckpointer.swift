@@ -13,13 +13,7 @@ package final class WALCheckpointer: Sendable {
     /// Starts checkpointing the database at `path` every `interval` with a connection opened
     /// with `setup`'s pragmas and busy timeout. The thread is named `name`.
     package init(path: String, setup: SQLiteSetup, every interval: TimeInterval, name: String) throws {
-        var configuration = Configuration()
-        if let timeout = setup.busyTimeout { configuration.busyMode = .timeout(timeout) }
-        let pragmas = setup.pragmas
-        configuration.prepareDatabase { db in
-            for pragma in pragmas { try db.execute(sql: pragma) }
-        }
-        state = State(queue: try DatabaseQueue(path: path, configuration: configuration), interval: interval)
+        state = State(queue: try DatabaseQueue(path: path, configuration: setup.configuration), interval: interval)
         let state = self.state
         let thread = Thread { state.run() }
         thread.name = name
