@@ -7,10 +7,20 @@ import Locking
 /// conditionals, the added latency and the answer's own delay), so costly work that only
 /// comes after the wait (signing, say) stays on the server's threads.
 package struct PendingAnswer: Sendable {
-    let give: @Sendable (@escaping @Sendable () -> HTTPResponse) -> Void
+    /// Where the builder goes; the first one handed over stays.
+    let slot: Locked<(@Sendable () -> HTTPResponse)?>
+    /// Told once, when the first builder is in `slot`.
+    let given: @Sendable () -> Void
 
     /// Hands over the builder of the answer. Call it once; later calls are ignored.
-    package func callAsFunction(_ build: @escaping @Sendable () -> HTTPResponse) { give(build) }
+    package func callAsFunction(_ build: @escaping @Sendable () -> HTTPResponse) {
+        let first = slot.withLock { slot -> Bool in
+            guard slot == nil else { return false }
+            slot = build
+            return true
+        }
+        if first { given() }
+    }
 }
 
 extension HTTPResponse {
@@ -30,7 +40,10 @@ extension HTTPResponse {
     /// This response passed through `transform`; for a later answer, once it is built.
     package func mapped(_ transform: @escaping @Sendable (HTTPResponse) -> HTTPResponse) -> HTTPResponse {
         guard let work = laterWork else { return transform(self) }
-        return .later { answer in work(PendingAnswer { build in answer { transform(build()) } }) }
+        return .later { answer in
+            let inner = Locked<(@Sendable () -> HTTPResponse)?>(nil)
+            work(PendingAnswer(slot: inner) { answer { transform(inner.withLock { $0 }!()) } })
+        }
     }
 
     /// The answer itself, waiting on this thread for one that comes later: for callers
@@ -40,14 +53,7 @@ extension HTTPResponse {
         guard let work = laterWork else { return self }
         let builder = Locked<(@Sendable () -> HTTPResponse)?>(nil)
         let given = DispatchSemaphore(value: 0)
-        work(PendingAnswer { build in
-            let first = builder.withLock { slot -> Bool in
-                guard slot == nil else { return false }
-                slot = build
-                return true
-            }
-            if first { given.signal() }
-        })
+        work(PendingAnswer(slot: builder) { given.signal() })
         given.wait()
         return builder.withLock { $0 }!().waitingForLaterAnswer()
     }

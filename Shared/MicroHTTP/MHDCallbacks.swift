@@ -138,14 +138,7 @@ nonisolated enum MHDCallbacks {
                              connection: connection, core: core)
             }
             // Suspended before the work starts: its answer may come at once, from any thread.
-            work(PendingAnswer { build in
-                let first = later.slot.withLock { slot -> Bool in
-                    guard slot == nil else { return false }
-                    slot = build
-                    return true
-                }
-                if first { core.resume(handle) }
-            })
+            work(PendingAnswer(slot: later.slot) { core.resume(handle) })
             return .YES
         }
         let wait = Duration.milliseconds(latency) + (response.delay ?? .zero)
