@@ -20,9 +20,8 @@ final class SQLiteBackendStore: StoreMaintenance {
 
     /// How the database is opened: WAL with `synchronous = NORMAL` (durable across process
     /// crashes); small pages, because a license commit dirties a few pages of small rows and
-    /// each dirty page is written whole to the WAL (effective for new databases only); a page
-    /// cache that holds the used-nonce index of a few hundred thousand licenses (random
-    /// inserts); checkpoints from a thread of their own every quarter second (in the license
+    /// each dirty page is written whole to the WAL (effective for new databases only);
+    /// checkpoints from a thread of their own every quarter second (in the license
     /// writer's commits, every 8 MB of WAL, they held licenses up for tens of milliseconds and
     /// took 10-15 % of the licenses/s away as the database grew), with the writer's own at
     /// 64 MB of WAL as the backstop that lets the WAL start over. No
@@ -32,7 +31,7 @@ final class SQLiteBackendStore: StoreMaintenance {
     /// a slow disk can make last seconds, instead of failing them with a 500.
     static let setup = SQLiteSetup(fileName: "backend.sqlite",
                                    pragmas: ["PRAGMA page_size = 1024", "PRAGMA synchronous = NORMAL",
-                                             "PRAGMA wal_autocheckpoint = 64000", "PRAGMA cache_size = -16384"],
+                                             "PRAGMA wal_autocheckpoint = 64000"],
                                    busyTimeout: 30)
 
     /// Opens (creating if needed) `backend.sqlite` in `directory` and migrates it.
