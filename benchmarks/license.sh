@@ -13,6 +13,9 @@
 # with the settings of the backend's writing connection (WAL, synchronous=NORMAL, 1 KiB pages,
 # SQLite's own checkpoint every 64,000 pages: the backend copies the WAL from a second
 # connection every 0.25 s besides, which a single connection cannot).
+# wrk's script (license.lua) formats every request once and leaves answers to wrk's own
+# counting, so the client costs the shared cores as little as it can (LICENSE_BENCH_REFUSALS=1:
+# every answer goes to Lua, which prints the statuses of refusals and the first one's body).
 # Each row is measured 3 times (wrk runs of `duration` seconds on one instance, each with
 # requests of its own); the median is printed, and licenses/s as a ratio to the raw commit rate.
 #   benchmarks/license.sh [duration-seconds] [connections] [rows]   (default 10, 32, "sqlite sqlite-nginx postgres postgres2")
@@ -187,6 +190,8 @@ run_row() {
     rate=$(python3 -c "print(round(($requests - $non2xx) / $seconds))")
     rates_of[$label]+=" $rate"; p99s_of[$label]+=" $p99"
     echo "$out" | grep '^refused with status' | sed "s/^/[$label] /" || true
+    [ "$non2xx" = 0 ] || [ "${LICENSE_BENCH_REFUSALS:-}" = 1 ] ||
+        echo "[$label] $non2xx answers were not 200: LICENSE_BENCH_REFUSALS=1 benchmarks/license.sh shows their statuses and the first body"
     printf '[%s] run %d: %d licenses in %ss (%s refused): %d/s, p99 %s\n' "$label" "$((run + 1))" "$((requests - non2xx))" "$seconds" \
         "$non2xx" "$rate" "$p99"
 }
