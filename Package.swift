@@ -196,7 +196,7 @@ let package = Package(
                     path: "Tests/MockBackendTests", swiftSettings: swiftSettings),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestKit"], path: "Tests/PostgresTests",
                     swiftSettings: swiftSettings),
-        .testTarget(name: "LicenseProtocolTests", dependencies: ["LicenseProtocol"], path: "Tests/LicenseProtocolTests",
+        .testTarget(name: "LicenseProtocolTests", dependencies: ["LicenseProtocol", "TestKit"], path: "Tests/LicenseProtocolTests",
                     swiftSettings: swiftSettings),
         .testTarget(name: "CurlTransferTests", dependencies: ["CurlTransfer", "MicroHTTP", "Locking", "TestKit", .product(name: "Logging", package: "swift-log")], path: "Tests/CurlTransferTests",
                     swiftSettings: swiftSettings),

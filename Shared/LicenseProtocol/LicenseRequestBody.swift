@@ -19,7 +19,7 @@ public struct LicenseRequestBody: Sendable, Equatable {
         self.serverPlaybackContext = serverPlaybackContext
     }
 
-    private struct Wire: Codable {
+    struct Wire: Codable, Equatable {
         var publisher_id: String?
         var application_id: String?
         var key_id: String?
@@ -76,16 +76,31 @@ public struct LicenseRequestBody: Sendable, Equatable {
     /// Parses a body; the SPC must be standard base64 (whitespace and missing padding tolerated).
     public init(parsing bytes: [UInt8]) throws(ParseError) {
         let wire: Wire
-        do { wire = try JSONDecoder().decode(Wire.self, from: Data(bytes)) } catch {
-            throw ParseError(.invalidJSON, "the body is not a JSON object with a string server_playback_context", underlying: error)
+        if let fast = Wire(plain: bytes) { wire = fast } else {
+            do { wire = try JSONDecoder().decode(Wire.self, from: Data(bytes)) } catch {
+                throw ParseError(.invalidJSON, "the body is not a JSON object with a string server_playback_context", underlying: error)
+            }
         }
         // Base64 is ASCII: filter bytes, not Characters (grapheme breaking is slow).
-        var text = Array(wire.server_playback_context.utf8.filter { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 })
+        func isWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 }
+        var text = Array(wire.server_playback_context.utf8)
+        if text.contains(where: isWhitespace) { text.removeAll(where: isWhitespace) }
         if text.count % 4 != 0 { text += Array(repeating: UInt8(ascii: "="), count: 4 - text.count % 4) }
         guard !text.isEmpty, let spc = Data(base64Encoded: Data(text)) else {
             throw ParseError(.invalidBase64, "server_playback_context is not base64")
         }
         self.init(publisherID: wire.publisher_id ?? "", applicationID: wire.application_id ?? "",
                   keyID: wire.key_id ?? "", serverPlaybackContext: Array(spc))
+    }
+}
+
+extension LicenseRequestBody.Wire {
+    /// The body read without `JSONDecoder` (`PlainJSONObject`); nil when it needs `JSONDecoder`.
+    init?(plain bytes: [UInt8]) {
+        guard let object = PlainJSONObject(bytes), let spc = object.string("server_playback_context"),
+              let publisher = object.optionalString("publisher_id"), let application = object.optionalString("application_id"),
+              let key = object.optionalString("key_id")
+        else { return nil }
+        self.init(publisher_id: publisher, application_id: application, key_id: key, server_playback_context: spc)
     }
 }

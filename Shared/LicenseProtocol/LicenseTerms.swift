@@ -134,16 +134,21 @@ extension LicenseTerms {
         }
         func string(_ value: String) {
             out.append(UInt8(ascii: "\""))
-            for byte in value.utf8 {
-                switch byte {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), byte]
-                case 0..<0x20: out += Array(String(format: "\\u%04x", Int(byte)).utf8)
-                default: out.append(byte)
+            let utf8 = value.utf8
+            if utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+                for byte in utf8 {
+                    switch byte {
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), byte]
+                    case 0..<0x20: out += Array(String(format: "\\u%04x", Int(byte)).utf8)
+                    default: out.append(byte)
+                    }
                 }
+            } else {
+                out.append(contentsOf: utf8)  // nothing to escape: ids, base64, kinds
             }
             out.append(UInt8(ascii: "\""))
         }
-        func number(_ value: Int64?) { out += Array((value.map(String.init) ?? "null").utf8) }
+        func number(_ value: Int64?) { out.append(contentsOf: (value.map(String.init) ?? "null").utf8) }
         key("account_id"); string(accountID)
         key("content_key_id"); string(contentKeyID)
         key("device_id"); string(deviceID)
@@ -152,7 +157,7 @@ extension LicenseTerms {
         key("issued_at"); number(Milliseconds.from(issuedAt))
         key("kind"); string(kind.rawValue)
         key("license_id"); string(licenseID)
-        key("persistable"); out += Array((persistable ? "true" : "false").utf8)
+        key("persistable"); out.append(contentsOf: (persistable ? "true" : "false").utf8)
         key("play_duration"); number(playDuration.map { Int64(($0 * 1000).rounded()) })
         key("rental_end"); number(rentalEnd.map(Milliseconds.from))
         key("request_nonce"); string(Data(requestNonce).base64EncodedString())

@@ -40,18 +40,6 @@ struct SegmentDecryptionTests {
         }
     }
 
-    /// A fixed-seed generator, so the damage is the same in every run.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test("damaged segments: where the one-pass decryption answers, it is the general path's answer; where it throws, so does the general path")
     func damaged() async throws {
         // Thousands of decryptions: on a thread of their own, so the test pool stays free.

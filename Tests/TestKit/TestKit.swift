@@ -252,21 +252,31 @@ public func randomBytes(_ count: Int) -> [UInt8] {
     // Eight bytes a draw from a fast generator seeded once (SystemRandomNumberGenerator asks the
     // kernel on every call: megabytes of it held a test-pool thread for seconds).
     var system = SystemRandomNumberGenerator()
-    var state = system.next()
+    var generator = SplitMix(state: system.next())
     return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
         var index = 0
         while index < count {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var word = state
-            word = (word ^ (word >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            word = (word ^ (word >> 27)) &* 0x94D0_49BB_1331_11EB
-            word ^= word >> 31
+            let word = generator.next()
             for shift in stride(from: 0, to: 64, by: 8) where index < count {
                 buffer[index] = UInt8(truncatingIfNeeded: word >> UInt64(shift))
                 index += 1
             }
         }
         initialized = count
+    }
+}
+
+/// SplitMix64: a fast generator; with a fixed seed, the same draws in every run (damaged
+/// inputs a test makes the same way each time).
+public struct SplitMix: RandomNumberGenerator {
+    public var state: UInt64
+    public init(state: UInt64) { self.state = state }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
 
