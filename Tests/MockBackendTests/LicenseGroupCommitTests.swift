@@ -42,7 +42,7 @@ struct LicenseGroupCommitTests {
                 writer = store.licenseWriter
                 hold = {
                     try store.pool.transaction { connection in
-                        try connection.execute("LOCK TABLE used_nonce IN EXCLUSIVE MODE")
+                        try connection.execute("LOCK TABLE used_spc IN EXCLUSIVE MODE")
                         entered.signal()
                         gate.wait()
                     }

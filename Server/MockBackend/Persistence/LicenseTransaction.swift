@@ -57,12 +57,12 @@ enum LicenseTransaction {
         var decisions: [LicenseDecision] = []
         var writes: [NonceWrite] = []
         var writeOfRequest: [Int?] = []  // its entry in `writes`; nil for a nonce met before in `requests`
-        var nonces: Set<[UInt8]> = []
+        var seen: Set<[UInt8]> = []
         for (request, now) in requests {
             let decision = LicensePolicy.decide(request, nonceAlreadyUsed: false, existing: nil, devices: DeviceState(), now: now,
                                                 newLicenseID: LicenseID.timeOrdered(now: now))
             decisions.append(decision)
-            guard nonces.insert(request.context.nonce).inserted else {
+            guard seen.insert(replayKey(nonce: request.context.nonce, until: nonceExpiry(request))).inserted else {
                 writeOfRequest.append(nil)
                 continue
             }
@@ -89,6 +89,20 @@ enum LicenseTransaction {
         request.context.createdAt.addingTimeInterval(LicensePolicy.spcMaximumAge)
     }
 
+    /// What makes an SPC one request, the key of both stores' used SPCs (`used_spc`): its
+    /// nonce's expiry (its `created_at` plus 10 minutes) in milliseconds, 8 bytes big-endian,
+    /// then the nonce. A replay (the same SPC again) has the same key; so the rule is "an SPC
+    /// is accepted once". Time first, so the keys of new requests sort after the kept ones and
+    /// each insert lands at the end of the index instead of at a random page of it: keyed by
+    /// the random nonce alone, every license dirtied a page of its own, and a database holding
+    /// a few hundred thousand nonces wrote and checkpointed four times as much per license.
+    /// The stores' migrations to this key ("v9", PostgreSQL 7) compute it too: a change to it
+    /// needs a migration of its own.
+    static func replayKey(nonce: [UInt8], until: Date) -> [UInt8] {
+        let milliseconds = UInt64(bitPattern: Int64((until.timeIntervalSince1970 * 1000).rounded(.down)))
+        return (0..<8).reversed().map { UInt8(truncatingIfNeeded: milliseconds >> UInt64($0 * 8)) } + nonce
+    }
+
     /// Whether the decision reads nothing from the store but whether the nonce is fresh: no
     /// user whose devices count, no license named (by the SPC or a retried acquisition's key).
     /// Such a request (an acquisition without a restriction token's user or an idempotency key)
@@ -106,11 +120,12 @@ enum LicenseTransaction {
 protocol LicenseTransactionSteps {
     /// Forgets nonces that could no longer be accepted.
     func pruneNonces(before: Date) throws
-    /// Records a nonce until `until`; false when it was recorded already (a replayed SPC).
+    /// Records an SPC as used until `until` (its nonce's expiry), keyed by
+    /// `LicenseTransaction.replayKey`; false when it was recorded already (a replayed SPC).
     func consumeNonce(_ nonce: [UInt8], until: Date) throws -> Bool
-    /// Records each nonce and, only where it was fresh, stores what it issued as `write` does;
-    /// for each, false when its nonce was recorded already (then nothing of it is written). The
-    /// nonces are distinct. One statement where the store can.
+    /// Records each SPC as `consumeNonce` does and, only where it was fresh, stores what it
+    /// issued as `write` does; for each, false when it was recorded already (then nothing of it
+    /// is written). Their replay keys are distinct. One statement where the store can.
     func consumeNonces(_ writes: [NonceWrite]) throws -> [Bool]
     /// Holds, until the transaction ends, the lock of one user's licenses and devices (nothing
     /// to do in a store with one writer at a time).
@@ -135,6 +150,9 @@ struct NonceWrite {
     let issued: (record: LicenseRecord, device: String?)?
     let event: LicenseRequestKind
     let now: Date
+
+    /// The SPC's key among the used ones (`LicenseTransaction.replayKey`).
+    var replayKey: [UInt8] { LicenseTransaction.replayKey(nonce: nonce, until: until) }
 }
 
 extension LicenseTransactionSteps {

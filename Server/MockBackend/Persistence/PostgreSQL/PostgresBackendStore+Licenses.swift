@@ -138,12 +138,13 @@ extension PostgresBackendStore: LicenseStorage {
         let connection: PostgresConnection
 
         func pruneNonces(before: Date) throws {
-            try connection.query("DELETE FROM used_nonce WHERE expires_at < $1", [.double(before.timeIntervalSince1970)])
+            try connection.query("DELETE FROM used_spc WHERE expires_at < $1", [.double(before.timeIntervalSince1970)])
         }
 
         func consumeNonce(_ nonce: [UInt8], until: Date) throws -> Bool {
-            try connection.query("INSERT INTO used_nonce (nonce, expires_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                                 [.bytes(nonce), .double(until.timeIntervalSince1970)]).affectedRows > 0
+            try connection.query("INSERT INTO used_spc (key, expires_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                                 [.bytes(LicenseTransaction.replayKey(nonce: nonce, until: until)), .double(until.timeIntervalSince1970)])
+                .affectedRows > 0
         }
 
         func lockUser(accountID: String, userID: String) throws {
@@ -188,7 +189,7 @@ extension PostgresBackendStore: LicenseStorage {
                       PostgresValue(device)])
         }
 
-        /// One statement for the whole batch: the nonces (in key order), then, for those that
+        /// One statement for the whole batch: the used SPCs (in key order), then, for those that
         /// were new, the licenses, their history rows and the devices they register. New
         /// licenses only (a request decided on its nonce alone names none): a clash of ids
         /// fails the statement, and so the batch, rather than replace a license.
@@ -196,17 +197,17 @@ extension PostgresBackendStore: LicenseStorage {
             guard !writes.isEmpty else { return [] }
             func column(_ value: (NonceWrite) -> String?) -> PostgresValue { .array(writes.map(value)) }
             func terms(_ value: (LicenseTerms) -> String?) -> PostgresValue { column { $0.issued.flatMap { value($0.record.terms) } } }
-            let hex = writes.map { Hex.lowercase($0.nonce) }
+            let hex = writes.map { Hex.lowercase($0.replayKey) }
             let fresh = try connection.query("""
                 WITH input AS (
                   SELECT * FROM unnest($1::text[], $2::float8[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::float8[],
                                        $9::boolean[], $10::text[], $11::float8[], $12::text[], $13::text[], $14::float8[], $15::float8[], $16::text[])
-                    AS i (nonce, until, id, account_id, video_id, device_id, user_id, issued_at, persistable, terms, at, event, kind,
+                    AS i (key, until, id, account_id, video_id, device_id, user_id, issued_at, persistable, terms, at, event, kind,
                           expires_at, first_play, registering)),
-                nonce AS (
-                  INSERT INTO used_nonce (nonce, expires_at) SELECT decode(nonce, 'hex'), until FROM input ORDER BY nonce
-                  ON CONFLICT DO NOTHING RETURNING encode(nonce, 'hex') AS nonce),
-                fresh AS (SELECT input.* FROM input JOIN nonce USING (nonce) WHERE input.id IS NOT NULL),
+                used AS (
+                  INSERT INTO used_spc (key, expires_at) SELECT decode(key, 'hex'), until FROM input ORDER BY key
+                  ON CONFLICT DO NOTHING RETURNING encode(key, 'hex') AS key),
+                fresh AS (SELECT input.* FROM input JOIN used USING (key) WHERE input.id IS NOT NULL),
                 written AS (
                   INSERT INTO license (id, account_id, video_id, device_id, user_id, issued_at, persistable, terms, released_at, updated_at)
                   SELECT id, account_id, video_id, device_id, user_id, issued_at, persistable, terms, NULL, at FROM fresh),
@@ -217,14 +218,14 @@ extension PostgresBackendStore: LicenseStorage {
                   INSERT INTO device (account_id, user_id, device_id, registered_at)
                   SELECT account_id, user_id, registering, at FROM fresh WHERE user_id IS NOT NULL AND registering IS NOT NULL
                   ON CONFLICT DO NOTHING)
-                SELECT nonce FROM nonce
+                SELECT key FROM used
                 """, [.array(hex), column { String($0.until.timeIntervalSince1970) },
                       terms { $0.licenseID }, terms { $0.accountID }, terms { $0.videoID }, terms { $0.deviceID }, column { $0.issued?.record.userID },
                       terms { String($0.issuedAt.timeIntervalSince1970) }, terms { $0.persistable ? "t" : "f" },
                       terms { LicenseRecord.storedTerms($0) }, column { String($0.now.timeIntervalSince1970) }, column { $0.event.rawValue },
                       terms { $0.kind.rawValue }, terms { $0.expiresAt.map { String($0.timeIntervalSince1970) } },
                       terms { $0.firstPlay.map { String($0.timeIntervalSince1970) } }, column { $0.issued?.device }])
-            let inserted = Set(try fresh.rows.map { try $0["nonce"] as String })
+            let inserted = Set(try fresh.rows.map { try $0["key"] as String })
             return hex.map(inserted.contains)
         }
 

@@ -47,7 +47,7 @@ final class PostgresBackendStore: StoreMaintenance {
 
     func forgetState() throws {
         try pool.transaction { connection in
-            for table in ["catalog_edit", "license_event", "license", "device", "used_nonce", "tracker_event", "ingest_job"] {
+            for table in ["catalog_edit", "license_event", "license", "device", "used_spc", "tracker_event", "ingest_job"] {
                 try connection.execute("DELETE FROM \(table)")
             }
         }
@@ -117,6 +117,16 @@ final class PostgresBackendStore: StoreMaintenance {
             """),
         oauthClientMigration,
         ingestJobMigration,
+        // SQLite's "v9": `SQLiteBackendStore.keyUsedSPCsByTime`. The key is
+        // `LicenseTransaction.replayKey`: the expiry's milliseconds (floored, as there), 8 bytes
+        // big-endian (`int8send`), then the nonce.
+        (7, "used SPCs keyed by time", """
+            CREATE TABLE used_spc (key bytea PRIMARY KEY, expires_at float8 NOT NULL);
+            CREATE INDEX used_spc_by_expiry ON used_spc (expires_at);
+            INSERT INTO used_spc (key, expires_at)
+                SELECT int8send(floor(expires_at * 1000)::bigint) || nonce, expires_at FROM used_nonce ON CONFLICT DO NOTHING;
+            DROP TABLE used_nonce;
+            """),
     ]
 
     /// Applies the missing migrations, each in its own transaction, holding a session

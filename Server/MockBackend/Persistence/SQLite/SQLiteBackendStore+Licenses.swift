@@ -120,12 +120,12 @@ extension SQLiteBackendStore: LicenseStorage {
         let db: Database
 
         func pruneNonces(before: Date) throws {
-            try db.execute(sql: "DELETE FROM used_nonce WHERE expires_at < ?", arguments: [before.timeIntervalSince1970])
+            try db.execute(sql: "DELETE FROM used_spc WHERE expires_at < ?", arguments: [before.timeIntervalSince1970])
         }
 
         func consumeNonce(_ nonce: [UInt8], until: Date) throws -> Bool {
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO used_nonce (nonce, expires_at) VALUES (?, ?)")
-                .execute(arguments: [Data(nonce), until.timeIntervalSince1970])
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO used_spc (key, expires_at) VALUES (?, ?)")
+                .execute(arguments: [Data(LicenseTransaction.replayKey(nonce: nonce, until: until)), until.timeIntervalSince1970])
             return db.changesCount > 0
         }
 
@@ -171,6 +171,22 @@ extension SQLiteBackendStore: LicenseStorage {
                                arguments: [licenseID, userID, device])
             }
         }
+    }
+
+    /// The "v9" change: used SPCs keyed by time (`LicenseTransaction.replayKey`) in a table
+    /// without row ids, instead of by the random nonce; the nonces kept so far move over.
+    static func keyUsedSPCsByTime(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE used_spc (key BLOB PRIMARY KEY, expires_at REAL NOT NULL) WITHOUT ROWID;
+            CREATE INDEX used_spc_by_expiry ON used_spc (expires_at);
+            """)
+        let insert = try db.makeStatement(sql: "INSERT OR IGNORE INTO used_spc (key, expires_at) VALUES (?, ?)")
+        for row in try Row.fetchAll(db, sql: "SELECT nonce, expires_at FROM used_nonce") {
+            let until = Date(timeIntervalSince1970: row["expires_at"])
+            try insert.execute(arguments: [Data(LicenseTransaction.replayKey(nonce: Array(row["nonce"] as Data), until: until)),
+                                           until.timeIntervalSince1970])
+        }
+        try db.execute(sql: "DROP TABLE used_nonce")
     }
 
     /// The "v5" change: a license's signed terms as one value (`terms`, the CKC's terms JSON)

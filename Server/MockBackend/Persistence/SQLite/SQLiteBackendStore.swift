@@ -82,6 +82,9 @@ final class SQLiteBackendStore: StoreMaintenance {
         migrator.registerMigration("v8: ingest jobs") { db in
             try SQLiteBackendStore.createIngestJobTables(db)
         }
+        migrator.registerMigration("v9: used SPCs keyed by time") { db in
+            try SQLiteBackendStore.keyUsedSPCsByTime(db)
+        }
         return migrator
     }
 
@@ -97,7 +100,7 @@ final class SQLiteBackendStore: StoreMaintenance {
     func forgetState() throws {
         try pool.write { db in
             try db.execute(sql: "DELETE FROM catalog_edit")
-            for table in ["license_event", "license", "device", "used_nonce", "tracker_event", "ingest_job"] { try db.execute(sql: "DELETE FROM \(table)") }
+            for table in ["license_event", "license", "device", "used_spc", "tracker_event", "ingest_job"] { try db.execute(sql: "DELETE FROM \(table)") }
         }
     }
 }
