@@ -80,30 +80,6 @@ public struct ServerPlaybackContext: Sendable, Equatable {
         var device_id: String
         var nonce: String
         var created_at: Int64
-
-        /// The payload read without `JSONDecoder` (`PlainJSONObject`); nil when it needs `JSONDecoder`.
-        init?(plain bytes: [UInt8]) {
-            guard let object = PlainJSONObject(bytes), let version = object.integer("version"), let version = Int(exactly: version),
-                  let kind = object.string("kind").flatMap(LicenseRequestKind.init(rawValue:)),
-                  let account = object.string("account_id"), let contentKey = object.string("content_key_id"),
-                  let license = object.optionalString("license_id"), let device = object.string("device_id"),
-                  let nonce = object.string("nonce"), let createdAt = object.integer("created_at")
-            else { return nil }
-            self.init(version: version, kind: kind, account_id: account, content_key_id: contentKey, license_id: license,
-                      device_id: device, nonce: nonce, created_at: createdAt)
-        }
-
-        init(version: Int, kind: LicenseRequestKind, account_id: String, content_key_id: String, license_id: String?,
-             device_id: String, nonce: String, created_at: Int64) {
-            self.version = version
-            self.kind = kind
-            self.account_id = account_id
-            self.content_key_id = content_key_id
-            self.license_id = license_id
-            self.device_id = device_id
-            self.nonce = nonce
-            self.created_at = created_at
-        }
     }
 
     func payloadBytes() throws(LicenseProtocolError) -> [UInt8] {
@@ -194,5 +170,19 @@ public struct ServerPlaybackContext: Sendable, Equatable {
         var context = try ServerPlaybackContext(payload: Array(plaintext), clientKey: clientKey)
         context.wrappingKey = wrappingKey
         return context
+    }
+}
+
+extension ServerPlaybackContext.Payload {
+    /// The payload read without `JSONDecoder` (`PlainJSONObject`); nil when it needs `JSONDecoder`.
+    init?(plain bytes: [UInt8]) {
+        guard let object = PlainJSONObject(bytes), let version = object.integer("version"), let version = Int(exactly: version),
+              let kind = object.string("kind").flatMap(LicenseRequestKind.init(rawValue:)),
+              let account = object.string("account_id"), let contentKey = object.string("content_key_id"),
+              let license = object.optionalString("license_id"), let device = object.string("device_id"),
+              let nonce = object.string("nonce"), let createdAt = object.integer("created_at")
+        else { return nil }
+        self.init(version: version, kind: kind, account_id: account, content_key_id: contentKey, license_id: license,
+                  device_id: device, nonce: nonce, created_at: createdAt)
     }
 }
