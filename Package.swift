@@ -66,7 +66,7 @@ let package = Package(
         // Opening the project's SQLite databases (the offline store, the backend's), one way.
         .target(
             name: "SQLiteSupport",
-            dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["Locking", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Shared/SQLiteSupport",
             swiftSettings: swiftSettings
         ),

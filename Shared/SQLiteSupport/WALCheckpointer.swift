@@ -1,5 +1,6 @@
 package import Foundation
 import GRDB
+import Locking
 
 /// Checkpoints a WAL database from a connection and a thread of its own, so that the
 /// connection that writes does not stop for it: a checkpoint copies the WAL's pages into the
@@ -9,22 +10,16 @@ import GRDB
 /// backstop that lets the WAL start over (it finds the pages already copied).
 package final class WALCheckpointer: Sendable {
     private let state: State
+    /// Lets go of its connection before the checkpointer is gone, so the database can be
+    /// opened again at once (a restart in the same process).
+    private let thread: JoinedThread
 
     /// Starts checkpointing the database at `path` every `interval` with a connection opened
     /// with `setup`'s pragmas and busy timeout. The thread is named `name`.
     package init(path: String, setup: SQLiteSetup, every interval: TimeInterval, name: String) throws {
-        state = State(queue: try DatabaseQueue(path: path, configuration: setup.configuration), interval: interval)
-        let state = self.state
-        let thread = Thread { state.run() }
-        thread.name = name
-        thread.start()
-    }
-
-    /// The thread lets go of its connection before this returns, so the database can be
-    /// opened again at once (a restart in the same process).
-    deinit {
-        state.stop()
-        state.finished.wait()
+        let state = State(queue: try DatabaseQueue(path: path, configuration: setup.configuration), interval: interval)
+        self.state = state
+        thread = JoinedThread(name: name, run: { state.run() }, stop: { state.stop() })
     }
 
     /// Rounds started so far.
@@ -39,7 +34,6 @@ package final class WALCheckpointer: Sendable {
         var queue: DatabaseQueue?
         let interval: TimeInterval
         let condition = NSCondition()
-        let finished = DispatchSemaphore(value: 0)
         // Guarded by `condition`.
         var stopping = false
         var rounds = 0
@@ -66,7 +60,6 @@ package final class WALCheckpointer: Sendable {
                 }
             }
             queue = nil
-            finished.signal()
         }
 
         /// Waits `interval`, then starts the next round; nil once stopping.

@@ -1,6 +1,6 @@
 import Foundation
 import LicenseProtocol
-import Dispatch
+import Locking
 
 /// Group commit for license decisions: requests that arrive together are decided and written
 /// by one writer thread in one transaction of the store, and each caller gets its decision
@@ -32,22 +32,15 @@ final class LicenseBatchWriter: Sendable {
     static let maximumBatch = 128
 
     private let state: State
+    /// The writer: once stopped, it ends when the queue is empty, and lets go of what its commit
+    /// holds (the store's database) before the store is gone.
+    private let thread: JoinedThread
 
     /// Starts the writer thread, named `name`.
     init(name: String, commit: @escaping Commit) {
-        state = State(commit: commit)
-        let state = self.state
-        let thread = Thread { state.run() }
-        thread.name = name
-        thread.start()
-    }
-
-    /// The writer thread ends once the queue is empty; this waits for it, so what its commit
-    /// holds (the store's database) is let go before the store is gone: a store opened again on
-    /// the same files at once (a restart in the same process) finds no connection still closing.
-    deinit {
-        state.stop()
-        state.finished.wait()
+        let state = State(commit: commit)
+        self.state = state
+        thread = JoinedThread(name: name, run: { state.run() }, stop: { state.stop() })
     }
 
     /// What is done with a decision once its batch has committed, or with the store's error
@@ -80,8 +73,6 @@ final class LicenseBatchWriter: Sendable {
         /// Let go (on the writer thread) once the loop ends.
         var commit: Commit?
         let condition = NSCondition()
-        /// Signalled once the writer thread has let go of `commit`.
-        let finished = DispatchSemaphore(value: 0)
         // Guarded by `condition`.
         var queue: [Waiter] = []
         var stopping = false
@@ -118,7 +109,6 @@ final class LicenseBatchWriter: Sendable {
                 }
             }
             commit = nil
-            finished.signal()
         }
 
         /// The next batch, waiting for one; nil once stopping with nothing queued.
