@@ -29,7 +29,7 @@ struct UsedSPCTests {
         let milliseconds = key.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         #expect(milliseconds == 1_796_000_600_123)
         let later = LicenseTransaction.replayKey(nonce: Array(repeating: 0, count: 16), until: Self.until.addingTimeInterval(0.001))
-        #expect(later.lexicographicallyPrecedes(key) == false)
+        #expect(key.lexicographicallyPrecedes(later), "a later SPC with a smaller nonce still sorts after")
     }
 
     @Test("SQLite: an SPC is accepted once; the same nonce made at another time is another SPC")
