@@ -108,7 +108,9 @@ stop_backends() {
 
 # raw_commit_rate: small transactions/s of one sqlite3 connection in $work (the disk the
 # backend's SQLite is on), with the backend's settings; each commit writes what a license's
-# does (a nonce row, a license row with ~500 bytes of terms, a history row), no reads.
+# does (a used SPC keyed by its expiry's milliseconds then its nonce, in a table without row
+# ids with an expiry index, as the backend's "v9" keeps them; a license row with ~500 bytes of
+# terms; a history row), no reads.
 raw_commit_rate() {
     local db="$work/raw/commits.sqlite" n=$((duration * 12000))
     rm -rf "$work/raw"; mkdir -p "$work/raw"
@@ -117,14 +119,15 @@ import os, sys
 n = int(sys.argv[1])
 out = sys.stdout
 out.write("PRAGMA page_size = 1024;\nPRAGMA journal_mode = WAL;\nPRAGMA synchronous = NORMAL;\nPRAGMA wal_autocheckpoint = 64000;\n")
-out.write("CREATE TABLE used_nonce (nonce BLOB PRIMARY KEY, expires_at REAL NOT NULL);\n")
+out.write("CREATE TABLE used_spc (key BLOB PRIMARY KEY, expires_at REAL NOT NULL) WITHOUT ROWID;\n")
+out.write("CREATE INDEX used_spc_by_expiry ON used_spc (expires_at);\n")
 out.write("CREATE TABLE license (id TEXT PRIMARY KEY, terms TEXT NOT NULL, issued_at REAL NOT NULL);\n")
 out.write("CREATE TABLE license_event (id INTEGER PRIMARY KEY, license_id TEXT NOT NULL, event TEXT NOT NULL, at REAL NOT NULL);\n")
 out.write("CREATE INDEX license_event_by_license ON license_event (license_id);\n")
 terms = "x" * 500
 for i in range(n):
     nonce, lid, at = os.urandom(16).hex(), f"{1800000000000 + i}-{os.urandom(6).hex()}", 1800000000 + i
-    out.write(f"BEGIN; INSERT INTO used_nonce VALUES (x'{nonce}', {at}); INSERT INTO license VALUES ('{lid}', '{terms}', {at}); "
+    out.write(f"BEGIN; INSERT INTO used_spc VALUES (x'{at * 1000:016x}{nonce}', {at}); INSERT INTO license VALUES ('{lid}', '{terms}', {at}); "
               f"INSERT INTO license_event (license_id, event, at) VALUES ('{lid}', 'acquire', {at}); COMMIT;\n")
 PY
     local start end
