@@ -36,7 +36,7 @@ struct FairPlayDownloadTests {
             // The stored license opens only with the device key and carries the content key.
             let record = try #require(try await h.manager.store.download(token))
             let sealed = try #require(record.license)
-            let deviceKey = try await h.manager.licenseClient.deviceKey()
+            let deviceKey = try await h.manager.licenses.client.deviceKey()
             let license = try License(sealed: Array(sealed), deviceKey: deviceKey)
             #expect(license.terms.kind == .purchase)
             #expect(license.terms.expiresAt == nil)

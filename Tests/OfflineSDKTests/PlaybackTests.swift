@@ -418,7 +418,7 @@ struct PlaybackTests {
             #expect(try await h.events.finished(token) == nil)
             let playing = try await h.manager.openPlayback(token)
             server.app.clock.offset += 7200
-            await h.manager.purgeExpiredDownloads()
+            await h.manager.licenses.purgeExpired()
             #expect(try await h.manager.offlineVideoStatus(forToken: token) != nil, "kept while it plays")
             await playing.close()
             try await h.events.wait { $0 == .downloadPurged(token) }

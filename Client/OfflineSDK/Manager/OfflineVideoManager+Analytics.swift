@@ -53,7 +53,7 @@ extension OfflineVideoManager {
         let now = configuration.clock()
         let event = TrackerEvent(id: UUID().uuidString.lowercased(), event: name.rawValue, videoID: subject.videoID,
                                  accountID: subject.accountID, time: now, position: position,
-                                 deviceID: try? licenseClient.deviceID(), token: subject.token, session: session, details: details)
+                                 deviceID: try? licenses.client.deviceID(), token: subject.token, session: session, details: details)
         let limit = options.analyticsStorageLimit
         let dropped = try storeCall {
             let body = try WireJSON.encoder(sortedKeys: true).encode(event)

@@ -15,8 +15,8 @@ extension OfflineVideoManager {
     /// OfflineVideoManager.shared?.authProxy = SigningProxy()
     /// ```
     public nonisolated var authProxy: (any FairPlayKeyExchange)? {
-        get { licenseClient.keyExchange.withLock { $0 } }
-        set { licenseClient.keyExchange.withLock { $0 = newValue } }
+        get { licenses.client.keyExchange.withLock { $0 } }
+        set { licenses.client.keyExchange.withLock { $0 = newValue } }
     }
 
     /// The settings of `requested` that differ from `running`'s and cannot take effect on a manager

@@ -2,7 +2,8 @@ public import Foundation
 import LicenseProtocol
 import WireModels
 
-/// FairPlay licenses: preloading, renewal, invalidation, expiry, application certificates.
+/// FairPlay licenses, as the manager's API gives them: each call goes to the licenses
+/// (`OfflineLicenses`), but a preload, which makes a download record and so is the downloads' too.
 extension OfflineVideoManager {
     /// Acquires the offline license of a FairPlay video before any download, and returns a
     /// token in state `licensePreloaded`. Takes the app's whole parameter set: the terms make the
@@ -42,8 +43,7 @@ extension OfflineVideoManager {
         if let expectedKeyID, expectedKeyID != keyID {
             throw OfflineVideoError(.invalidParameter, .invalidParameter, "Video \(video.id) is protected with key \(keyID), not \(expectedKeyID)")
         }
-        let license = try await licenseClient.offlineLicense(terms, fairPlay: fairPlay, contentKeyID: keyID, accountID: video.accountID,
-                                                             authToken: video.origin?.authToken)
+        let license = try await licenses.acquire(terms, fairPlay: fairPlay, contentKeyID: keyID, video: video)
         let token = UUID().uuidString.lowercased()
         let now = configuration.clock().timeIntervalSince1970
         let allowsCellular = options.allowsCellularDownload
@@ -69,124 +69,21 @@ extension OfflineVideoManager {
     /// for this device. Returns the same token.
     public func renewFairPlayLicense(_ token: OfflineVideoToken, video: PlaybackVideo, authToken: String? = nil,
                                      parameters: DownloadParameters) async throws(OfflineVideoError) -> OfflineVideoToken {
-        try requireOwner()
-        let terms = try ParameterRules.validateRenewal(parameters)
-        let record = try existing(token)
-        // The reference allows a "substantially similar" video: same account, same FairPlay setup.
-        guard video.accountID == record.accountID else {
-            throw OfflineVideoError(.invalidParameter, .invalidParameter,
-                                    "Video \(video.id) is from account \(video.accountID), not \(record.accountID) like \(token)")
-        }
-        guard let fairPlay = try DownloadPlanner.offlineSource(of: video).fairPlay else {
-            throw OfflineVideoError(.unsupported, .license, "Video \(video.id) is not protected with FairPlay")
-        }
-        let renewed: StoredLicense
-        // A license stored on another device (a copied folder) is not this device's to renew:
-        // this one acquires its own, as for a license given back.
-        let storedHere = (try? licenseClient.device.get().check(LicenseFields(record), stamp: record.licenseSeal)) != .otherDevice
-        if let current = StoredLicense.terms(of: record), storedHere {
-            do {
-                renewed = try await licenseClient.offlineLicense(terms, fairPlay: fairPlay, contentKeyID: current.contentKeyID,
-                                                                 accountID: record.accountID, licenseID: current.licenseID,
-                                                                 authToken: authToken ?? video.origin?.authToken)
-            } catch where error.reason == .licenseRevoked {
-                forgetLicense(token)
-                throw error
-            }
-        } else {
-            // Given back: a new license for the same content key.
-            let keyID = try await contentKeyID(of: record, video: video)
-            renewed = try await licenseClient.offlineLicense(terms, fairPlay: fairPlay, contentKeyID: keyID, accountID: record.accountID,
-                                                             authToken: authToken ?? video.origin?.authToken)
-        }
-        try storeCall {
-            try store.update(token, freshLicense: true) { stored in
-                renewed.apply(to: &stored)
-                stored.initialPlaybackAt = nil  // a renewed rental's play window starts again
-                // The terms a later request after a preload must name are the renewed ones.
-                if var asked = try? JSONDecoder().decode(DownloadParameters.self, from: stored.parameters) {
-                    asked.license = terms
-                    stored.parameters = (try? JSONEncoder().encode(asked)) ?? stored.parameters
-                }
-            }
-        }
-        videoCache[token] = nil
-        hub.emit(.licenseExpirationChanged(token, expiration: renewed.terms.expiry(localFirstPlay: nil) ?? .distantFuture))
-        return token
-    }
-
-    /// The FairPlay content key id of a download: from its local master playlist, else (a
-    /// preloaded license given back) from the video's master playlist online.
-    private func contentKeyID(of record: DownloadRecord, video: PlaybackVideo) async throws(OfflineVideoError) -> String {
-        let local = packageFolder(record.token).appendingPathComponent(PackageLayout.masterPlaylist).path
-        if let body = FileManager.default.contents(atPath: local),
-           let master = try? MasterPlaylist(parsing: String(decoding: body, as: UTF8.self)),
-           let keyID = DownloadPlanner.fairPlayKeyID(master.sessionKeys) {
-            return keyID
-        }
-        guard let keyID = DownloadPlanner.fairPlayKeyID(try await planner.master(of: video).playlist.sessionKeys) else {
-            throw OfflineVideoError(.noKeyRequestURLForRendition, .license, "The master playlist of video \(video.id) has no skd:// session key")
-        }
-        return keyID
+        try await licenses.renew(token, video: video, authToken: authToken, parameters: parameters)
     }
 
     /// Deletes the license of an offline video (the media stay); playing it then fails with
     /// `invalidLicense` until a new one is acquired with `renewFairPlayLicense`. The server is
     /// told so the device slot is freed: now when online, else queued and sent later.
     public func invalidateFairPlayLicense(_ token: OfflineVideoToken) throws(OfflineVideoError) {
-        try requireOwner()
-        let record = try existing(token)
-        releaseOnServer(record)
-        try dropLicense(token, announce: record.license != nil)
-    }
-
-    /// Forgets the license of `token` the server revoked (nothing to release): playing fails
-    /// with `invalidLicense` until `renewFairPlayLicense` acquires a new one.
-    func forgetLicense(_ token: OfflineVideoToken) {
-        guard let record = try? store.download(token), record.license != nil else { return }
-        try? dropLicense(token, announce: true)
-    }
-
-    private func dropLicense(_ token: OfflineVideoToken, announce: Bool) throws(OfflineVideoError) {
-        try storeCall {
-            try store.update(token) { stored in
-                stored.license = nil
-                stored.licenseTerms = nil
-                stored.licenseExpiresAt = nil
-                stored.initialPlaybackAt = nil
-            }
-        }
-        videoCache[token] = nil
-        if announce { hub.emit(.licenseExpirationChanged(token, expiration: nil)) }
+        try licenses.onSharedQueue { licenses throws(OfflineVideoError) in try licenses.invalidate(token) }
     }
 
     /// When the license of an offline video expires: `distantFuture` for a purchase or a
     /// video without FairPlay, nil when a FairPlay video holds no license. After the first
     /// play of a rental with a play duration, the earlier of its end and the play window's.
     public func fairPlayLicenseExpiration(_ token: OfflineVideoToken) throws(OfflineVideoError) -> Date? {
-        _ = observeClock()
-        return licenseExpiration(of: try existing(token))
-    }
-
-    /// Deletes downloads whose license has expired (`autoPurgesExpiredDownloads`), except those
-    /// a playback session has open (purged once it closes), with `.downloadPurged` for each.
-    func purgeExpiredDownloads() async {
-        let now = configuration.clock()
-        for record in (try? store.allDownloads()) ?? [] where openSessions[record.token] == nil {
-            guard let terms = StoredLicense.terms(of: record),
-                  let end = terms.expiry(localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:))),
-                  now >= end else { continue }
-            _ = try? await applyUnlessMoved(.purgeExpired, to: record.token)
-        }
-    }
-
-    /// The earliest license expiry still ahead, for the auto-purge watcher.
-    func nextLicenseExpiry() -> Date? {
-        let now = configuration.clock()
-        return ((try? store.allDownloads()) ?? []).compactMap { record -> Date? in
-            guard let terms = StoredLicense.terms(of: record) else { return nil }
-            return terms.expiry(localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:)))
-        }.filter { $0 > now }.min()
+        try licenses.onSharedQueue { licenses throws(OfflineVideoError) in try licenses.expiration(token) }
     }
 
     /// Turns auto-purge on or off while the manager runs (Quickplay's
@@ -194,26 +91,16 @@ extension OfflineVideoManager {
     /// licenses expire, each with `.downloadPurged`, except while a playback session has them
     /// open (they go when it closes). Refused on a reader or a closed manager.
     public func setAutoPurgesExpiredDownloads(_ on: Bool) throws(OfflineVideoError) {
-        try requireOwner()
-        autoPurgesExpiredDownloads = on
-        if on, expiryWatcher == nil { watchLicenseExpiry() }
-        if !on {
-            expiryWatcher?.cancel()
-            expiryWatcher = nil
-        }
+        try licenses.onSharedQueue { licenses throws(OfflineVideoError) in try licenses.setAutoPurges(on) }
     }
 
-    /// Purges expired downloads now and as licenses expire: it wakes at the next expiry, and at
-    /// least once a minute (licenses acquired meanwhile, a clock that moved).
-    private func watchLicenseExpiry() {
-        expiryWatcher = Task { [weak self] in
-            while !Task.isCancelled {
-                guard let self else { return }
-                await self.purgeExpiredDownloads()
-                let wait = await self.nextLicenseExpiry().map { $0.timeIntervalSince(self.configuration.clock()) } ?? 60
-                try? await Task.sleep(for: .seconds(min(60, max(0.05, wait))))
-            }
-        }
+    /// Sends the queued first-play and release reports now, while the network policy allows,
+    /// and returns how many are still queued (they go out at a later start, when the network
+    /// comes back, or after a back-off when the server could not be reached). For a process
+    /// about to end, before `close()`: a command-line tool, whose releases would otherwise wait
+    /// for its next run. Returns once a pass already under way has sent them too.
+    public func sendPendingLicenseReports() async -> Int {
+        await licenses.sendPending()
     }
 
     /// The identifier of a certificate for every account (legacy accounts), the last one looked for.
@@ -224,11 +111,6 @@ extension OfflineVideoManager {
     /// `defaultFairPlayApplicationCertificateIdentifier` (all accounts). A license request looks
     /// them up in that order before fetching the certificate URL. Kept in the offline store.
     public func addFairPlayApplicationCertificate(_ certificate: [UInt8]?, identifier: String) throws(OfflineVideoError) {
-        if let certificate {
-            do { _ = try ApplicationCertificate(derEncoded: certificate) } catch {
-                throw OfflineVideoError(.invalidParameter, .license, "That is not an X.509 application certificate: \(error)")
-            }
-        }
-        try storeCall { try store.setCertificate(certificate.map { Data($0) }, identifier: identifier) }
+        try licenses.onSharedQueue { licenses throws(OfflineVideoError) in try licenses.addCertificate(certificate, identifier: identifier) }
     }
 }

@@ -49,7 +49,7 @@ extension OfflineVideoManager {
         if configuration.role == .owner { try requireOwner() }
         // Every open, refused or not, raises the trusted-time mark before anything is decided
         // on the clock: an open refused as expired still moves the mark past the license's end.
-        let (now, mark) = observeClock()
+        let (now, mark) = licenses.onSharedQueue { $0.observeClock() }
         let record = try existing(token)
         switch record.downloadState {
         case .completed:
@@ -72,28 +72,15 @@ extension OfflineVideoManager {
                                     underlying: error)
         }
 
-        var key: (key: [UInt8], iv: [UInt8])?
-        var licenseKeyID: String?
-        var info: OfflineLicenseInfo?
-        if video.usesFairPlay {
-            let license = try verifiedLicense(record)
-            var firstPlay = record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:))
-            // Fail closed: a mark that cannot be read or was edited refuses the open.
-            let trusted = try mark.get().map(Date.init(timeIntervalSince1970:))
-            try LicenseRules.checkPlayable(license.terms, localFirstPlay: firstPlay, now: now, trustedTime: trusted,
-                                           tolerance: configuration.clockTolerance, token: token)
-            if license.terms.startsPlayWindow(localFirstPlay: firstPlay) {
-                try startPlayWindow(record, terms: license.terms, at: now)
-                firstPlay = now
-            }
-            info = LicenseRules.info(license.terms, localFirstPlay: firstPlay, now: now)
-            key = (license.contentKey, license.iv)
-            licenseKeyID = license.terms.contentKeyID
-        }
+        // The license decides in the same step as the checks above (the shared queue).
+        let license = video.usesFairPlay
+            ? try licenses.onSharedQueue { licenses throws(OfflineVideoError) in try licenses.playbackKey(record, now: now, mark: mark) }
+            : nil
+        let key = license.map { (key: $0.key, iv: $0.iv) }
 
         let folder = packageFolder(token).path
         let reader = try ClearMediaReader.open(folder: folder, tracks: try storeCall { try store.tracks(token) }, key: key,
-                                               licenseKeyID: licenseKeyID, source: segmentSource(token: token, folder: folder))
+                                               licenseKeyID: license?.keyID, source: segmentSource(token: token, folder: folder))
         let sideband = OfflineVideoManager.sidebandTracks(record: record, video: video).map { (language: $0.srclang, file: PackageLayout.sidebandFile($0)) }
         var subtitleLanguage: String?
         if let wanted = options.subtitleLanguage {
@@ -109,7 +96,7 @@ extension OfflineVideoManager {
         openSessions[token, default: 0] += 1
         let subject = AnalyticsSubject(record)
         let session = UUID().uuidString.lowercased()
-        return OfflinePlayback(token: token, sessionID: session, reader: reader, license: info, sideband: sideband,
+        return OfflinePlayback(token: token, sessionID: session, reader: reader, license: license?.info, sideband: sideband,
                                subtitleLanguage: subtitleLanguage, images: images,
                                onReport: { [weak self] name, position throws(OfflineVideoError) in
                                    try await self?.recordAnalytics(name, subject, position: position, session: session)
@@ -132,73 +119,14 @@ extension OfflineVideoManager {
     /// duration, first play, effective expiry, both remaining windows); nil for a video
     /// without FairPlay or without a license. A damaged license is `invalidLicense`.
     public func licenseInfo(_ token: OfflineVideoToken) throws(OfflineVideoError) -> OfflineLicenseInfo? {
-        let now = observeClock().now
-        let record = try existing(token)
-        guard record.license != nil else { return nil }
-        let license = try verifiedLicense(record)
-        return LicenseRules.info(license.terms, localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:)), now: now)
-    }
-
-    /// The wall clock now, raising the trusted-time mark to it first, and the mark as it was
-    /// before (a failure: the mark was edited or removed, cannot be read, or there is no device
-    /// secret). Every wall time a license decision or query reads comes from here.
-    func observeClock() -> (now: Date, mark: Result<Double?, OfflineVideoError>) {
-        let now = configuration.clock()
-        let mark = Result { () throws(OfflineVideoError) in
-            try storeCall { try store.observeTime(now.timeIntervalSince1970) }
-        }
-        return (now, mark)
-    }
-
-    /// The record's license, opened with the device key and its signature checked again: a
-    /// missing, unreadable or edited license, or one for another video, is `invalidLicense`;
-    /// so is a record whose license fields (terms, expiry, first play) were edited outside the
-    /// SDK (`recordAltered`) or stored on another device (`otherDevice`: a copied folder).
-    func verifiedLicense(_ record: DownloadRecord) throws(OfflineVideoError) -> License {
-        guard let sealed = record.license else {
-            throw OfflineVideoError(.invalidLicense, .license,
-                                    "Offline video \(record.token) holds no license; renew it with renewFairPlayLicense")
-        }
-        switch try licenseClient.device.get().check(LicenseFields(record), stamp: record.licenseSeal) {
-        case .valid: break
-        case .otherDevice:
-            throw OfflineVideoError(.invalidLicense, .otherDevice,
-                                    "The license of offline video \(record.token) was stored on another device (a copied storage folder); "
-                                        + "renew it on this one with renewFairPlayLicense")
-        case .altered:
-            throw OfflineVideoError(.invalidLicense, .recordAltered,
-                                    "The license record of offline video \(record.token) was altered outside the SDK (its terms, expiry "
-                                        + "or first play); renew the license with renewFairPlayLicense")
-        }
-        let license: License
-        do { license = try License(sealed: Array(sealed), deviceKey: try licenseClient.deviceKey()) } catch {
-            throw OfflineVideoError(.invalidLicense, .license, "The stored license of \(record.token) is damaged or was edited: \(error)")
-        }
-        guard license.terms.videoID == record.videoID, license.terms.accountID == record.accountID else {
-            throw OfflineVideoError(.invalidLicense, .license,
-                                    "The stored license of \(record.token) is for video \(license.terms.videoID), not \(record.videoID)")
-        }
-        return license
-    }
-
-    /// Records the first play (before any media byte is served) with its report in one
-    /// transaction, announces the shortened expiry, and sends the report when the network allows.
-    private func startPlayWindow(_ record: DownloadRecord, terms: LicenseTerms, at now: Date) throws(OfflineVideoError) {
-        guard let report = licenseReport(.firstPlay, record: record, terms: terms) else {
-            throw OfflineVideoError(.invalidLicense, .license, "Offline video \(record.token) has no FairPlay source to report its first play to")
-        }
-        let recorded = try storeCall { try store.recordFirstPlay(record.token, at: now.timeIntervalSince1970, report: report) }
-        guard recorded else { return }
-        videoCache[record.token] = nil
-        hub.emit(.licenseExpirationChanged(record.token, expiration: terms.expiry(localFirstPlay: now) ?? .distantFuture))
-        reportOutbox.passSoon()
+        try licenses.onSharedQueue { licenses throws(OfflineVideoError) in try licenses.info(token) }
     }
 
     /// A playback session ended: an expired download waiting for it may be purged now.
     func playbackClosed(_ token: OfflineVideoToken) async {
         openSessions[token, default: 1] -= 1
         if openSessions[token] == 0 { openSessions[token] = nil }
-        if autoPurgesExpiredDownloads { await purgeExpiredDownloads() }
+        await licenses.playbackClosed()
     }
 
     /// Where the reader gets a segment's stored bytes: the package folder; during a download,

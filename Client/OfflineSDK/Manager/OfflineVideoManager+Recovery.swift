@@ -6,25 +6,13 @@ import LicenseProtocol
 extension OfflineVideoManager {
     /// Queues interrupted downloads again and checks the storage folder (`checkStorage`).
     func recover() async throws(OfflineVideoError) {
-        try adoptLegacyStore()
+        try licenses.onSharedQueue { licenses throws(OfflineVideoError) in try licenses.adoptLegacyStore() }
         for record in try storeCall(.open, { try store.allDownloads() })
         where record.downloadState == .requested || record.downloadState == .downloading {
             try await apply(.interrupted, to: record.token)
         }
         _ = try await checkStorage(during: .open)
         run(scheduler.fill())
-    }
-
-    /// A store an older SDK wrote (its license key inside it) becomes this device's: its
-    /// licenses are sealed again with the device key and stamped (`OfflineStore.adoptLegacyDeviceKey`).
-    private func adoptLegacyStore() throws(OfflineVideoError) {
-        guard let key = try? licenseClient.deviceKey() else { return }
-        try storeCall(.open) {
-            try store.adoptLegacyDeviceKey { sealed, legacy in
-                guard let license = try? License(sealed: Array(sealed), deviceKey: SymmetricKey(data: legacy)) else { return nil }
-                return (try? license.sealed(deviceKey: key)).map { Data($0) }
-            }
-        }
     }
 
     /// Checks the storage folder against the store now, as a new manager does when it starts:

@@ -33,16 +33,6 @@ extension OfflineVideoManager {
         if failure != 0 { throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO) }
     }
 
-    /// The offline license a new FairPlay download is made with, acquired before any media byte.
-    func acquireLicense(_ terms: RequestedLicense, fairPlay: KeySystem, plan: DownloadPlan,
-                        video: PlaybackVideo) async throws(OfflineVideoError) -> StoredLicense {
-        guard let keyID = plan.contentKeyID else {
-            throw OfflineVideoError(.noKeyRequestURLForRendition, .license, "The FairPlay playlists of video \(video.id) name no skd:// key")
-        }
-        return try await licenseClient.offlineLicense(terms, fairPlay: fairPlay, contentKeyID: keyID,
-                                                      accountID: video.accountID, authToken: video.origin?.authToken)
-    }
-
     /// The record of a requested download: a new one in `firstState` (the state machine's
     /// `birth`), or the preloaded record, which keeps its token, sequence, state (moved by its
     /// `request` event) and license, everything else being this request's.
@@ -86,7 +76,7 @@ extension OfflineVideoManager {
             }
         } catch {
             try? FileManager.default.removeItem(at: packageFolder(record.token))
-            if holdsNewLicense { releaseOnServer(record) }  // nothing here holds that license now
+            if holdsNewLicense { licenses.onSharedQueue { $0.queueRelease(record) } }  // nothing here holds that license now
             throw OfflineVideoError.storeFailure(error, during: .download, "Cannot store the download")
         }
     }

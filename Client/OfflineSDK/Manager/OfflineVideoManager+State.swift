@@ -86,7 +86,7 @@ extension OfflineVideoManager {
             case .removePackage:
                 await removePackage(token)
             case .releaseLicense:
-                releaseOnServer(before)
+                licenses.onSharedQueue { $0.queueRelease(before) }
             case .forgetCaches:
                 videoCache[token] = nil
             case .announceFinished(let error):

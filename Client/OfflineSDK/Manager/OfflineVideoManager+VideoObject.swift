@@ -62,7 +62,11 @@ extension OfflineVideoManager {
         properties[OfflineProperty.startTime] = since2001(record.requestedAt)
         properties[OfflineProperty.endTime] = record.endedAt.map(since2001) ?? .number(0)
         if let requested = record.licenseRequestedAt { properties[OfflineProperty.licenseRequestTime] = since2001(requested) }
-        if let expires = record.licenseExpiresAt { properties[OfflineProperty.licenseAbsoluteExpirationTime] = since2001(expires) }
+        // The effective expiry (after a first play, the earlier of the rental's end and the play
+        // window's), the same answer as `fairPlayLicenseExpiration`; none for a purchase.
+        if record.license != nil, let expires = OfflineLicenses.expiration(of: record), expires != .distantFuture {
+            properties[OfflineProperty.licenseAbsoluteExpirationTime] = since2001(expires.timeIntervalSince1970)
+        }
         if let played = record.initialPlaybackAt { properties[OfflineProperty.initialPlaybackTime] = since2001(played) }
         if let source = try? DownloadPlanner.offlineSource(of: original) {
             properties[OfflineProperty.onlineSource] = .string(source.src)

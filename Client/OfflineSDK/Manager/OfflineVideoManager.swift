@@ -22,7 +22,7 @@ import SystemFiles
 /// Every state change is written to the offline store before it is announced. A manager
 /// made on the same storage after a crash continues the downloads that were running,
 /// fetching only the segments that were not finished.
-public actor OfflineVideoManager {
+public actor OfflineVideoManager: SharesManagerQueue {
     /// The configuration the manager was made with (options change with `update`).
     public nonisolated let configuration: OfflineVideoManagerConfiguration
     /// The transfer configuration the engine runs with: the configuration's, as the delegate
@@ -38,7 +38,8 @@ public actor OfflineVideoManager {
     let engine: TransferEngine
     let client: HTTPClient
     let planner: DownloadPlanner
-    let licenseClient: FairPlayLicenseClient
+    /// The licenses: acquiring, renewing, reports, the trusted-time mark, expiry and auto-purge.
+    let licenses: OfflineLicenses
     let hub = EventHub()
     /// Segments arriving from running downloads, for playback during download.
     let arrivals = SegmentArrivals()
@@ -56,16 +57,13 @@ public actor OfflineVideoManager {
     var ownership: StorageLock?
     /// Open playback sessions per offline video.
     var openSessions: [OfflineVideoToken: Int] = [:]
-    /// The sending of queued license reports and of analytics events: one pass at a time, back-off.
-    let reportOutbox: Outbox
+    /// The sending of analytics events: one pass at a time, back-off.
     let analyticsOutbox: Outbox
-    /// Background watchers of an owner: the network (license reports, analytics) and license
-    /// expiry (auto-purge).
-    var reportWatcher: Task<Void, Never>?
-    var expiryWatcher: Task<Void, Never>?
+    /// An owner's watcher of the network: queued license reports and analytics go when it changes.
+    var networkWatcher: Task<Void, Never>?
     /// Whether downloads whose license expired are deleted (`setAutoPurgesExpiredDownloads`;
     /// starts as the configuration's `autoPurgesExpiredDownloads`).
-    public internal(set) var autoPurgesExpiredDownloads = false
+    public var autoPurgesExpiredDownloads: Bool { licenses.onSharedQueue { $0.autoPurges } }
     /// Failures announced but not recorded (`finish`), by token, with when they happened: they
     /// count as the download's state (`announcedState`), and its next event records them first.
     var unrecordedFailures: [OfflineVideoToken: (error: OfflineVideoError, at: TimeInterval)] = [:]
@@ -96,17 +94,19 @@ public actor OfflineVideoManager {
         packagesDirectory = configuration.storageDirectory.appendingPathComponent("packages", isDirectory: true)
         // Without the device secret the store still opens: clear videos download and play, and
         // every license operation fails with why the secret cannot be had.
-        let device = Result { () throws(OfflineVideoError) in try DeviceIdentity.load(configuration.deviceSource) }
-        // Opening waits on file locks and migrates SQLite: on a dispatch thread, not the pool.
+        // Reading (or on first use creating and syncing) the secret, waiting on file locks and
+        // migrating SQLite: on a dispatch thread, not the pool.
         let packages = packagesDirectory
-        let (lock, opened) = try await BlockingWork.run { () throws(OfflineVideoError) -> (StorageLock?, OfflineStore) in
+        let (device, lock, opened) = try await BlockingWork.run {
+            () throws(OfflineVideoError) -> (Result<DeviceIdentity, OfflineVideoError>, StorageLock?, OfflineStore) in
+            let device = Result { () throws(OfflineVideoError) in try DeviceIdentity.load(configuration.deviceSource) }
             do {
                 try FileManager.default.createDirectory(at: packages, withIntermediateDirectories: true)
                 let ownership = configuration.role == .owner
                     ? try StorageLock.owner(at: configuration.storageDirectory.appendingPathComponent("owner.lock").path,
                                             folder: configuration.storageDirectory.path)
                     : nil
-                return (ownership, try OfflineStore(directory: configuration.storageDirectory, setup: configuration.storeSetup, device: try? device.get(),
+                return (device, ownership, try OfflineStore(directory: configuration.storageDirectory, setup: configuration.storeSetup, device: try? device.get(),
                                                     poolCheck: configuration.poolCheck))
             } catch {
                 throw OfflineVideoError.storeFailure(error, during: .open, "Cannot open the offline store in \(configuration.storageDirectory.path)")
@@ -122,18 +122,19 @@ public actor OfflineVideoManager {
         engine = TransferEngine(configuration: transferConfiguration.engineConfiguration(trustedCAFile: configuration.trustedCAFile))
         client = HTTPClient(engine: engine)
         planner = DownloadPlanner(client: client, retry: transferConfiguration.retryPolicy)
-        licenseClient = FairPlayLicenseClient(store: store, device: device, client: client, clock: configuration.clock,
-                                              retry: transferConfiguration.retryPolicy,
-                                              keyExchange: Locked(configuration.keyExchange))
-        reportOutbox = Outbox(initialDelay: configuration.retryInitialDelay)
+        let licenseClient = FairPlayLicenseClient(store: store, device: device, client: client, clock: configuration.clock,
+                                                  retry: transferConfiguration.retryPolicy,
+                                                  keyExchange: Locked(configuration.keyExchange))
+        licenses = OfflineLicenses(actorQueue: actorQueue, store: store, client: licenseClient, planner: planner, http: client,
+                                   hub: hub, configuration: configuration)
         analyticsOutbox = Outbox(initialDelay: configuration.retryInitialDelay)
         hub.delegate = delegate
-        reportOutbox.startPass = { [weak self] in await self?.sendLicenseReports() }
         analyticsOutbox.startPass = { [weak self] in await self?.sendAnalytics() }
+        await licenses.connect(licenseSeams())
         if configuration.role == .owner {
             try await recover()
             watchNetworkForOutboxes()
-            if configuration.autoPurgesExpiredDownloads { try setAutoPurgesExpiredDownloads(true) }
+            if configuration.autoPurgesExpiredDownloads { try await licenses.setAutoPurges(true) }
         }
     }
 
@@ -201,17 +202,16 @@ public actor OfflineVideoManager {
         OfflineVideoManager.sharedManager.withLock { if $0 === self { $0 = nil } }
         let tasks = scheduler.close()
         for task in tasks { task.cancel() }
-        let watchers = [reportWatcher, expiryWatcher].compactMap { $0 }
-        for watcher in watchers { watcher.cancel() }
-        reportWatcher = nil
-        expiryWatcher = nil
+        let watcher = networkWatcher
+        watcher?.cancel()
+        networkWatcher = nil
         live = [:]
         for task in tasks { await task.value }
         // What writes the store in the background ends too, before the folder is let go: a pass
         // or an expiry purge still running would write after close() returned.
-        await reportOutbox.close()
+        await licenses.close()
         await analyticsOutbox.close()
-        for watcher in watchers { await watcher.value }
+        await watcher?.value
         ownership = nil
     }
 
@@ -223,6 +223,34 @@ public actor OfflineVideoManager {
                                     "This manager was opened as a reader of \(configuration.storageDirectory.path) and cannot change it")
         }
         throw OfflineVideoError(.invalidParameter, .readOnly, "This manager was closed")
+    }
+
+    /// What the licenses need of this manager (`LicenseSeams`), each run on the shared queue.
+    private func licenseSeams() -> LicenseSeams {
+        LicenseSeams(
+            requireOwner: { [weak self] () throws(OfflineVideoError) in
+                guard let self else { throw OfflineVideoError(.invalidParameter, .readOnly, "This manager was closed") }
+                try self.onSharedQueue { manager throws(OfflineVideoError) in try manager.requireOwner() }
+            },
+            isOwner: { [weak self] in self?.onSharedQueue { $0.ownership != nil } ?? false },
+            options: { [weak self] in self?.onSharedQueue { $0.options } ?? OfflineVideoManagerOptions() },
+            licenseChanged: { [weak self] token in self?.onSharedQueue { $0.videoCache[token] = nil } },
+            isPlaying: { [weak self] token in self?.onSharedQueue { $0.openSessions[token] != nil } ?? false },
+            purgeExpired: { [weak self] token in _ = try? await self?.applyUnlessMoved(.purgeExpired, to: token) })
+    }
+
+    /// Sends queued license reports and analytics events now and whenever the network
+    /// changes (each pass checks its own policy), and after a back-off when a server could not
+    /// be reached.
+    func watchNetworkForOutboxes() {
+        let paths = configuration.network.paths()
+        networkWatcher = Task { [weak self] in
+            for await _ in paths {
+                guard let self else { return }
+                await self.licenses.sendReports()
+                await self.sendAnalytics()
+            }
+        }
     }
 
     // MARK: Requests
@@ -324,7 +352,10 @@ public actor OfflineVideoManager {
         var license: StoredLicense?
         if let requestedLicense, let fairPlay = source.fairPlay {
             do throws(OfflineVideoError) {
-                license = try await acquireLicense(requestedLicense, fairPlay: fairPlay, plan: plan, video: video)
+                guard let keyID = plan.contentKeyID else {
+                    throw OfflineVideoError(.noKeyRequestURLForRendition, .license, "The FairPlay playlists of video \(video.id) name no skd:// key")
+                }
+                license = try await licenses.acquire(requestedLicense, fairPlay: fairPlay, contentKeyID: keyID, video: video)
             } catch {
                 try? FileManager.default.removeItem(at: folder)
                 throw error
@@ -486,10 +517,7 @@ public actor OfflineVideoManager {
     // MARK: Helpers
 
     func existing(_ token: OfflineVideoToken) throws(OfflineVideoError) -> DownloadRecord {
-        guard let record = try storeCall(.query, { try store.download(token) }) else {
-            throw OfflineVideoError(.invalidParameter, .unknownToken, "No offline video has the token \(token)")
-        }
-        return record
+        try store.existingDownload(token)
     }
 
     func stopRunning(_ token: OfflineVideoToken) {
@@ -511,15 +539,6 @@ public actor OfflineVideoManager {
     func removePackage(_ token: OfflineVideoToken) async {
         if let stopping = scheduler.takeWindingTask(token) { await stopping.value }
         try? FileManager.default.removeItem(at: packageFolder(token))
-    }
-
-    /// Runs a store call, turning a database failure into a storage error with the code of
-    /// `operation` (a status query is not a download failure).
-    @discardableResult
-    func storeCall<T>(_ operation: StoreOperation = .query, _ body: () throws -> T) throws(OfflineVideoError) -> T {
-        do { return try body() } catch {
-            throw OfflineVideoError.storeFailure(error, during: operation, "The offline store failed")
-        }
     }
 
     /// Refuses a download that would leave less than `minimumFreeSpace` free.

@@ -55,6 +55,30 @@ final class ActorQueue: SerialExecutor, @unchecked Sendable {
     func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
 }
 
+/// An actor that runs on the manager's `ActorQueue` beside the manager and its other parts
+/// (`OfflineLicenses`): they share one serial queue, so one may call another synchronously
+/// (`onSharedQueue`), the call taking no step of its own. A check in one part and what depends on
+/// it in another (a license checked, then a play window started) stay one atomic step.
+protocol SharesManagerQueue: Actor {
+    /// The manager's queue: `unownedExecutor` is this queue's.
+    nonisolated var actorQueue: ActorQueue { get }
+}
+
+extension SharesManagerQueue {
+    /// Runs `body` isolated to this actor, now, on the calling thread: for a caller already
+    /// running on the shared queue (the manager or another part, while isolated). Anywhere else
+    /// it stops the process (the runtime's isolation check), as any misuse of the queue should.
+    nonisolated func onSharedQueue<T, E: Error>(_ body: (isolated Self) throws(E) -> T) throws(E) -> T {
+        // What the standard library's `assumeIsolated` does, with typed throws and any result:
+        // once the runtime has checked that this actor's executor runs the caller, a function
+        // isolated to the actor may be called as a plain one (the two have the same ABI).
+        preconditionIsolated("not on the manager's queue")
+        return try withoutActuallyEscaping(body) { (isolated: @escaping (isolated Self) throws(E) -> T) throws(E) -> T in
+            try unsafeBitCast(isolated, to: ((Self) throws(E) -> T).self)(self)
+        }
+    }
+}
+
 /// A task executor on dispatch's overcommitting threads: the nonisolated code of a task that
 /// prefers it (and of its child tasks) runs there, not on the cooperative pool. Each job goes to
 /// a serial queue of its own, so a job that blocks makes dispatch start another thread rather

@@ -73,3 +73,23 @@ extension OfflineVideoError {
         return nil
     }
 }
+
+/// Runs a store call, turning a database failure into a storage error with the code of
+/// `operation` (a status query is not a download failure). The one way the manager and its
+/// parts (licenses, playback, downloads) call the store.
+@discardableResult
+func storeCall<T>(_ operation: StoreOperation = .query, _ body: () throws -> T) throws(OfflineVideoError) -> T {
+    do { return try body() } catch {
+        throw OfflineVideoError.storeFailure(error, during: operation, "The offline store failed")
+    }
+}
+
+extension OfflineStore {
+    /// The record of `token`; `unknownToken` when there is none.
+    func existingDownload(_ token: OfflineVideoToken) throws(OfflineVideoError) -> DownloadRecord {
+        guard let record = try storeCall(.query, { try download(token) }) else {
+            throw OfflineVideoError(.invalidParameter, .unknownToken, "No offline video has the token \(token)")
+        }
+        return record
+    }
+}

@@ -41,17 +41,8 @@ extension OfflineVideoManager {
         let status = status(of: record)
         return TaskSnapshot(token: record.token, contentID: record.taskContentID, videoID: record.videoID, title: record.displayName,
                             metadata: record.taskMetadata, state: status.downloadState, percent: status.downloadPercent,
-                            expiration: licenseExpiration(of: record), error: status.error,
+                            expiration: OfflineLicenses.expiration(of: record), error: status.error,
                             keyID: record.license == nil ? nil : StoredLicense.terms(of: record)?.contentKeyID, sequence: record.sequence)
-    }
-
-    /// When a record's license expires: `distantFuture` for a purchase or a video without
-    /// FairPlay, nil when a FairPlay video holds no license; after the first play of a rental
-    /// with a play duration, the earlier of its end and the play window's.
-    func licenseExpiration(of record: DownloadRecord) -> Date? {
-        guard let video = try? record.video(), video.usesFairPlay else { return .distantFuture }
-        guard record.license != nil, let terms = StoredLicense.terms(of: record) else { return nil }
-        return terms.expiry(localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:))) ?? .distantFuture
     }
 
     /// Purges a download task: its files and plan go; a license it holds stays, and its record
@@ -98,7 +89,7 @@ extension OfflineVideoManager {
                 throw OfflineVideoError(.invalidParameter, .invalidParameter,
                                         "Video \(video.id) is protected with key \(terms.contentKeyID), not \(keyID)")
             }
-            if let end = licenseExpiration(of: record), configuration.clock() < end {
+            if let end = OfflineLicenses.expiration(of: record), configuration.clock() < end {
                 throw OfflineVideoError(.invalidParameter, .keyAlreadyHeld,
                                         "Video \(video.id) holds key \(terms.contentKeyID) until \(end); renew it to change its terms")
             }

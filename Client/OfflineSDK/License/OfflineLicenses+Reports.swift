@@ -6,24 +6,24 @@ import WireModels
 /// First plays and releases on their way to the license server. Each is queued durably in the
 /// store first and sent when the playback network policy allows: at once, at the next start,
 /// when the network comes back, or after a back-off when the server could not be reached
-/// (`Outbox`, shared with the analytics events). A report the server refuses for good (an
+/// (`Outbox`, the same mechanism as the analytics events'). A report the server refuses for good (an
 /// expired or released license) is dropped; one that cannot reach it waits.
-extension OfflineVideoManager {
+extension OfflineLicenses {
     /// A report of `kind` for the license in `terms`, or nil when the video has no FairPlay source.
-    func licenseReport(_ kind: LicenseReport.Kind, record: DownloadRecord, terms: LicenseTerms) -> LicenseReport? {
+    func report(_ kind: LicenseReport.Kind, record: DownloadRecord, terms: LicenseTerms) -> LicenseReport? {
         guard let video = try? record.video(), let fairPlay = try? DownloadPlanner.offlineSource(of: video).fairPlay,
               let keySystem = try? JSONEncoder().encode(fairPlay) else { return nil }
         return LicenseReport(id: nil, kind: kind, token: record.token, licenseID: terms.licenseID, contentKeyID: terms.contentKeyID,
                              accountID: record.accountID, videoID: record.videoID, keySystem: keySystem,
                              serviceBaseURL: record.serviceBaseURL, policyKey: record.policyKey,
-                             createdAt: configuration.clock().timeIntervalSince1970, attempts: 0)
+                             createdAt: clock().timeIntervalSince1970, attempts: 0)
     }
 
     /// Queues the release of `record`'s license (if it holds a persistable one) and sends it
     /// when it can: the license is gone on the device either way.
-    func releaseOnServer(_ record: DownloadRecord) {
+    func queueRelease(_ record: DownloadRecord) {
         guard let terms = StoredLicense.terms(of: record), terms.persistable,
-              let report = licenseReport(.release, record: record, terms: terms) else { return }
+              let report = report(.release, record: record, terms: terms) else { return }
         do { try store.addReport(report) } catch { return }
         reportOutbox.passSoon()
     }
@@ -33,27 +33,27 @@ extension OfflineVideoManager {
     /// comes back, or after a back-off when the server could not be reached). For a process
     /// about to end, before `close()`: a command-line tool, whose releases would otherwise wait
     /// for its next run. Returns once a pass already under way has sent them too.
-    public func sendPendingLicenseReports() async -> Int {
-        guard ownership != nil else { return (try? store.pendingReports().count) ?? 0 }
-        await reportOutbox.runAndWait { await self.licenseReportPass() }
+    func sendPending() async -> Int {
+        guard seams.isOwner() else { return (try? store.pendingReports().count) ?? 0 }
+        await reportOutbox.runAndWait { await self.pass() }
         return (try? store.pendingReports().count) ?? 0
     }
 
     /// Sends every queued report while the network allows, oldest first; one pass at a time
     /// (a call during a pass makes the pass run once more).
-    func sendLicenseReports() async {
-        guard ownership != nil else { return }
-        await reportOutbox.run { await self.licenseReportPass() }
+    func sendReports() async {
+        guard seams.isOwner() else { return }
+        await reportOutbox.run { await self.pass() }
     }
 
     /// One pass over the queued reports, oldest first, stopping at the first one the network
     /// policy holds back or the server cannot take now (the rest waits behind it).
-    private func licenseReportPass() async -> OutboxPassResult {
+    private func pass() async -> OutboxPassResult {
         for report in (try? store.pendingReports()) ?? [] {
             guard !reportOutbox.isClosed else { return .finished }  // the manager is closing
             guard let id = report.id else { continue }
             let server = (try? JSONDecoder().decode(KeySystem.self, from: report.keySystem))?.keyRequestURL ?? ""
-            guard NetworkGate.allows(configuration.network, allowsCellular: options.allowsCellularPlayback, url: server) else {
+            guard NetworkGate.allows(network, allowsCellular: seams.options().allowsCellularPlayback, url: server) else {
                 return .waitingForNetwork  // the rest waits for a network the playback policy allows
             }
             if await send(report) {
@@ -73,12 +73,12 @@ extension OfflineVideoManager {
             do {
                 switch report.kind {
                 case .firstPlay:
-                    let updated = try await licenseClient.firstPlay(licenseID: report.licenseID, fairPlay: keySystem,
+                    let updated = try await client.firstPlay(licenseID: report.licenseID, fairPlay: keySystem,
                                                                     contentKeyID: report.contentKeyID, accountID: report.accountID,
                                                                     authToken: nil)
                     applyServerLicense(updated, token: report.token)
                 case .release:
-                    try await licenseClient.release(licenseID: report.licenseID, fairPlay: keySystem, contentKeyID: report.contentKeyID,
+                    try await client.release(licenseID: report.licenseID, fairPlay: keySystem, contentKeyID: report.contentKeyID,
                                                     accountID: report.accountID, authToken: nil)
                 }
                 return true
@@ -87,7 +87,7 @@ extension OfflineVideoManager {
                     keySystem = fresh
                     continue
                 }
-                if error.reason == .licenseRevoked, let token = report.token { forgetLicense(token) }
+                if error.reason == .licenseRevoked, let token = report.token { forget(token) }
                 // The license client has already retried what may pass (honouring Retry-After).
                 let unreachable = error.reason == .network || (error.httpStatus.map(RetryPolicy.isRetryable) ?? false)
                 return !unreachable
@@ -104,7 +104,7 @@ extension OfflineVideoManager {
         let local = record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:))
         let before = current.expiry(localFirstPlay: local)
         guard (try? store.update(token, { license.apply(to: &$0) })) != nil else { return }
-        videoCache[token] = nil
+        seams.licenseChanged(token)
         let after = license.terms.expiry(localFirstPlay: local)
         if after != before { hub.emit(.licenseExpirationChanged(token, expiration: after ?? .distantFuture)) }
     }
@@ -117,23 +117,9 @@ extension OfflineVideoManager {
         if let video = try? record?.video() { service = hub.delegate?.playbackServiceForManifestURLTTLUpdate(for: video) }
         if service == nil, let base = report.serviceBaseURL {
             service = PlaybackService(origin: PlaybackService.Origin(baseURL: base, accountID: report.accountID, policyKey: report.policyKey),
-                                      client: client)
+                                      client: http)
         }
         guard let service, let video = try? await service.findVideo(id: report.videoID) else { return nil }
         return try? DownloadPlanner.offlineSource(of: video).fairPlay
-    }
-
-    /// Sends queued license reports and analytics events now and whenever the network
-    /// changes (each pass checks its own policy), and after a back-off when a server could not
-    /// be reached.
-    func watchNetworkForOutboxes() {
-        let paths = configuration.network.paths()
-        reportWatcher = Task { [weak self] in
-            for await _ in paths {
-                guard let self else { return }
-                await self.sendLicenseReports()
-                await self.sendAnalytics()
-            }
-        }
     }
 }
