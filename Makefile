@@ -10,7 +10,7 @@ TEST_APT_PACKAGES := python3-venv chromium iproute2 postgresql nginx gnutls-bin 
 # once). The suite's tests mostly wait on servers, children and timers, but many do seconds of
 # synchronous work; 672 of them started together on a 2-core machine keep the two threads of
 # Swift's cooperative pool busy for minutes under load, and a test's timer or reader waits behind
-# them past its ceiling. 8 keeps the suite as fast on a quiet machine (README: Tests on a loaded
+# them past its ceiling. 8 keeps the suite as fast on a quiet machine (docs/testing.md: Tests on a loaded
 # machine). Exported, so scripts/stress-test.sh and test-tsan run the same way.
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH ?= 8
 
@@ -56,7 +56,7 @@ test-tls: test-deps
 	scripts/testssl.sh
 
 # The suite (FILTER: a part of it) RUNS times beside CPU hogs and a synchronous disk writer, as a
-# busy CI machine runs it (scripts/stress-test.sh; README: Tests on a loaded machine). Not part of `make test`.
+# busy CI machine runs it (scripts/stress-test.sh; docs/testing.md: Tests on a loaded machine). Not part of `make test`.
 RUNS ?= 5
 FILTER ?=
 test-stress: test-deps
@@ -81,13 +81,13 @@ fixtures:
 bench-server: deps
 	benchmarks/server.sh
 
-# libFuzzer on every parser of network or disk bytes, FUZZ_SECONDS each (README: Fuzzing).
+# libFuzzer on every parser of network or disk bytes, FUZZ_SECONDS each (docs/testing.md: Fuzzing).
 # Builds in .build-fuzz; fails if any target finds a crash, hang or leak. Not part of `make test`.
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
 
-# The soak (benchmarks/soak.sh, README: Benchmarks): SOAK_SECONDS of downloads paused, cancelled,
+# The soak (benchmarks/soak.sh, docs/benchmarks.md): SOAK_SECONDS of downloads paused, cancelled,
 # resumed, killed and deleted at random with licenses renewed and released, then every byte, orphan
 # and license checked, and memory and descriptors held flat. Not part of `make test`.
 SOAK_SECONDS ?= 600

@@ -85,7 +85,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // PostgreSQL for the mock backend's shared mode (README: "One mock for a team").
+        // PostgreSQL for the mock backend's shared mode (docs/running-the-mock.md: "One mock for a team").
         .systemLibrary(
             name: "CPostgres",
             path: "Shared/CPostgres",
@@ -115,7 +115,7 @@ let package = Package(
             path: "Server/MockBackend",
             swiftSettings: swiftSettings
         ),
-        // The backend in-process for other packages' integration tests (README: "In your tests").
+        // The backend in-process for other packages' integration tests (docs/running-the-mock.md: "In your tests").
         .target(
             name: "MockBackendTesting",
             dependencies: ["MockBackend", "MicroHTTP", .product(name: "Logging", package: "swift-log")],

@@ -4,7 +4,7 @@ import CurlTransfer
 import OfflineSDK
 import WireModels
 
-/// The exit codes of `offline` (also in `offline --help` and the README).
+/// The exit codes of `offline` (also in `offline --help` and docs/sdk.md).
 enum ExitStatus {
     /// Something unexpected failed.
     static let failure: Int32 = 1

@@ -74,7 +74,7 @@ struct MockBackendCommand: ParsableCommand {
     var adminTokenOption: String?
 
     @Option(name: .customLong("fault"), help: ArgumentHelp(
-        "A fault rule as JSON, e.g. '{\"route\":\"segment\",\"probability\":0.1,\"status\":503}' (repeatable; see README: Fault injection).",
+        "A fault rule as JSON, e.g. '{\"route\":\"segment\",\"probability\":0.1,\"status\":503}' (repeatable; see docs/running-the-mock.md: Faults).",
         valueName: "json"))
     var faults: [String] = []
 

@@ -166,7 +166,7 @@ struct TLSTests {
             ])
             #expect(ordered13.output.contains("Cipher is TLS_AES_128_GCM_SHA256"), "\(ordered13.output)")
 
-            // curl limited to TLS 1.1 is refused; curl at 1.2 is answered, without Strict-Transport-Security (README: HTTPS).
+            // curl limited to TLS 1.1 is refused; curl at 1.2 is answered, without Strict-Transport-Security (docs/running-the-mock.md: HTTPS).
             let capped = try await Curl.fetch("\(server.baseURL)/healthz", ["--cacert", caFile.path, "--tlsv1.0", "--tls-max", "1.1", "--ciphers", "DEFAULT@SECLEVEL=0"])
             #expect(capped.exitCode != 0 && capped.status != 200, "\(capped.stderr)")
             let answered = try await Curl.fetch("\(server.baseURL)/healthz", ["--cacert", caFile.path, "--tlsv1.2", "--tls-max", "1.2"])

@@ -16,7 +16,7 @@ import WireModels
 /// What it protects against: editing `offline.sqlite` (any single value), copying the storage
 /// folder, or the folder and the secret, to another machine. What it cannot: the same user or
 /// root on the same machine restoring a whole earlier copy of both, or reading the secret (no
-/// secure hardware stands behind it on Linux). README: "What the device enforces".
+/// secure hardware stands behind it on Linux). docs/sdk.md: "What the device enforces".
 struct DeviceIdentity: Sendable {
     /// Public: which device stamped a stored value (16 hex digits).
     let binding: String
