@@ -150,7 +150,13 @@ package final class HTTPServer: Sendable {
         await Self.waitForRequests(core, for: gracePeriod) { try? await Task.sleep(for: .milliseconds(5)) }
         core.resumeAllAndStop()
         await Self.waitForRequests(core, for: .seconds(1)) { try? await Task.sleep(for: .milliseconds(5)) }
-        Self.stop(handle, listenSocket: listenSocket)
+        // MHD_stop_daemon joins MHD's threads: on a thread of its own, not the cooperative pool.
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue(label: "MicroHTTP.stop").async {
+                Self.stop(handle, listenSocket: listenSocket)
+                done.resume()
+            }
+        }
     }
 
     private func takeDaemon() -> DaemonHandle? {

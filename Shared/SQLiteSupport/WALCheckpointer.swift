@@ -29,6 +29,8 @@ package final class WALCheckpointer: Sendable {
     /// them are in the database; nil before the first one.
     package var lastCheckpoint: (round: Int, walFrames: Int, checkpointed: Int)? { state.condition.withLock { state.last } }
 
+    /// Sendable without checking: every variable but `queue` is read and written with `condition`
+    /// held; `queue` is used and then let go only by the checkpointer's own thread.
     private final class State: @unchecked Sendable {
         /// Let go (on the checkpointer's thread) once the loop ends.
         var queue: DatabaseQueue?

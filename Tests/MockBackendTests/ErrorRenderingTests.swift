@@ -51,6 +51,8 @@ struct ErrorRenderingTests {
 }
 
 /// A log handler that keeps every message at error level and above.
+/// Sendable without checking: `stored` is only touched with `lock` held; `metadata` and
+/// `logLevel` are set before the logger is shared.
 private final class LoggedMessages: LogHandler, @unchecked Sendable {
     private let lock = NSLock()
     private var stored: [String] = []

@@ -118,3 +118,29 @@ struct BlockingWorkTests {
         } }
     }
 }
+
+/// `PoolCheck` itself: it catches what it is for.
+@Suite("The pool check catches blocking calls on the cooperative pool")
+struct PoolCheckTests {
+    @Test("a file read and a store statement made on purpose on the pool are recorded; the same through BlockingWork are not")
+    func catchesDeliberateCalls() async throws {
+        let storage = try TemporaryDirectory()
+        defer { storage.remove() }
+        let file = storage.url.appendingPathComponent("segment.ts").path
+        try Data([0x47, 1, 2, 3]).write(to: URL(fileURLWithPath: file))
+        let store = try await BlockingWork.run { try OfflineStore(directory: storage.url) }
+        #expect(BlockingWork.onCooperativePool, "a test body runs on the cooperative pool")
+
+        let check = PoolCheck()
+        try await PoolCheck.$recorder.withValue(check) {
+            #expect(OfflineVideoManager.readFile(file) == [0x47, 1, 2, 3])
+            _ = try store.allDownloads()
+            #expect(check.violations.count == 2, "\(check.violations)")
+            #expect(check.violations.first == "readFile(_:)")
+
+            #expect(await OfflineVideoManager.readFileOffPool(file) == [0x47, 1, 2, 3])
+            _ = try await BlockingWork.run { try store.allDownloads() }
+            #expect(check.violations.count == 2, "off the pool nothing more is recorded: \(check.violations)")
+        }
+    }
+}

@@ -48,6 +48,7 @@ struct DeviceIdentity: Sendable {
 
     /// Reads (or, the first time, makes) the secret and the machine id.
     static func load(_ source: Source) throws(OfflineVideoError) -> DeviceIdentity {
+        PoolCheck.note()
         let secret = try DeviceSecretFile.read(source.secretFile)
         let machineID = source.machineIDFiles.lazy.compactMap { path -> String? in
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }

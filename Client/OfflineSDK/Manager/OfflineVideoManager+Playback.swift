@@ -140,7 +140,7 @@ extension OfflineVideoManager {
         let ownerLock = configuration.role == .reader ? configuration.storageDirectory.appendingPathComponent("owner.lock").path : nil
         return { [weak self] track, sequence in
             let path = folder + "/" + track.folder + "/" + track.names[sequence]
-            if let bytes = OfflineVideoManager.readFile(path) { return bytes }
+            if let bytes = await OfflineVideoManager.readFileOffPool(path) { return bytes }
             let key = SegmentKey(track: track.position, sequence: sequence)
             for attempt in 0..<2 {
                 guard let url = try await BlockingWork.run({ try store.segmentURLs(token, [key])[key] }),
@@ -154,15 +154,15 @@ extension OfflineVideoManager {
                 let arrived = await FolderWatch.waitForFile(path) {
                     OfflineVideoManager.isDownloadingElsewhere(token, store: store, ownerLock: ownerLock)
                 }
-                if arrived, let bytes = OfflineVideoManager.readFile(path) { return bytes }
+                if arrived, let bytes = await OfflineVideoManager.readFileOffPool(path) { return bytes }
                 try Task.checkCancellation()
             }
             while await self?.isDownloading(token) == true {
                 await arrivals.wait(token, key) { access(path, F_OK) == 0 }
-                if let bytes = OfflineVideoManager.readFile(path) { return bytes }
+                if let bytes = await OfflineVideoManager.readFileOffPool(path) { return bytes }
                 try Task.checkCancellation()
             }
-            if let bytes = OfflineVideoManager.readFile(path) { return bytes }
+            if let bytes = await OfflineVideoManager.readFileOffPool(path) { return bytes }
             throw OfflineVideoError(.downloadFailure, .notDownloaded,
                                     "Segment \(sequence) of \(track.selection) is not downloaded and cannot be fetched now")
         }
@@ -181,8 +181,15 @@ extension OfflineVideoManager {
         return StorageLock.isHeld(at: ownerLock)
     }
 
-    /// A whole file's bytes, or nil when it is not there.
+    /// `readFile` on a dispatch thread: the playback source is read from MHD's handler tasks,
+    /// the segment sequence and the export, all on the cooperative pool.
+    static func readFileOffPool(_ path: String) async -> [UInt8]? {
+        await BlockingWork.run { readFile(path) }
+    }
+
+    /// A whole file's bytes, or nil when it is not there. Blocks: off the cooperative pool only.
     static func readFile(_ path: String) -> [UInt8]? {
+        PoolCheck.note()
         let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { Glibc.close(descriptor) }

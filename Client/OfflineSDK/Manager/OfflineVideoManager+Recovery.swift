@@ -77,6 +77,7 @@ extension OfflineVideoManager {
     /// The first file of a completed download that is not on disk (playlists, segments,
     /// sideband subtitles), or nil when all are.
     func missingFile(_ record: DownloadRecord) -> String? {
+        PoolCheck.note()
         var onDisk = PackageListing(packageDirectory: packageFolder(record.token).path)
         func exists(_ file: String) -> Bool { onDisk.exists(file) }
         var files = [PackageLayout.masterPlaylist] + ((try? store.tracks(record.token)) ?? []).map(\.localPlaylist)

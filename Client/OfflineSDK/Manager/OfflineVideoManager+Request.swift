@@ -29,6 +29,7 @@ extension OfflineVideoManager {
     /// Creates or empties the file at `path` and writes `bytes`, without `fsync` (Foundation's
     /// `Data.write` syncs every file).
     static func writeUnsynced(_ bytes: Data, to path: String) throws {
+        PoolCheck.note()
         let failure = bytes.withUnsafeBytes { FileContents.write($0, to: path) }
         if failure != 0 { throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO) }
     }

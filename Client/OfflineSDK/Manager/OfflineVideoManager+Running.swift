@@ -117,6 +117,7 @@ extension OfflineVideoManager {
     /// Returns the paths of the package's stored files.
     @discardableResult
     func restorePlaylists(_ token: OfflineVideoToken) throws(OfflineVideoError) -> [String] {
+        PoolCheck.note()
         let folder = packageFolder(token)
         let stored = try storeCall(.download, { try store.playlists(token) })
         for (path, text) in stored where FileManager.default.contents(atPath: folder.path + "/" + path) != text {

@@ -21,7 +21,8 @@ enum ClearExport {
     static func write(reader: ClearMediaReader, video: ClearMediaReader.Track, audio: ClearMediaReader.Track?,
                       to file: URL) async throws(OfflineVideoError) {
         let partial = file.path + ".part"
-        let descriptor = open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        // The file's calls block: each runs on a dispatch thread (`BlockingWork`), not the pool.
+        let descriptor = await BlockingWork.run { open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
         guard descriptor >= 0 else { throw failure("Cannot create \(partial)", errno) }
         var closed = false
         defer {
@@ -79,17 +80,23 @@ enum ClearExport {
                         throw OfflineVideoError(.downloadFailure, .other, "Segment \(sequence) cannot be multiplexed: \(error)")
                     }
                 }
-                try writeAll(bytes, to: descriptor, path: partial)
+                let written = bytes
+                try await BlockingWork.run { () throws(OfflineVideoError) in try writeAll(written, to: descriptor, path: partial) }
                 sequence += 1
             }
         }
-        close(descriptor)
         closed = true
-        guard rename(partial, file.path) == 0 else {
-            let code = errno
-            unlink(partial)
-            throw failure("Cannot move the export into place at \(file.path)", code)
+        let target = file.path
+        let renamed = await BlockingWork.run { () -> Int32 in
+            close(descriptor)
+            guard rename(partial, target) == 0 else {
+                let code = errno
+                unlink(partial)
+                return code
+            }
+            return 0
         }
+        if renamed != 0 { throw failure("Cannot move the export into place at \(file.path)", renamed) }
     }
 
     /// Where each part of the video (from one discontinuity to the next) goes on the joined
@@ -113,6 +120,7 @@ enum ClearExport {
     }
 
     private static func writeAll(_ bytes: [UInt8], to descriptor: Int32, path: String) throws(OfflineVideoError) {
+        PoolCheck.note()
         let code = bytes.withUnsafeBytes { FileContents.write($0, to: descriptor) }
         if code != 0 { throw failure("Cannot write \(path)", code) }
     }

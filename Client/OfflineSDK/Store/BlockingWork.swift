@@ -3,6 +3,9 @@ import CDispatch
 #endif
 import Dispatch
 import Locking
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where the SDK's blocking work runs: never on Swift's cooperative pool (two threads on a
 /// two-core machine; a store call waiting out another process's write lock would hold one of
@@ -42,6 +45,8 @@ enum BlockingWork {
 
 /// The serial executor an actor runs on: a dispatch queue of its own, so blocking calls made
 /// while isolated to the actor never hold a thread of the cooperative pool.
+/// Sendable without checking: its one stored property is a `DispatchQueue`, which is itself
+/// thread-safe, and is never reassigned.
 final class ActorQueue: SerialExecutor, @unchecked Sendable {
     let queue: DispatchQueue
 
@@ -84,6 +89,7 @@ extension SharesManagerQueue {
 /// a serial queue of its own, so a job that blocks makes dispatch start another thread rather
 /// than hold up the rest (a concurrent queue of ours would get as many threads as cores, and
 /// two jobs waiting on a lock would stop every download and store call in the process).
+/// Sendable without checking: it stores only an immutable label; each job gets a queue of its own.
 final class WorkExecutor: TaskExecutor, @unchecked Sendable {
     let label: String
 
@@ -102,17 +108,48 @@ final class WorkExecutor: TaskExecutor, @unchecked Sendable {
     func asUnownedTaskExecutor() -> UnownedTaskExecutor { UnownedTaskExecutor(ordinary: self) }
 }
 
-/// Records store calls made on the cooperative pool (a test sets one on the manager's
-/// configuration; `BlockingWork`).
+/// Records blocking calls made on the cooperative pool: every store statement and the SDK's
+/// file reads and writes (`note`). Three ways to listen:
+///
+/// - a test sets an instance on the manager's configuration (`poolCheck`): its store's statements
+///   on the pool are recorded there, for the test to read;
+/// - a test that makes such a call on purpose runs it with a recorder bound
+///   (`PoolCheck.$recorder.withValue(check) { … }`): the call is recorded there and nowhere else;
+/// - with `OFFLINE_SDK_POOL_CHECK=trap` in the environment (`make test` sets it), any other such
+///   call stops the process, naming the call: the whole suite runs armed.
 final class PoolCheck: Sendable {
     private let seen = Locked<[String]>([])
 
-    /// The store methods called on the pool, in order.
+    /// The calls made on the pool, in order.
     var violations: [String] { seen.withLock { $0 } }
 
-    /// Notes `function` if it is called on the pool now.
-    func check(_ function: String = #function) {
+    /// Where a call on the pool made on purpose is recorded (tests).
+    @TaskLocal static var recorder: PoolCheck?
+
+    /// Whether a call on the pool that no recorder expects stops the process.
+    static let armed = ProcessInfoValue.poolCheck == "trap"
+
+    /// Notes `function` if it is called on the pool now: in `instance` (a configuration's), in the
+    /// task's recorder, else, armed, by stopping the process.
+    static func note(_ function: String = #function, file: String = #fileID, line: Int = #line, into instance: PoolCheck? = nil) {
         guard BlockingWork.onCooperativePool else { return }
-        seen.withLock { $0.append(function) }
+        instance?.seen.withLock { $0.append(function) }
+        if let recorder {
+            recorder.seen.withLock { $0.append(function) }
+            return
+        }
+        if armed {
+            fatalError("PoolCheck: \(function) (\(file):\(line)) blocked a thread of Swift's cooperative pool; run it through BlockingWork")
+        }
     }
+
+    /// Notes `function` if it is called on the pool now (the store's statements).
+    func check(_ function: String = #function) {
+        PoolCheck.note(function, into: self)
+    }
+}
+
+/// The environment's setting of the pool check, read once.
+private enum ProcessInfoValue {
+    static let poolCheck: String? = getenv("OFFLINE_SDK_POOL_CHECK").map { String(cString: $0) }
 }

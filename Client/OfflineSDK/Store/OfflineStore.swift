@@ -49,13 +49,13 @@ final class OfflineStore: Sendable {
 
     /// A read transaction: every read of the store goes through here (the pool check).
     func read<T>(_ function: String = #function, _ body: (Database) throws -> T) throws -> T {
-        poolCheck?.check(function)
+        PoolCheck.note(function, into: poolCheck)
         return try pool.read(body)
     }
 
     /// A write transaction: every write of the store goes through here (the pool check).
     func write<T>(_ function: String = #function, _ body: (Database) throws -> T) throws -> T {
-        poolCheck?.check(function)
+        PoolCheck.note(function, into: poolCheck)
         writesInFlight.add(1, ordering: .relaxed)
         defer { writesInFlight.subtract(1, ordering: .relaxed) }
         return try pool.write(body)
@@ -79,7 +79,7 @@ final class OfflineStore: Sendable {
 
     /// The setting `name`, made by `make` and stored on first use.
     func setting(_ name: String, orCreate make: @Sendable () -> Data) throws -> Data {
-        poolCheck?.check()
+        PoolCheck.note(into: poolCheck)
         return try pool.setting(name, orCreate: make)
     }
 }

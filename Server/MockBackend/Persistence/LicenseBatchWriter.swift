@@ -69,6 +69,8 @@ final class LicenseBatchWriter: Sendable {
 
     /// The queue and the writer's loop; the thread holds this, not the writer, so dropping
     /// the writer (with its store) stops the thread.
+    /// Sendable without checking: every variable but `commit` is read and written with
+    /// `condition` held; `commit` is written once, by the writer thread, after its loop ends.
     private final class State: @unchecked Sendable {
         /// Let go (on the writer thread) once the loop ends.
         var commit: Commit?

@@ -1,0 +1,196 @@
+import CurlTransfer
+import Foundation
+import LicenseProtocol
+import MockBackend
+@testable import OfflineSDK
+import Locking
+import Testing
+import TestKit
+import WireModels
+
+/// The licenses alone: an `OfflineLicenses` on a store and a license client of its own, against a
+/// live mock backend, with test seams standing in for the manager (no downloads, no playback
+/// sessions, no manager).
+@Suite("Licenses without the manager, live")
+struct OfflineLicensesTests {
+    /// What the seams were asked, and what they answer.
+    final class Manager: Sendable {
+        let changed = Locked<[OfflineVideoToken]>([])
+        let purged = Locked<[OfflineVideoToken]>([])
+        let playing = Locked<Set<OfflineVideoToken>>([])
+        let owner = Locked(true)
+
+        var seams: LicenseSeams {
+            LicenseSeams(
+                requireOwner: { [owner] () throws(OfflineVideoError) in
+                    if !owner.withLock({ $0 }) { throw OfflineVideoError(.invalidParameter, .readOnly, "a reader") }
+                },
+                isOwner: { [owner] in owner.withLock { $0 } }, options: { OfflineVideoManagerOptions() },
+                licenseChanged: { [changed] token in changed.withLock { $0.append(token) } },
+                isPlaying: { [playing] token in playing.withLock { $0.contains(token) } },
+                purgeExpired: { [purged] token in purged.withLock { $0.append(token) } })
+        }
+    }
+
+    /// Licenses on a fresh store under `storage`, their clock `now`.
+    struct Parts {
+        let licenses: OfflineLicenses
+        let store: OfflineStore
+        let planner: DownloadPlanner
+        let manager = Manager()
+        let events: AsyncStream<OfflineVideoEvent>
+
+        init(_ storage: TemporaryDirectory, now: Locked<Date>) async throws {
+            var configuration = testConfiguration(storage)
+            configuration.clock = { now.withLock { $0 } }
+            store = try OfflineStore(directory: storage.url, device: try DeviceIdentity.load(configuration.deviceSource))
+            let device = Result { () throws(OfflineVideoError) in try DeviceIdentity.load(configuration.deviceSource) }
+            let http = HTTPClient()
+            planner = DownloadPlanner(client: http, retry: RetryPolicy())
+            let client = FairPlayLicenseClient(store: store, device: device, client: http, clock: configuration.clock,
+                                               keyExchange: Locked(nil))
+            let hub = EventHub()
+            events = hub.subscribe()
+            licenses = OfflineLicenses(actorQueue: ActorQueue(label: "OfflineLicensesTests"), store: store, client: client,
+                                       planner: planner, http: http, hub: hub, configuration: configuration)
+            await licenses.connect(manager.seams)
+        }
+
+        /// A license of `video` under `terms`, stored as a preloaded record (what a preload stores).
+        func preload(_ video: PlaybackVideo, _ terms: RequestedLicense, now: Date) async throws -> DownloadRecord {
+            let fairPlay = try #require(try DownloadPlanner.offlineSource(of: video).fairPlay)
+            let keyID = try #require(DownloadPlanner.fairPlayKeyID(try await planner.master(of: video).playlist.sessionKeys))
+            let license = try await licenses.acquire(terms, fairPlay: fairPlay, contentKeyID: keyID, video: video)
+            var record = try DownloadRecord.new(token: UUID().uuidString.lowercased(), video: video, state: .licensePreloaded,
+                                                parameters: DownloadParameters(license: terms), requestedAt: now.timeIntervalSince1970,
+                                                allowsCellular: true, sequence: try store.nextSequence())
+            license.apply(to: &record)
+            try store.insert(record, tracks: [], segments: [])
+            return try #require(try store.download(record.token))
+        }
+    }
+
+    static func service(_ server: MockBackendServer) -> PlaybackService {
+        PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
+    }
+
+    @Test("a license acquired, then invalidated: the expiry is the rental's end, the release is queued and sent, the video object is told")
+    func acquireAndInvalidate() async throws {
+        try await withBackend { server in
+            let storage = try TemporaryDirectory()
+            defer { storage.remove() }
+            let now = Locked(Date())
+            let parts = try await Parts(storage, now: now)
+            let video = try await Self.service(server).findVideo(id: PlaybackTests.rentalVideo)
+            let record = try await parts.preload(video, .rental(duration: 86400), now: now.withLock { $0 })
+            let end = try #require(OfflineLicenses.expiration(of: record))
+            #expect(abs(end.timeIntervalSince(now.withLock { $0 }) - 86400) < 60, "the rental ends a day from now: \(end)")
+            #expect(try await parts.licenses.expiration(record.token) == end)
+
+            try await parts.licenses.invalidate(record.token)
+            #expect(parts.manager.changed.withLock { $0 } == [record.token])
+            #expect(try parts.store.download(record.token)?.license == nil)
+            #expect(try await parts.licenses.expiration(record.token) == nil, "a FairPlay video without a license has no expiry")
+            #expect(try parts.store.pendingReports().map(\.kind) == [.release])
+            #expect(await parts.licenses.sendPending() == 0, "the server took the release")
+            var events = parts.events.makeAsyncIterator()
+            guard case .licenseExpirationChanged(record.token, nil)? = await events.next() else {
+                Issue.record("expected the expiry to change to none")
+                return
+            }
+            await parts.licenses.close()
+        }
+    }
+
+    @Test("auto-purge asks the downloads to purge an expired license's video, not while a session plays it; nothing before its end")
+    func purgeThroughTheSeam() async throws {
+        try await withBackend { server in
+            let storage = try TemporaryDirectory()
+            defer { storage.remove() }
+            let start = Date()
+            let now = Locked(start)
+            let parts = try await Parts(storage, now: now)
+            let video = try await Self.service(server).findVideo(id: PlaybackTests.rentalVideo)
+            let record = try await parts.preload(video, .rental(duration: 3600), now: start)
+            let end = try #require(await parts.licenses.nextExpiry())
+            #expect(abs(end.timeIntervalSince(start) - 3600) < 60)
+
+            await parts.licenses.purgeExpired()
+            #expect(parts.manager.purged.withLock { $0 }.isEmpty, "not expired yet")
+            now.withLock { $0 = start.addingTimeInterval(7200) }
+            #expect(await parts.licenses.nextExpiry() == nil, "no expiry ahead")
+            parts.manager.playing.withLock { _ = $0.insert(record.token) }
+            await parts.licenses.purgeExpired()
+            #expect(parts.manager.purged.withLock { $0 }.isEmpty, "a session has it open")
+            parts.manager.playing.withLock { $0 = [] }
+            await parts.licenses.purgeExpired()
+            #expect(parts.manager.purged.withLock { $0 } == [record.token])
+            await parts.licenses.close()
+        }
+    }
+
+    @Test("a play window starts at the first play, which is stored with its report; a clock set back behind the mark is refused")
+    func playWindowAndTrustedTime() async throws {
+        try await withBackend { server in
+            let storage = try TemporaryDirectory()
+            defer { storage.remove() }
+            let start = Date()
+            let now = Locked(start)
+            let parts = try await Parts(storage, now: now)
+            let video = try await Self.service(server).findVideo(id: PlaybackTests.rentalVideo)
+            let record = try await parts.preload(video, .rental(duration: 86400, playDuration: 3600), now: start)
+
+            let (at, mark) = await parts.licenses.observeClock()
+            let key = try await parts.licenses.playbackKey(record, now: at, mark: mark)
+            #expect(key.key.count == 16 && key.iv.count == 16)
+            #expect(key.info.firstPlay == at)
+            #expect(key.info.playRemaining == 3600)
+            let played = try #require(try parts.store.download(record.token))
+            #expect(played.initialPlaybackAt == at.timeIntervalSince1970)
+            #expect(try parts.store.pendingReports().map(\.kind) == [.firstPlay])
+            #expect(OfflineLicenses.expiration(of: played).map { abs($0.timeIntervalSince(at) - 3600) < 1 } == true,
+                    "the expiry is the play window's end")
+
+            now.withLock { $0 = start.addingTimeInterval(1800) }
+            _ = await parts.licenses.observeClock()  // the mark moves to +30 min
+            now.withLock { $0 = start.addingTimeInterval(60) }
+            let (back, raised) = await parts.licenses.observeClock()
+            do throws(OfflineVideoError) {
+                _ = try await parts.licenses.playbackKey(played, now: back, mark: raised)
+                Issue.record("a clock set back 29 minutes played")
+            } catch {
+                #expect(error.code == .invalidLicense && error.reason == .clockRollback, "\(error)")
+            }
+            await parts.licenses.close()
+        }
+    }
+
+    @Test("licenses no manager owns refuse every change (readOnly) and send nothing")
+    func readerRefuses() async throws {
+        try await withBackend { server in
+            let storage = try TemporaryDirectory()
+            defer { storage.remove() }
+            let now = Locked(Date())
+            let parts = try await Parts(storage, now: now)
+            let video = try await Self.service(server).findVideo(id: PlaybackTests.rentalVideo)
+            let record = try await parts.preload(video, .purchase, now: now.withLock { $0 })
+            parts.manager.owner.withLock { $0 = false }
+            let outcomes = [
+                await attempt { () async throws(OfflineVideoError) in try await parts.licenses.invalidate(record.token) },
+                await attempt { () async throws(OfflineVideoError) in try await parts.licenses.setAutoPurges(true) },
+                await attempt { () async throws(OfflineVideoError) in
+                    _ = try await parts.licenses.renew(record.token, video: video, authToken: nil, parameters: DownloadParameters(license: .purchase))
+                },
+            ]
+            for outcome in outcomes {
+                guard case .failure(let error) = outcome else {
+                    Issue.record("a change went through")
+                    continue
+                }
+                #expect(error.reason == .readOnly)
+            }
+            #expect(try parts.store.download(record.token)?.license != nil, "the license is still there")
+            await parts.licenses.close()
+        }
+    }
+}
