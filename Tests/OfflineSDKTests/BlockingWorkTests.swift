@@ -82,7 +82,7 @@ struct BlockingWorkTests {
             // write to make until a download ends (one under the lock below would hold its queue,
             // and the status query would wait for the lock too).
             let store = await h.manager.store
-            #expect(try await eventually { try store.analyticsCount() == 0 })
+            #expect(try await eventually { try await BlockingWork.run { try store.analyticsCount() } == 0 })
 
             // Another process takes the write lock and keeps it until it is killed (or 3 minutes pass: a
             // hang here fails the checks below instead of holding the run for the store's busy timeout).

@@ -19,13 +19,15 @@ struct OfflineLicensesTests {
         let purged = Locked<[OfflineVideoToken]>([])
         let playing = Locked<Set<OfflineVideoToken>>([])
         let owner = Locked(true)
+        /// Whether queued reports go out (`isOwner`): off, they stay queued.
+        let sending = Locked(true)
 
         var seams: LicenseSeams {
             LicenseSeams(
                 requireOwner: { [owner] () throws(OfflineVideoError) in
                     if !owner.withLock({ $0 }) { throw OfflineVideoError(.invalidParameter, .readOnly, "a reader") }
                 },
-                isOwner: { [owner] in owner.withLock { $0 } }, options: { OfflineVideoManagerOptions() },
+                isOwner: { [sending] in sending.withLock { $0 } }, options: { OfflineVideoManagerOptions() },
                 licenseChanged: { [changed] token in changed.withLock { $0.append(token) } },
                 isPlaying: { [playing] token in playing.withLock { $0.contains(token) } },
                 purgeExpired: { [purged] token in purged.withLock { $0.append(token) } })
@@ -43,8 +45,10 @@ struct OfflineLicensesTests {
         init(_ storage: TemporaryDirectory, now: Locked<Date>) async throws {
             var configuration = testConfiguration(storage)
             configuration.clock = { now.withLock { $0 } }
-            store = try OfflineStore(directory: storage.url, device: try DeviceIdentity.load(configuration.deviceSource))
-            let device = Result { () throws(OfflineVideoError) in try DeviceIdentity.load(configuration.deviceSource) }
+            // The device secret and the store, as the manager opens them: off the pool.
+            let source = configuration.deviceSource, folder = storage.url
+            let device = await BlockingWork.run { Result { () throws(OfflineVideoError) in try DeviceIdentity.load(source) } }
+            store = try await BlockingWork.run { try OfflineStore(directory: folder, device: try device.get()) }
             let http = HTTPClient()
             planner = DownloadPlanner(client: http, retry: RetryPolicy())
             let client = FairPlayLicenseClient(store: store, device: device, client: http, clock: configuration.clock,
@@ -56,61 +60,75 @@ struct OfflineLicensesTests {
             await licenses.connect(manager.seams)
         }
 
+        /// The stored record of `token`, read off the pool.
+        func record(_ token: OfflineVideoToken) async throws -> DownloadRecord? {
+            try await BlockingWork.run { [store] in try store.download(token) }
+        }
+
+        /// The kinds of the reports waiting, read off the pool.
+        func pendingReports() async throws -> [LicenseReport.Kind] {
+            try await BlockingWork.run { [store] in try store.pendingReports().map(\.kind) }
+        }
+
         /// A license of `video` under `terms`, stored as a preloaded record (what a preload stores).
         func preload(_ video: PlaybackVideo, _ terms: RequestedLicense, now: Date) async throws -> DownloadRecord {
             let fairPlay = try #require(try DownloadPlanner.offlineSource(of: video).fairPlay)
             let keyID = try #require(DownloadPlanner.fairPlayKeyID(try await planner.master(of: video).playlist.sessionKeys))
             let license = try await licenses.acquire(terms, fairPlay: fairPlay, contentKeyID: keyID, video: video)
+            let sequence = try await BlockingWork.run { [store] in try store.nextSequence() }
             var record = try DownloadRecord.new(token: UUID().uuidString.lowercased(), video: video, state: .licensePreloaded,
                                                 parameters: DownloadParameters(license: terms), requestedAt: now.timeIntervalSince1970,
-                                                allowsCellular: true, sequence: try store.nextSequence())
+                                                allowsCellular: true, sequence: sequence)
             license.apply(to: &record)
-            try store.insert(record, tracks: [], segments: [])
-            return try #require(try store.download(record.token))
+            let stored = record
+            try await BlockingWork.run { [store] in try store.insert(stored, tracks: [], segments: []) }
+            return try #require(try await self.record(stored.token))
         }
     }
 
-    static func service(_ server: MockBackendServer) -> PlaybackService {
-        PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
+    /// Runs `body` with licenses on a fresh store, their clock `now`, and the rental video, against
+    /// a live backend; closes the licenses after.
+    static func withLicenses(now: Locked<Date>, _ body: (Parts, PlaybackVideo) async throws -> Void) async throws {
+        try await withBackend { server in
+            let storage = try TemporaryDirectory()
+            defer { storage.remove() }
+            let parts = try await Parts(storage, now: now)
+            let video = try await PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
+                .findVideo(id: PlaybackTests.rentalVideo)
+            try await body(parts, video)
+        }
     }
 
     @Test("a license acquired, then invalidated: the expiry is the rental's end, the release is queued and sent, the video object is told")
     func acquireAndInvalidate() async throws {
-        try await withBackend { server in
-            let storage = try TemporaryDirectory()
-            defer { storage.remove() }
-            let now = Locked(Date())
-            let parts = try await Parts(storage, now: now)
-            let video = try await Self.service(server).findVideo(id: PlaybackTests.rentalVideo)
+        let now = Locked(Date())
+        try await Self.withLicenses(now: now) { parts, video in
             let record = try await parts.preload(video, .rental(duration: 86400), now: now.withLock { $0 })
             let end = try #require(OfflineLicenses.expiration(of: record))
             #expect(abs(end.timeIntervalSince(now.withLock { $0 }) - 86400) < 60, "the rental ends a day from now: \(end)")
             #expect(try await parts.licenses.expiration(record.token) == end)
 
+            parts.manager.sending.withLock { $0 = false }  // the release stays queued until asked for
             try await parts.licenses.invalidate(record.token)
             #expect(parts.manager.changed.withLock { $0 } == [record.token])
-            #expect(try parts.store.download(record.token)?.license == nil)
+            #expect(try await parts.record(record.token)?.license == nil)
             #expect(try await parts.licenses.expiration(record.token) == nil, "a FairPlay video without a license has no expiry")
-            #expect(try parts.store.pendingReports().map(\.kind) == [.release])
+            #expect(try await parts.pendingReports() == [.release])
+            parts.manager.sending.withLock { $0 = true }
             #expect(await parts.licenses.sendPending() == 0, "the server took the release")
             var events = parts.events.makeAsyncIterator()
             guard case .licenseExpirationChanged(record.token, nil)? = await events.next() else {
                 Issue.record("expected the expiry to change to none")
                 return
             }
-            await parts.licenses.close()
         }
     }
 
     @Test("auto-purge asks the downloads to purge an expired license's video, not while a session plays it; nothing before its end")
     func purgeThroughTheSeam() async throws {
-        try await withBackend { server in
-            let storage = try TemporaryDirectory()
-            defer { storage.remove() }
-            let start = Date()
-            let now = Locked(start)
-            let parts = try await Parts(storage, now: now)
-            let video = try await Self.service(server).findVideo(id: PlaybackTests.rentalVideo)
+        let start = Date()
+        let now = Locked(start)
+        try await Self.withLicenses(now: now) { parts, video in
             let record = try await parts.preload(video, .rental(duration: 3600), now: start)
             let end = try #require(await parts.licenses.nextExpiry())
             #expect(abs(end.timeIntervalSince(start) - 3600) < 60)
@@ -125,29 +143,25 @@ struct OfflineLicensesTests {
             parts.manager.playing.withLock { $0 = [] }
             await parts.licenses.purgeExpired()
             #expect(parts.manager.purged.withLock { $0 } == [record.token])
-            await parts.licenses.close()
         }
     }
 
     @Test("a play window starts at the first play, which is stored with its report; a clock set back behind the mark is refused")
     func playWindowAndTrustedTime() async throws {
-        try await withBackend { server in
-            let storage = try TemporaryDirectory()
-            defer { storage.remove() }
-            let start = Date()
-            let now = Locked(start)
-            let parts = try await Parts(storage, now: now)
-            let video = try await Self.service(server).findVideo(id: PlaybackTests.rentalVideo)
+        let start = Date()
+        let now = Locked(start)
+        try await Self.withLicenses(now: now) { parts, video in
             let record = try await parts.preload(video, .rental(duration: 86400, playDuration: 3600), now: start)
+            parts.manager.sending.withLock { $0 = false }  // the first-play report stays queued
 
             let (at, mark) = await parts.licenses.observeClock()
             let key = try await parts.licenses.playbackKey(record, now: at, mark: mark)
             #expect(key.key.count == 16 && key.iv.count == 16)
             #expect(key.info.firstPlay == at)
             #expect(key.info.playRemaining == 3600)
-            let played = try #require(try parts.store.download(record.token))
+            let played = try #require(try await parts.record(record.token))
             #expect(played.initialPlaybackAt == at.timeIntervalSince1970)
-            #expect(try parts.store.pendingReports().map(\.kind) == [.firstPlay])
+            #expect(try await parts.pendingReports() == [.firstPlay])
             #expect(OfflineLicenses.expiration(of: played).map { abs($0.timeIntervalSince(at) - 3600) < 1 } == true,
                     "the expiry is the play window's end")
 
@@ -161,20 +175,16 @@ struct OfflineLicensesTests {
             } catch {
                 #expect(error.code == .invalidLicense && error.reason == .clockRollback, "\(error)")
             }
-            await parts.licenses.close()
         }
     }
 
     @Test("licenses no manager owns refuse every change (readOnly) and send nothing")
     func readerRefuses() async throws {
-        try await withBackend { server in
-            let storage = try TemporaryDirectory()
-            defer { storage.remove() }
-            let now = Locked(Date())
-            let parts = try await Parts(storage, now: now)
-            let video = try await Self.service(server).findVideo(id: PlaybackTests.rentalVideo)
+        let now = Locked(Date())
+        try await Self.withLicenses(now: now) { parts, video in
             let record = try await parts.preload(video, .purchase, now: now.withLock { $0 })
             parts.manager.owner.withLock { $0 = false }
+            parts.manager.sending.withLock { $0 = false }
             let outcomes = [
                 await attempt { () async throws(OfflineVideoError) in try await parts.licenses.invalidate(record.token) },
                 await attempt { () async throws(OfflineVideoError) in try await parts.licenses.setAutoPurges(true) },
@@ -189,8 +199,7 @@ struct OfflineLicensesTests {
                 }
                 #expect(error.reason == .readOnly)
             }
-            #expect(try parts.store.download(record.token)?.license != nil, "the license is still there")
-            await parts.licenses.close()
+            #expect(try await parts.record(record.token)?.license != nil, "the license is still there")
         }
     }
 }

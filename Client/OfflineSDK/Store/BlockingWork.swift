@@ -2,6 +2,7 @@
 import CDispatch
 #endif
 import Dispatch
+import Foundation
 import Locking
 #if canImport(Glibc)
 import Glibc
@@ -116,7 +117,7 @@ final class WorkExecutor: TaskExecutor, @unchecked Sendable {
 /// - a test that makes such a call on purpose runs it with a recorder bound
 ///   (`PoolCheck.$recorder.withValue(check) { … }`): the call is recorded there and nowhere else;
 /// - with `OFFLINE_SDK_POOL_CHECK=trap` in the environment (`make test` sets it), any other such
-///   call stops the process, naming the call: the whole suite runs armed.
+///   call stops the process, naming the call: the whole suite runs armed (`list` only prints it).
 final class PoolCheck: Sendable {
     private let seen = Locked<[String]>([])
 
@@ -128,6 +129,9 @@ final class PoolCheck: Sendable {
 
     /// Whether a call on the pool that no recorder expects stops the process.
     static let armed = ProcessInfoValue.poolCheck == "trap"
+    /// With `OFFLINE_SDK_POOL_CHECK=list`, such a call is written to standard error instead (to
+    /// find them all in one run).
+    static let listing = ProcessInfoValue.poolCheck == "list"
 
     /// Notes `function` if it is called on the pool now: in `instance` (a configuration's), in the
     /// task's recorder, else, armed, by stopping the process.
@@ -138,8 +142,11 @@ final class PoolCheck: Sendable {
             recorder.seen.withLock { $0.append(function) }
             return
         }
-        if armed {
-            fatalError("PoolCheck: \(function) (\(file):\(line)) blocked a thread of Swift's cooperative pool; run it through BlockingWork")
+        let message = "PoolCheck: \(function) (\(file):\(line)) blocked a thread of Swift's cooperative pool; run it through BlockingWork"
+        if armed { fatalError(message) }
+        if listing {
+            let frames = Thread.callStackSymbols.dropFirst(2).prefix(8).joined(separator: "\n  ")
+            _ = (message + "\n  " + frames + "\n").withCString { write(STDERR_FILENO, $0, strlen($0)) }
         }
     }
 
