@@ -19,15 +19,13 @@ struct OfflineLicensesTests {
         let purged = Locked<[OfflineVideoToken]>([])
         let playing = Locked<Set<OfflineVideoToken>>([])
         let owner = Locked(true)
-        /// Whether queued reports go out (`isOwner`): off, they stay queued.
-        let sending = Locked(true)
 
         var seams: LicenseSeams {
             LicenseSeams(
                 requireOwner: { [owner] () throws(OfflineVideoError) in
                     if !owner.withLock({ $0 }) { throw OfflineVideoError(.invalidParameter, .readOnly, "a reader") }
                 },
-                isOwner: { [sending] in sending.withLock { $0 } }, options: { OfflineVideoManagerOptions() },
+                options: { OfflineVideoManagerOptions() },
                 licenseChanged: { [changed] token in changed.withLock { $0.append(token) } },
                 isPlaying: { [playing] token in playing.withLock { $0.contains(token) } },
                 purgeExpired: { [purged] token in purged.withLock { $0.append(token) } })
@@ -41,10 +39,13 @@ struct OfflineLicensesTests {
         let planner: DownloadPlanner
         let manager = Manager()
         let events: AsyncStream<OfflineVideoEvent>
+        /// The licenses' network: `.none` holds queued reports back (the playback network policy).
+        let network = ManualNetworkMonitor()
 
         init(_ storage: TemporaryDirectory, now: Locked<Date>) async throws {
             var configuration = testConfiguration(storage)
             configuration.clock = { now.withLock { $0 } }
+            configuration.network = network
             // The device secret and the store, as the manager opens them: off the pool.
             let source = configuration.deviceSource, folder = storage.url
             let device = await BlockingWork.run { Result { () throws(OfflineVideoError) in try DeviceIdentity.load(source) } }
@@ -108,13 +109,14 @@ struct OfflineLicensesTests {
             #expect(abs(end.timeIntervalSince(now.withLock { $0 }) - 86400) < 60, "the rental ends a day from now: \(end)")
             #expect(try await parts.licenses.expiration(record.token) == end)
 
-            parts.manager.sending.withLock { $0 = false }  // the release stays queued until asked for
+            parts.network.currentPath = .none  // the release stays queued until the network is back
             try await parts.licenses.invalidate(record.token)
             #expect(parts.manager.changed.withLock { $0 } == [record.token])
             #expect(try await parts.record(record.token)?.license == nil)
             #expect(try await parts.licenses.expiration(record.token) == nil, "a FairPlay video without a license has no expiry")
             #expect(try await parts.pendingReports() == [.release])
-            parts.manager.sending.withLock { $0 = true }
+            #expect(await parts.licenses.sendPending() == 1, "no network: the release waits")
+            parts.network.currentPath = .wired
             #expect(await parts.licenses.sendPending() == 0, "the server took the release")
             var events = parts.events.makeAsyncIterator()
             guard case .licenseExpirationChanged(record.token, nil)? = await events.next() else {
@@ -152,7 +154,7 @@ struct OfflineLicensesTests {
         let now = Locked(start)
         try await Self.withLicenses(now: now) { parts, video in
             let record = try await parts.preload(video, .rental(duration: 86400, playDuration: 3600), now: start)
-            parts.manager.sending.withLock { $0 = false }  // the first-play report stays queued
+            parts.network.currentPath = .none  // the first-play report stays queued
 
             let (at, mark) = await parts.licenses.observeClock()
             let key = try await parts.licenses.playbackKey(record, now: at, mark: mark)
@@ -184,7 +186,6 @@ struct OfflineLicensesTests {
         try await Self.withLicenses(now: now) { parts, video in
             let record = try await parts.preload(video, .purchase, now: now.withLock { $0 })
             parts.manager.owner.withLock { $0 = false }
-            parts.manager.sending.withLock { $0 = false }
             let outcomes = [
                 await attempt { () async throws(OfflineVideoError) in try await parts.licenses.invalidate(record.token) },
                 await attempt { () async throws(OfflineVideoError) in try await parts.licenses.setAutoPurges(true) },

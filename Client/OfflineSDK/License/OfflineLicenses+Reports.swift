@@ -34,7 +34,7 @@ extension OfflineLicenses {
     /// about to end, before `close()`: a command-line tool, whose releases would otherwise wait
     /// for its next run. Returns once a pass already under way has sent them too.
     func sendPending() async -> Int {
-        guard seams.isOwner() else { return (try? store.pendingReports().count) ?? 0 }
+        guard isOwner else { return (try? store.pendingReports().count) ?? 0 }
         await reportOutbox.runAndWait { await self.pass() }
         return (try? store.pendingReports().count) ?? 0
     }
@@ -42,7 +42,7 @@ extension OfflineLicenses {
     /// Sends every queued report while the network allows, oldest first; one pass at a time
     /// (a call during a pass makes the pass run once more).
     func sendReports() async {
-        guard seams.isOwner() else { return }
+        guard isOwner else { return }
         await reportOutbox.run { await self.pass() }
     }
 

@@ -7,10 +7,9 @@ import WireModels
 /// What the licenses need of the rest of the manager, as closures the manager sets once it
 /// exists (`connect`), so a test can run the licenses without it.
 struct LicenseSeams: Sendable {
-    /// Refuses changes from a reader or a closed manager (`readOnly`).
+    /// Refuses changes from a reader or a closed manager (`readOnly`); only an owner sends the
+    /// queued reports.
     var requireOwner: @Sendable () throws(OfflineVideoError) -> Void
-    /// Whether this process owns the storage folder now (it sends the queued reports).
-    var isOwner: @Sendable () -> Bool
     /// The options in force (`allowsCellularPlayback` holds the reports back).
     var options: @Sendable () -> OfflineVideoManagerOptions
     /// A download's license changed: the cached video object (its license properties) is stale.
@@ -24,7 +23,7 @@ struct LicenseSeams: Sendable {
     /// Seams of licenses no manager runs: nothing may change, nothing is open.
     static let detached = LicenseSeams(
         requireOwner: { () throws(OfflineVideoError) in throw OfflineVideoError(.invalidParameter, .readOnly, "No manager runs these licenses") },
-        isOwner: { false }, options: { OfflineVideoManagerOptions() }, licenseChanged: { _ in }, isPlaying: { _ in false },
+        options: { OfflineVideoManagerOptions() }, licenseChanged: { _ in }, isPlaying: { _ in false },
         purgeExpired: { _ in })
 }
 
@@ -74,6 +73,9 @@ actor OfflineLicenses: SharesManagerQueue {
         packagesDirectory = configuration.storageDirectory.appendingPathComponent("packages", isDirectory: true)
         reportOutbox = Outbox(initialDelay: configuration.retryInitialDelay)
     }
+
+    /// Whether this process owns the storage folder now (the seams' owner check passes).
+    var isOwner: Bool { (try? seams.requireOwner()) != nil }
 
     /// Wires the licenses to the rest of the manager; reports sent later (`passSoon`, after a
     /// back-off) go through this actor.
@@ -224,8 +226,13 @@ actor OfflineLicenses: SharesManagerQueue {
     /// query gives (the manager's, a task's, the video object's).
     nonisolated static func expiration(of record: DownloadRecord) -> Date? {
         guard let video = try? record.video(), video.usesFairPlay else { return .distantFuture }
-        guard record.license != nil, let terms = StoredLicense.terms(of: record) else { return nil }
-        return terms.expiry(localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:))) ?? .distantFuture
+        guard let terms = StoredLicense.terms(of: record) else { return nil }
+        return end(of: terms, record) ?? .distantFuture
+    }
+
+    /// When the license `terms` of `record` ends, with the record's first play; nil for a purchase.
+    private nonisolated static func end(of terms: LicenseTerms, _ record: DownloadRecord) -> Date? {
+        terms.expiry(localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:)))
     }
 
     /// `OfflineVideoManager.fairPlayLicenseExpiration`: read with the trusted-time mark raised first.
@@ -250,14 +257,12 @@ actor OfflineLicenses: SharesManagerQueue {
     func purgeExpired() async {
         let now = clock()
         for record in (try? store.allDownloads()) ?? [] where !seams.isPlaying(record.token) {
-            guard let terms = StoredLicense.terms(of: record),
-                  let end = terms.expiry(localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:))),
-                  now >= end else { continue }
+            guard let terms = StoredLicense.terms(of: record), let end = Self.end(of: terms, record), now >= end else { continue }
             await seams.purgeExpired(record.token)
         }
     }
 
-    /// A playback session of `token` closed: with auto-purge on, an expired download waiting for it goes now.
+    /// A playback session closed: with auto-purge on, an expired download waiting for it goes now.
     func playbackClosed() async {
         if autoPurges { await purgeExpired() }
     }
@@ -265,9 +270,8 @@ actor OfflineLicenses: SharesManagerQueue {
     /// The earliest license expiry still ahead, for the auto-purge watcher.
     func nextExpiry() -> Date? {
         let now = clock()
-        return ((try? store.allDownloads()) ?? []).compactMap { record -> Date? in
-            guard let terms = StoredLicense.terms(of: record) else { return nil }
-            return terms.expiry(localFirstPlay: record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:)))
+        return ((try? store.allDownloads()) ?? []).compactMap { record in
+            StoredLicense.terms(of: record).flatMap { Self.end(of: $0, record) }
         }.filter { $0 > now }.min()
     }
 

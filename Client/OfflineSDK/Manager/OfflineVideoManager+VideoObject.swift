@@ -64,7 +64,7 @@ extension OfflineVideoManager {
         if let requested = record.licenseRequestedAt { properties[OfflineProperty.licenseRequestTime] = since2001(requested) }
         // The effective expiry (after a first play, the earlier of the rental's end and the play
         // window's), the same answer as `fairPlayLicenseExpiration`; none for a purchase.
-        if record.license != nil, let expires = OfflineLicenses.expiration(of: record), expires != .distantFuture {
+        if let expires = OfflineLicenses.expiration(of: record), expires != .distantFuture {
             properties[OfflineProperty.licenseAbsoluteExpirationTime] = since2001(expires.timeIntervalSince1970)
         }
         if let played = record.initialPlaybackAt { properties[OfflineProperty.initialPlaybackTime] = since2001(played) }

@@ -232,7 +232,6 @@ public actor OfflineVideoManager: SharesManagerQueue {
                 guard let self else { throw OfflineVideoError(.invalidParameter, .readOnly, "This manager was closed") }
                 try self.onSharedQueue { manager throws(OfflineVideoError) in try manager.requireOwner() }
             },
-            isOwner: { [weak self] in self?.onSharedQueue { $0.ownership != nil } ?? false },
             options: { [weak self] in self?.onSharedQueue { $0.options } ?? OfflineVideoManagerOptions() },
             licenseChanged: { [weak self] token in self?.onSharedQueue { $0.videoCache[token] = nil } },
             isPlaying: { [weak self] token in self?.onSharedQueue { $0.openSessions[token] != nil } ?? false },

@@ -22,8 +22,11 @@ enum ClearExport {
                       to file: URL) async throws(OfflineVideoError) {
         let partial = file.path + ".part"
         // The file's calls block: each runs on a dispatch thread (`BlockingWork`), not the pool.
-        let descriptor = await BlockingWork.run { open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
-        guard descriptor >= 0 else { throw failure("Cannot create \(partial)", errno) }
+        let (descriptor, openError) = await BlockingWork.run { () -> (Int32, Int32) in
+            let descriptor = open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            return (descriptor, descriptor < 0 ? errno : 0)  // errno is the opening thread's
+        }
+        guard descriptor >= 0 else { throw failure("Cannot create \(partial)", openError) }
         var closed = false
         defer {
             if !closed {
@@ -66,6 +69,7 @@ enum ClearExport {
         while sequence < video.names.count {
             fill()
             var pairs = try await ahead.removeFirst().value.get()
+            var written: [[UInt8]] = []  // the run's segments, written in one hop off the pool (not copied)
             for index in pairs.indices {
                 // Taken out of the run, not copied: each segment's bytes have one owner, so the
                 // timestamps are shifted in place (a copy of every segment was a tenth of the work).
@@ -80,9 +84,11 @@ enum ClearExport {
                         throw OfflineVideoError(.downloadFailure, .other, "Segment \(sequence) cannot be multiplexed: \(error)")
                     }
                 }
-                let written = bytes
-                try await BlockingWork.run { () throws(OfflineVideoError) in try writeAll(written, to: descriptor, path: partial) }
+                written.append(bytes)
                 sequence += 1
+            }
+            try await BlockingWork.run { [written] () throws(OfflineVideoError) in
+                for bytes in written { try writeAll(bytes, to: descriptor, path: partial) }
             }
         }
         closed = true

@@ -116,8 +116,8 @@ final class WorkExecutor: TaskExecutor, @unchecked Sendable {
 ///   on the pool are recorded there, for the test to read;
 /// - a test that makes such a call on purpose runs it with a recorder bound
 ///   (`PoolCheck.$recorder.withValue(check) { … }`): the call is recorded there and nowhere else;
-/// - with `OFFLINE_SDK_POOL_CHECK=trap` in the environment (`make test` sets it), any other such
-///   call stops the process, naming the call: the whole suite runs armed (`list` only prints it).
+/// - with `OFFLINE_SDK_POOL_CHECK=trap` in the environment, any other such call stops the process,
+///   naming the call (`list` only prints it; docs/testing.md: The pool check).
 final class PoolCheck: Sendable {
     private let seen = Locked<[String]>([])
 
