@@ -136,7 +136,9 @@ final class PoolCheck: Sendable {
     /// Notes `function` if it is called on the pool now: in `instance` (a configuration's), in the
     /// task's recorder, else, armed, by stopping the process.
     static func note(_ function: String = #function, file: String = #fileID, line: Int = #line, into instance: PoolCheck? = nil) {
-        guard BlockingWork.onCooperativePool else { return }
+        // Nothing listens (an app's run): no look at the thread, the store's hot path stays as it was.
+        let recorder = Self.recorder
+        guard instance != nil || recorder != nil || armed || listing, BlockingWork.onCooperativePool else { return }
         instance?.seen.withLock { $0.append(function) }
         if let recorder {
             recorder.seen.withLock { $0.append(function) }
