@@ -133,12 +133,12 @@ struct PoolCheckTests {
 
         let check = PoolCheck()
         try await PoolCheck.$recorder.withValue(check) {
-            #expect(OfflineVideoManager.readFile(file) == [0x47, 1, 2, 3])
+            #expect(OfflinePlaybackSessions.readFile(file) == [0x47, 1, 2, 3])
             _ = try store.allDownloads()
             #expect(check.violations.count == 2, "\(check.violations)")
             #expect(check.violations.first == "readFile(_:)")
 
-            #expect(await OfflineVideoManager.readFileOffPool(file) == [0x47, 1, 2, 3])
+            #expect(await OfflinePlaybackSessions.readFileOffPool(file) == [0x47, 1, 2, 3])
             _ = try await BlockingWork.run { try store.allDownloads() }
             #expect(check.violations.count == 2, "off the pool nothing more is recorded: \(check.violations)")
         }

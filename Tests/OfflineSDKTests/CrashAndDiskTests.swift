@@ -160,7 +160,7 @@ struct CrashAndDiskTests {
                                                                    parameters: DownloadParameters(requestedBitrate: 10_000_000))
                 // Leave room for about one 960x540 segment, then let the download run.
                 let filler = mountPoint.appendingPathComponent("filler")
-                let free = try #require(OfflineVideoManager.freeSpace(at: mountPoint))
+                let free = try #require(OfflineDownloads.freeSpace(at: mountPoint))
                 try Data(count: Int(free) - 400_000).write(to: filler)
                 network.currentPath = .wifi
                 let error = try #require(try await events.finished(token))
@@ -182,7 +182,7 @@ struct CrashAndDiskTests {
                 let resumed = try await manager.status(token)
                 #expect(completed, """
                     after the resume: \(resumed.downloadState), \(resumed.downloadPercent) %, \(resumed.error.map(String.init(describing:)) ?? "no error"); \
-                    free \(OfflineVideoManager.freeSpace(at: mountPoint).map(String.init) ?? "?") bytes; the tmpfs holds:
+                    free \(OfflineDownloads.freeSpace(at: mountPoint).map(String.init) ?? "?") bytes; the tmpfs holds:
                     \(filesAndSizes(under: mountPoint))
                     """)
                 try await expectPlays(manager, token)

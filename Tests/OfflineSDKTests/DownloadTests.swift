@@ -164,8 +164,8 @@ struct DownloadTests {
             network.currentPath = .none
             try await manager.pauseVideoDownload(token)
             #expect(try await manager.status(token).downloadState == .suspended)
-            await manager.waitUntilStopped(token)
-            #expect(await manager.isDownloading(token) == false, "no task runs for it")
+            await manager.downloads.waitUntilStopped(token)
+            #expect(await manager.downloads.isDownloading(token) == false, "no task runs for it")
             network.currentPath = .wifi
             let store = await manager.store
             let doneAtPause = try store.segments(token).filter(\.done).count

@@ -77,7 +77,7 @@ struct PackageFilesTests {
             let old = Date(timeIntervalSince1970: 1_000_000_000)
             try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: folder + "/" + whole)
 
-            try await h.manager.restorePlaylists(token)
+            try await h.manager.downloads.restorePlaylists(token)
             #expect(FileManager.default.contents(atPath: folder + "/" + cut) == original)
             #expect(FileManager.default.contents(atPath: folder + "/" + gone) == stored[gone])
             #expect(FileManager.default.contents(atPath: folder + "/" + zeroed) == stored[zeroed])

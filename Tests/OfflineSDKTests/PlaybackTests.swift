@@ -325,7 +325,7 @@ struct PlaybackTests {
                 let later = try await ClearFixture.videoSegment(h.manager, token, past: 10)
                 #expect(!FileManager.default.fileExists(atPath: await h.manager.packageFolder(token).appendingPathComponent(later.name).path))
                 let waiting = try Curl.start(base + later.name, ["--max-time", "120"])
-                #expect(try await eventually { await h.manager.arrivals.waiting > 0 }, "the request waits for the download")
+                #expect(try await eventually { await h.manager.downloads.arrivals.waiting > 0 }, "the request waits for the download")
                 network.currentPath = .cellular
                 let late = waiting.finish(await waiting.process.wait())
                 #expect(late.status == 200 && late.body == later.body, "\(late.status) \(late.text.prefix(200))")

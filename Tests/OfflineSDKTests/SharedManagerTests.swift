@@ -73,7 +73,7 @@ struct SharedManagerTests {
             #expect(try await h.events.finished(token) == nil)
             #expect(try await h.manager.checkStorage() == false, "nothing changed")
 
-            let stray = await h.manager.packagesDirectory.appendingPathComponent("left-behind")
+            let stray = await h.manager.downloads.packagesDirectory.appendingPathComponent("left-behind")
             try FileManager.default.createDirectory(at: stray, withIntermediateDirectories: true)
             try FileManager.default.removeItem(at: await h.manager.packageFolder(token).appendingPathComponent("0-video/00002.ts"))
             #expect(try await h.manager.checkStorage())

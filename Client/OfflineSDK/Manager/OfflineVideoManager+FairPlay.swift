@@ -3,7 +3,7 @@ import LicenseProtocol
 import WireModels
 
 /// FairPlay licenses, as the manager's API gives them: each call goes to the licenses
-/// (`OfflineLicenses`), but a preload, which makes a download record and so is the downloads' too.
+/// (`OfflineLicenses`), but a preload, which makes a download record and so goes to the downloads.
 extension OfflineVideoManager {
     /// Acquires the offline license of a FairPlay video before any download, and returns a
     /// token in state `licensePreloaded`. Takes the app's whole parameter set: the terms make the
@@ -16,48 +16,7 @@ extension OfflineVideoManager {
     /// let token = try await manager.preloadFairPlayLicense(video, parameters: DownloadParameters(license: .rental(duration: 86400)))
     /// ```
     public func preloadFairPlayLicense(_ video: PlaybackVideo, parameters: DownloadParameters) async throws(OfflineVideoError) -> OfflineVideoToken {
-        try await preloadLicense(video, parameters: parameters, contentID: nil, expectedKeyID: nil)
-    }
-
-    /// `preloadFairPlayLicense`, with the content id of the download task that will use it
-    /// (`LicenseFetcher`; the same id may not name another video's key) and the key id the app
-    /// expects (refused, before any license request, when the video's is another).
-    func preloadLicense(_ video: PlaybackVideo, parameters: DownloadParameters, contentID: String?,
-                        expectedKeyID: String?) async throws(OfflineVideoError) -> OfflineVideoToken {
-        try requireOwner()
-        try ParameterRules.validateBitrate(parameters.requestedBitrate)
-        let terms = try ParameterRules.validateNewLicense(parameters.license)
-        guard video.canBeDownloaded else {
-            throw OfflineVideoError(.unsupported, .notEligible, "Video \(video.id) is not eligible for offline playback")
-        }
-        let source = try DownloadPlanner.offlineSource(of: video)
-        guard let fairPlay = source.fairPlay else {
-            throw OfflineVideoError(.unsupported, .license, "Preloading a license is only for FairPlay videos; video \(video.id) is not one")
-        }
-        _ = try reserve(video, refusingIn: DownloadStateMachine.holdsLicense, "already has a license or a download", contentID: contentID)
-        defer { unreserve(video, contentID: contentID) }
-        let (_, master) = try await planner.master(of: video)
-        guard let keyID = DownloadPlanner.fairPlayKeyID(master.sessionKeys) else {
-            throw OfflineVideoError(.noKeyRequestURLForRendition, .license, "The master playlist of video \(video.id) has no skd:// session key")
-        }
-        if let expectedKeyID, expectedKeyID != keyID {
-            throw OfflineVideoError(.invalidParameter, .invalidParameter, "Video \(video.id) is protected with key \(keyID), not \(expectedKeyID)")
-        }
-        let license = try await licenses.acquire(terms, fairPlay: fairPlay, contentKeyID: keyID, video: video)
-        let token = UUID().uuidString.lowercased()
-        let now = configuration.clock().timeIntervalSince1970
-        let allowsCellular = options.allowsCellularDownload
-        let born = DownloadStateMachine.birth(.preload)
-        let record = try storeCall(.download) { () throws -> DownloadRecord in
-            var record = try DownloadRecord.new(token: token, video: video, state: born.state, parameters: parameters,
-                                                requestedAt: now, allowsCellular: allowsCellular, sequence: try store.nextSequence())
-            license.apply(to: &record)
-            record.contentID = contentID
-            try store.insert(record, tracks: [], segments: [])
-            return record
-        }
-        await announceBirth(record, born)
-        return token
+        try await downloads.preloadLicense(video, parameters: parameters, contentID: nil, expectedKeyID: nil)
     }
 
     /// Replaces the license of an offline video with new terms (a new rental duration, or a

@@ -23,7 +23,7 @@ extension OfflineVideoManager {
                                                 offlineVideoToken token: OfflineVideoToken) throws(OfflineVideoError) -> [MediaSelectionOption]? {
         guard let (record, options) = try completedOptions(token) else { return nil }
         let tracks = try storeCall { try store.tracks(token) }
-        let sideband = (try? record.video()).map { OfflineVideoManager.sidebandTracks(record: record, video: $0) } ?? []
+        let sideband = (try? record.video()).map { OfflineDownloads.sidebandTracks(record: record, video: $0) } ?? []
         return options.filter { option in
             guard option.hasMediaCharacteristic(characteristic) else { return false }
             switch option.source {

@@ -63,7 +63,7 @@ extension OfflineVideoManager {
         let selections = spec.selections ?? MediaSelections(audioLanguages: configuration.preferredAudioLanguages,
                                                             subtitleLanguages: configuration.preferredSubtitleLanguages)
         let plan = try await planner.plan(token: "estimate", video: video, variant: spec.variant, audioLanguages: selections.audioLanguages,
-                                          subtitleLanguages: OfflineVideoManager.manifestSubtitleLanguages(selections.subtitleLanguages, video: video))
+                                          subtitleLanguages: OfflineDownloads.manifestSubtitleLanguages(selections.subtitleLanguages, video: video))
         return Double(plan.estimatedBytes + Int64(spec.configuration?.artwork?.count ?? 0)) / OfflineVideoManager.bytesPerMegabyte
     }
 

@@ -52,74 +52,12 @@ extension OfflineVideoManager {
     /// The stored video with the offline properties, or nil for an unknown token. Objects of
     /// completed downloads are cached until `clearOfflineVideoCache()`.
     public func videoObject(fromOfflineVideoToken token: OfflineVideoToken) -> PlaybackVideo? {
-        if let cached = videoCache[token] { return cached }
-        guard let record = try? store.download(token), let original = try? record.video() else { return nil }
-        var properties = original.properties
-        let since2001 = { (seconds: Double) in JSONValue.number(seconds - Date.timeIntervalBetween1970AndReferenceDate) }
-        let folder = packageFolder(token)
-        properties[OfflineProperty.token] = .string(token)
-        properties[OfflineProperty.displayName] = .string(record.displayName)
-        properties[OfflineProperty.startTime] = since2001(record.requestedAt)
-        properties[OfflineProperty.endTime] = record.endedAt.map(since2001) ?? .number(0)
-        if let requested = record.licenseRequestedAt { properties[OfflineProperty.licenseRequestTime] = since2001(requested) }
-        // The effective expiry (after a first play, the earlier of the rental's end and the play
-        // window's), the same answer as `fairPlayLicenseExpiration`; none for a purchase.
-        if let expires = OfflineLicenses.expiration(of: record), expires != .distantFuture {
-            properties[OfflineProperty.licenseAbsoluteExpirationTime] = since2001(expires.timeIntervalSince1970)
-        }
-        if let played = record.initialPlaybackAt { properties[OfflineProperty.initialPlaybackTime] = since2001(played) }
-        if let source = try? DownloadPlanner.offlineSource(of: original) {
-            properties[OfflineProperty.onlineSource] = .string(source.src)
-            if let data = try? WireJSON.encoder(sortedKeys: true).encode(source),
-               let json = try? JSONDecoder().decode(JSONValue.self, from: data) {
-                properties[OfflineProperty.onlineSourceObject] = json
-            }
-        }
-        if let terms = StoredLicense.terms(of: record) {
-            // The terms as asked (preload, download or last renewal); the server's rental end is
-            // whole seconds counted from its own time, so it is only the fallback.
-            let asked = (try? JSONDecoder().decode(DownloadParameters.self, from: record.parameters))?.license
-            properties[OfflineProperty.licensePurchase] = .bool(terms.kind == .purchase)
-            if terms.kind == .rental {
-                if let duration = asked?.kind == .rental ? asked?.rentalDuration : nil {
-                    properties[OfflineProperty.licenseRentalDuration] = .number(duration)
-                } else if let end = terms.rentalEnd {
-                    properties[OfflineProperty.licenseRentalDuration] = .number(end.timeIntervalSince(terms.issuedAt).rounded())
-                }
-            }
-            if let play = terms.playDuration { properties[OfflineProperty.licensePlayDuration] = .number(play) }
-        }
-        if let poster = record.posterFile {
-            properties[OfflineProperty.posterName] = .string((poster as NSString).lastPathComponent)
-            properties[OfflineProperty.posterPath] = .string(folder.appendingPathComponent(poster).path)
-        }
-        if let thumbnail = record.thumbnailFile {
-            properties[OfflineProperty.thumbnailName] = .string((thumbnail as NSString).lastPathComponent)
-            properties[OfflineProperty.thumbnailPath] = .string(folder.appendingPathComponent(thumbnail).path)
-        }
-        if let artwork = StoredRequest.of(record).configuration?.artworkFile {
-            properties[OfflineProperty.artworkName] = .string((artwork as NSString).lastPathComponent)
-            properties[OfflineProperty.artworkPath] = .string(folder.appendingPathComponent(artwork).path)
-        }
-        properties[OfflineProperty.relativeVideoPath] = .string("packages/\(token)")
-        properties[OfflineProperty.videoPath] = .string(folder.path)
-        properties[OfflineProperty.masterPlaylistPath] = .string(folder.appendingPathComponent(PackageLayout.masterPlaylist).path)
-        let sideband = OfflineVideoManager.sidebandTracks(record: record, video: original)
-        properties[OfflineProperty.usesSidebandSubtitles] = .bool(!sideband.isEmpty)
-        properties[OfflineProperty.sidebandSubtitleLanguages] = .array(sideband.map { .string($0.srclang) })
-        properties[OfflineProperty.sidebandSubtitlePaths] = .object(Dictionary(
-            sideband.map { ($0.srclang, JSONValue.string(folder.appendingPathComponent(PackageLayout.sidebandFile($0)).path)) },
-            uniquingKeysWith: { first, _ in first }))
-        let playable = record.downloadState == .completed && missingFile(record) == nil
-        properties[OfflineProperty.playableOffline] = .bool(playable)
-        let video = PlaybackVideo(video: original.video, properties: properties, origin: original.origin)
-        if record.downloadState == .completed { videoCache[token] = video }
-        return video
+        sessions.onSharedQueue { $0.videoObject(token) }
     }
 
     /// Forgets cached offline video objects; the next `videoObject` builds them afresh.
     public func clearOfflineVideoCache() {
-        videoCache = [:]
+        sessions.onSharedQueue { $0.clearVideoObjects() }
     }
 }
 

@@ -32,7 +32,7 @@ extension OfflineVideoError {
     /// (a lock file's own sentence when the lock failed).
     static func storeFailure(_ error: any Error, during operation: StoreOperation, _ context: String) -> OfflineVideoError {
         if let error = error as? OfflineVideoError { return error }
-        let message = error is LockFileError ? "\(error)" : "\(context): \(OfflineVideoManager.reason(error))"
+        let message = error is LockFileError ? "\(error)" : "\(context): \(OfflineDownloads.reason(error))"
         return OfflineVideoError(operation.code, storageReason(of: error), message, underlying: error)
     }
 

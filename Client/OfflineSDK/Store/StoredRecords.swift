@@ -84,7 +84,7 @@ struct DownloadRecord: Codable, Sendable, Equatable, FetchableRecord, Persistabl
     static func new(token: String, video: PlaybackVideo, state: OfflineVideoDownloadState, parameters: DownloadParameters,
                     requestedAt: Double, allowsCellular: Bool, sequence: Int64) throws -> DownloadRecord {
         DownloadRecord(
-            token: token, videoID: video.id, accountID: video.accountID, videoJSON: try OfflineVideoManager.json(video),
+            token: token, videoID: video.id, accountID: video.accountID, videoJSON: try OfflineDownloads.json(video),
             state: state.rawValue, parameters: try JSONEncoder().encode(parameters), selections: nil,
             displayName: parameters.displayName ?? video.name, requestedAt: requestedAt, endedAt: nil, error: nil,
             bitrate: nil, masterURL: nil, policyKey: video.origin?.policyKey, serviceBaseURL: video.origin?.baseURL,

@@ -139,7 +139,7 @@ public actor DownloadManager {
                                                                    license: video.usesFairPlay ? try request.license(now: now) : nil))
             spec.task = DownloadSpec.TaskFields(contentID: request.contentId, metadata: request.metadata, keyID: request.keyID,
                                                 expiration: request.expiration, playbackExpiryDuration: request.playbackExpiryDuration)
-            let token = try await offlineVideoManager.requestDownload(video, spec)
+            let token = try await offlineVideoManager.downloads.requestDownload(video, spec)
             try await refresh(token)
             guard let task = tasks[token] else {
                 throw OfflineVideoError(.invalidParameter, .unknownToken, "The download of \(request.contentId) was removed as it was enqueued")
@@ -164,7 +164,7 @@ public actor DownloadManager {
     /// Removes the task and its downloaded files. Its persistent key, if it holds one, is not
     /// deleted (`licenseFetcher` manages it; a later request for the content uses it).
     public func purge(_ task: DownloadTask) async throws(OfflineVideoError) {
-        try await offlineVideoManager.purgeTask(task.token)
+        try await offlineVideoManager.downloads.purgeTask(task.token)
         try await refresh(task.token)
     }
 
@@ -203,7 +203,7 @@ public actor DownloadManager {
             try? await refresh(token)
         }
         do {
-            return try await offlineVideoManager.openPlayback(token, options: options, whenClosed: { [weak self] in
+            return try await offlineVideoManager.sessions.openPlayback(token, options: options, whenClosed: { [weak self] in
                 await self?.playbackEnded(token)
             })
         } catch {
@@ -218,7 +218,7 @@ public actor DownloadManager {
         playing[token] = nil
         if pausedForPlayback.remove(token) != nil {
             // Still as playback left it: resume. A task cancelled or purged meanwhile stays so.
-            try? await offlineVideoManager.resumeSuspendedDownload(token)
+            try? await offlineVideoManager.downloads.resumeSuspendedDownload(token)
             try? await refresh(token)
         }
     }
@@ -227,7 +227,7 @@ public actor DownloadManager {
 
     func resume(_ task: DownloadTask) async throws(OfflineVideoError) {
         pausedForPlayback.remove(task.token)
-        try await offlineVideoManager.resumeSuspendedDownload(task.token)
+        try await offlineVideoManager.downloads.resumeSuspendedDownload(task.token)
         try await refresh(task.token)
     }
 
@@ -261,12 +261,12 @@ public actor DownloadManager {
     /// Brings the task of `token` in step with the store: made when new, updated, or removed
     /// when its record is gone or holds only a key. The one way tasks change.
     private func refresh(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
-        let (generation, snapshot) = try await offlineVideoManager.taskSnapshot(token)
+        let (generation, snapshot) = try await offlineVideoManager.downloads.taskSnapshot(token)
         apply(snapshot, token: token, generation: generation)
     }
 
     private func reloadAll() async throws(OfflineVideoError) {
-        let (generation, snapshots) = try await offlineVideoManager.taskSnapshots()
+        let (generation, snapshots) = try await offlineVideoManager.downloads.taskSnapshots()
         let present = Set(snapshots.map(\.token))
         for token in tasks.keys where !present.contains(token) { apply(nil, token: token, generation: generation) }
         for snapshot in snapshots { apply(snapshot, token: snapshot.token, generation: generation) }

@@ -44,7 +44,7 @@ public struct LicenseFetcher: Sendable {
         let now = manager.configuration.clock()
         let video = try request.video(now: now)
         let parameters = DownloadParameters(license: try request.license(now: now))
-        let token = try await manager.fetchKey(for: video, parameters: parameters, contentID: request.contentId, keyID: request.keyID)
+        let token = try await manager.downloads.fetchKey(for: video, parameters: parameters, contentID: request.contentId, keyID: request.keyID)
         return try await key(of: token)
     }
 
@@ -54,7 +54,7 @@ public struct LicenseFetcher: Sendable {
     @discardableResult
     public func renewLicense(forKeyID keyID: String, with request: DownloadRequest) async throws(OfflineVideoError) -> PersistentKey {
         let now = manager.configuration.clock()
-        let holder = try await manager.keyHolder(LicenseFetcher.keyID(keyID))
+        let holder = try await manager.downloads.keyHolder(LicenseFetcher.keyID(keyID))
         let video = try request.video(now: now)
         let token = try await manager.renewFairPlayLicense(holder.token, video: video,
                                                            parameters: DownloadParameters(license: try request.license(now: now)))
@@ -65,7 +65,7 @@ public struct LicenseFetcher: Sendable {
     /// fetched ahead of a download goes with its record; a download's media stay, and playing
     /// it fails with `invalidLicense` until `fetchLicense` gets a new key.
     public func deleteLicense(forKeyID keyID: String) async throws(OfflineVideoError) {
-        try await manager.deleteKey(LicenseFetcher.keyID(keyID))
+        try await manager.downloads.deleteKey(LicenseFetcher.keyID(keyID))
     }
 
     /// The key `keyID` (`skd://KEYID` or the id alone); nil when the device holds none.
@@ -76,14 +76,14 @@ public struct LicenseFetcher: Sendable {
     /// Every key the device holds, in the order their content was requested.
     public func persistentKeys() async throws(OfflineVideoError) -> [PersistentKey] {
         var keys: [PersistentKey] = []
-        for snapshot in try await manager.taskSnapshots().snapshots where snapshot.keyID != nil {
+        for snapshot in try await manager.downloads.taskSnapshots().snapshots where snapshot.keyID != nil {
             if let key = try await persistentKey(snapshot) { keys.append(key) }
         }
         return keys
     }
 
     private func key(of token: OfflineVideoToken) async throws(OfflineVideoError) -> PersistentKey {
-        guard let snapshot = try await manager.taskSnapshot(token).snapshot, let key = try await persistentKey(snapshot) else {
+        guard let snapshot = try await manager.downloads.taskSnapshot(token).snapshot, let key = try await persistentKey(snapshot) else {
             throw OfflineVideoError(.invalidLicense, .license, "Offline video \(token) holds no key")
         }
         return key

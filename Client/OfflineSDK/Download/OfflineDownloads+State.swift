@@ -3,14 +3,14 @@ import Foundation
 /// Every change of a download's state goes through `apply`: the state machine decides from
 /// the stored state, the store records the decision in the same transaction, then the
 /// decision's actions run here.
-extension OfflineVideoManager {
+extension OfflineDownloads {
     /// Applies `event` to the download `token` and carries out its actions. Throws
     /// `unknownToken`, `invalidState` when the event does not apply to the stored state, and
     /// `readOnly` on a reader.
     @discardableResult
     func apply(_ event: DownloadStateMachine.Event, to token: OfflineVideoToken,
                announcesStorageChange: Bool = true) async throws(OfflineVideoError) -> DownloadStateMachine.Transition {
-        try requireOwner()
+        try seams.requireOwner()
         try recordUnrecordedFailure(token)
         let (transition, before) = try record(event, token)
         if transition.state != before.downloadState { hub.emit(.downloadStateChanged(token, state: transition.state)) }
@@ -88,10 +88,10 @@ extension OfflineVideoManager {
             case .releaseLicense:
                 licenses.onSharedQueue { $0.queueRelease(before) }
             case .forgetCaches:
-                videoCache[token] = nil
+                seams.forgetVideoObject(token)
             case .announceFinished(let error):
                 hub.emit(.downloadFinished(token, error: error))
-                recordDownloadFinished(before, error: error)
+                seams.recordAnalytics(before, .finished(error))
             case .announceStorageChanged:
                 if announcesStorageChange { hub.emit(.storageChanged) }
             case .announcePurged:

@@ -3,7 +3,7 @@ import Foundation
 import LicenseProtocol
 
 /// What a new manager does with what the last one left behind.
-extension OfflineVideoManager {
+extension OfflineDownloads {
     /// Queues interrupted downloads again and checks the storage folder (`checkStorage`).
     func recover() async throws(OfflineVideoError) {
         try licenses.onSharedQueue { licenses throws(OfflineVideoError) in try licenses.adoptLegacyStore() }
@@ -15,25 +15,14 @@ extension OfflineVideoManager {
         run(scheduler.fill())
     }
 
-    /// Checks the storage folder against the store now, as a new manager does when it starts:
-    /// a completed download whose files are gone becomes `stale`, and a package folder no
-    /// download names is offered to the delegate's `shouldDeleteVideoPackage` (deleted by
-    /// default). When anything changed, `offlineVideoStorageDidChange` (and `.storageChanged`)
-    /// follow, and the answer is true. Call it when the app becomes active: files can vanish
-    /// while it is away, and the check at start runs before anyone listens. Owners only.
-    ///
-    /// `deep` also reads every segment of every completed download and checks its bytes (against
-    /// the digest its server sent, else as whole transport-stream packets): a segment changed on
-    /// disk is deleted, to be fetched again, and makes its download stale as a missing one does.
-    /// It reads the whole library, on a queue of its own.
-    @discardableResult
-    public func checkStorage(deep: Bool = false) async throws(OfflineVideoError) -> Bool {
+    /// `OfflineVideoManager.checkStorage(deep:)`.
+    func checkStorage(deep: Bool) async throws(OfflineVideoError) -> Bool {
         try await checkStorage(during: .query, deep: deep)
     }
 
     /// `checkStorage`, its store failures reported as part of `operation` (opening the manager at start).
     private func checkStorage(during operation: StoreOperation, deep: Bool = false) async throws(OfflineVideoError) -> Bool {
-        try requireOwner()
+        try seams.requireOwner()
         var changed = false
         let records = try storeCall(operation) { try store.allDownloads() }
         for record in records where record.downloadState == .completed {
@@ -77,12 +66,17 @@ extension OfflineVideoManager {
     /// The first file of a completed download that is not on disk (playlists, segments,
     /// sideband subtitles), or nil when all are.
     func missingFile(_ record: DownloadRecord) -> String? {
+        OfflineDownloads.missingFile(record, store: store, folder: packageFolder(record.token))
+    }
+
+    /// `missingFile`, for the package in `folder`. Reads the store and the folder: off the cooperative pool only.
+    static func missingFile(_ record: DownloadRecord, store: OfflineStore, folder: URL) -> String? {
         PoolCheck.note()
-        var onDisk = PackageListing(packageDirectory: packageFolder(record.token).path)
+        var onDisk = PackageListing(packageDirectory: folder.path)
         func exists(_ file: String) -> Bool { onDisk.exists(file) }
         var files = [PackageLayout.masterPlaylist] + ((try? store.tracks(record.token)) ?? []).map(\.localPlaylist)
         if let video = try? record.video() {
-            files += OfflineVideoManager.sidebandTracks(record: record, video: video).map(PackageLayout.sidebandFile)
+            files += OfflineDownloads.sidebandTracks(record: record, video: video).map(PackageLayout.sidebandFile)
         }
         if let missing = files.first(where: { !exists($0) }) { return missing }
         // Segment by segment from the store: a long video's records are never all in memory.

@@ -17,10 +17,10 @@ struct TaskSnapshot: Sendable, Equatable {
     var sequence: Int64
 }
 
-/// The manager's side of `DownloadManager` and `LicenseFetcher`: snapshots, purge keeping the
+/// The downloads' side of `DownloadManager` and `LicenseFetcher`: snapshots, purge keeping the
 /// key, and keys looked up by key id. Everything still goes through the one request path, the
 /// one state machine and the one store.
-extension OfflineVideoManager {
+extension OfflineDownloads {
     /// The snapshot of `token` (nil when no record has that token), with the reading's
     /// generation: readings are numbered in the order this actor made them, so a reader that
     /// receives them out of order can tell an older one from a newer one.
@@ -50,7 +50,7 @@ extension OfflineVideoManager {
     /// deleted on purge"); without one the record goes too. Refused for a record that is only a
     /// preloaded license (`unknownToken`: no task has that token).
     func purgeTask(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
-        try requireOwner()
+        try seams.requireOwner()
         let record = try existing(token)
         guard record.downloadState != .licensePreloaded else {
             throw OfflineVideoError(.invalidParameter, .unknownToken, "No download task has the token \(token) (it holds only a key)")
@@ -62,7 +62,7 @@ extension OfflineVideoManager {
     /// Resumes a suspended download: a task's `resume()`, which (unlike `resumeVideoDownload`)
     /// leaves a failed one to `retry`.
     func resumeSuspendedDownload(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
-        try requireOwner()
+        try seams.requireOwner()
         let state = announcedState(of: try existing(token))
         guard state == .suspended else {
             throw OfflineVideoError(.invalidParameter, .invalidState,
@@ -79,7 +79,7 @@ extension OfflineVideoManager {
     /// `keyID` is not the video's key.
     func fetchKey(for video: PlaybackVideo, parameters: DownloadParameters, contentID: String,
                   keyID: String?) async throws(OfflineVideoError) -> OfflineVideoToken {
-        try requireOwner()
+        try seams.requireOwner()
         let records = try storeCall { try store.allDownloads().filter { $0.videoID == video.id } }
         guard let record = records.first(where: { DownloadStateMachine.holdsLicense.contains($0.downloadState) }) else {
             return try await preloadLicense(video, parameters: parameters, contentID: contentID, expectedKeyID: keyID)
@@ -94,7 +94,7 @@ extension OfflineVideoManager {
                                         "Video \(video.id) holds key \(terms.contentKeyID) until \(end); renew it to change its terms")
             }
         }
-        return try await renewFairPlayLicense(record.token, video: video, parameters: parameters)
+        return try await licenses.renew(record.token, video: video, authToken: nil, parameters: parameters)
     }
 
     /// The record holding the license of content key `keyID`; `unknownKey` when none does.
@@ -109,12 +109,12 @@ extension OfflineVideoManager {
     /// Deletes the key `keyID`: a preloaded key goes with its record, a download's key goes and
     /// its media stay (playing then needs a new key). The server is told either way.
     func deleteKey(_ keyID: String) async throws(OfflineVideoError) {
-        try requireOwner()
+        try seams.requireOwner()
         let record = try keyHolder(keyID)
         if record.downloadState == .licensePreloaded {
-            try await deleteOfflineVideo(record.token)
+            try await apply(.delete, to: record.token)
         } else {
-            try invalidateFairPlayLicense(record.token)
+            try licenses.onSharedQueue { licenses throws(OfflineVideoError) in try licenses.invalidate(record.token) }
         }
     }
 }

@@ -4,7 +4,7 @@ import WireModels
 import SystemFiles
 
 /// Running downloads: the queue, one task per download, progress, URL refreshes, images.
-extension OfflineVideoManager {
+extension OfflineDownloads {
     /// Carries out the scheduler's actions: starts a download's task, cancels a stopped one.
     func run(_ actions: [DownloadScheduler<Task<Void, Never>>.Action]) {
         for action in actions {
@@ -127,7 +127,7 @@ extension OfflineVideoManager {
                 try text.write(to: url, options: .atomic)
             } catch {
                 throw OfflineVideoError(.downloadFailure, OfflineVideoError.storageReason(of: error),
-                                        "Cannot write \(path) again: \(OfflineVideoManager.reason(error))", underlying: error)
+                                        "Cannot write \(path) again: \(OfflineDownloads.reason(error))", underlying: error)
             }
         }
         return stored.keys.map { folder.path + "/" + $0 }
@@ -146,7 +146,7 @@ extension OfflineVideoManager {
                     guard failure == 0 else {
                         let error = POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO)
                         return OfflineVideoError(.downloadFailure, OfflineVideoError.storageReason(of: error),
-                                                 "Cannot save \(path) to the disk: \(OfflineVideoManager.reason(error))", underlying: error)
+                                                 "Cannot save \(path) to the disk: \(OfflineDownloads.reason(error))", underlying: error)
                     }
                 }
                 return nil
@@ -233,7 +233,7 @@ extension OfflineVideoManager {
         }
         let tracks = try storeCall(.download) { try store.tracks(token) }
         let urls = try await planner.freshURLs(video: fresh, tracks: tracks)
-        let json = try? OfflineVideoManager.json(fresh)
+        let json = try? OfflineDownloads.json(fresh)
         try storeCall(.download) {
             try store.updateURLs(token: token, urls)
             try store.update(token) { record in if let json { record.videoJSON = json } }
@@ -266,7 +266,7 @@ extension OfflineVideoManager {
     /// one progress for the whole).
     func fetchSidebandSubtitles(_ token: OfflineVideoToken) async -> OfflineVideoError? {
         guard let record = try? store.download(token), let video = try? record.video() else { return nil }
-        for track in OfflineVideoManager.sidebandTracks(record: record, video: video) {
+        for track in OfflineDownloads.sidebandTracks(record: record, video: video) {
             let destination = packageFolder(token).appendingPathComponent(PackageLayout.sidebandFile(track)).path
             if FileManager.default.fileExists(atPath: destination) { continue }
             let perSelection = live[token].map { !$0.wholeDownload } ?? false

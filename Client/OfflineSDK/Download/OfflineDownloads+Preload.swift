@@ -1,10 +1,52 @@
 import Foundation
 import LicenseProtocol
+import WireModels
 
-/// A download requested for a video whose license was preloaded: Brightcove's apps pass the
+/// A license preloaded before its download, and a download requested for a video whose license was preloaded: Brightcove's apps pass the
 /// same parameter set (terms, bitrate, display name) to `preloadFairPlayLicense` and then to
 /// `requestVideoDownload`, or none the second time ("may be nil"); both use the preloaded license.
-extension OfflineVideoManager {
+extension OfflineDownloads {
+    /// `preloadFairPlayLicense`, with the content id of the download task that will use it
+    /// (`LicenseFetcher`; the same id may not name another video's key) and the key id the app
+    /// expects (refused, before any license request, when the video's is another).
+    func preloadLicense(_ video: PlaybackVideo, parameters: DownloadParameters, contentID: String?,
+                        expectedKeyID: String?) async throws(OfflineVideoError) -> OfflineVideoToken {
+        try seams.requireOwner()
+        try ParameterRules.validateBitrate(parameters.requestedBitrate)
+        let terms = try ParameterRules.validateNewLicense(parameters.license)
+        guard video.canBeDownloaded else {
+            throw OfflineVideoError(.unsupported, .notEligible, "Video \(video.id) is not eligible for offline playback")
+        }
+        let source = try DownloadPlanner.offlineSource(of: video)
+        guard let fairPlay = source.fairPlay else {
+            throw OfflineVideoError(.unsupported, .license, "Preloading a license is only for FairPlay videos; video \(video.id) is not one")
+        }
+        _ = try reserve(video, refusingIn: DownloadStateMachine.holdsLicense, "already has a license or a download", contentID: contentID)
+        defer { unreserve(video, contentID: contentID) }
+        let (_, master) = try await planner.master(of: video)
+        guard let keyID = DownloadPlanner.fairPlayKeyID(master.sessionKeys) else {
+            throw OfflineVideoError(.noKeyRequestURLForRendition, .license, "The master playlist of video \(video.id) has no skd:// session key")
+        }
+        if let expectedKeyID, expectedKeyID != keyID {
+            throw OfflineVideoError(.invalidParameter, .invalidParameter, "Video \(video.id) is protected with key \(keyID), not \(expectedKeyID)")
+        }
+        let license = try await licenses.acquire(terms, fairPlay: fairPlay, contentKeyID: keyID, video: video)
+        let token = UUID().uuidString.lowercased()
+        let now = configuration.clock().timeIntervalSince1970
+        let allowsCellular = seams.options().allowsCellularDownload
+        let born = DownloadStateMachine.birth(.preload)
+        let record = try storeCall(.download) { () throws -> DownloadRecord in
+            var record = try DownloadRecord.new(token: token, video: video, state: born.state, parameters: parameters,
+                                                requestedAt: now, allowsCellular: allowsCellular, sequence: try store.nextSequence())
+            license.apply(to: &record)
+            record.contentID = contentID
+            try store.insert(record, tracks: [], segments: [])
+            return record
+        }
+        await announceBirth(record, born)
+        return token
+    }
+
     /// Folds a preload's parameters into a request for its video: what the request leaves out
     /// (bitrate, display name) comes from the preload; license terms it names must be those the
     /// license was preloaded (or last renewed) with, the same `RequestedLicense`, else it is refused (`invalidLicenseParameters`): the preloaded license is

@@ -4,7 +4,7 @@ import SystemFiles
 
 /// The steps of a download request after it is checked, reserved and planned
 /// (`requestDownload`): the package folder's first files, the license, the record, storing it.
-extension OfflineVideoManager {
+extension OfflineDownloads {
     /// Writes a new package's files (local playlists, media options, artwork) into `folder`;
     /// on failure the folder is removed. Not atomic: no plan points at the folder yet, and one
     /// left half-written by a crash is a stranded package the next start deletes (or, for a
@@ -41,12 +41,12 @@ extension OfflineVideoManager {
                         firstState: OfflineVideoDownloadState, parameters: DownloadParameters, stored: StoredRequest,
                         task: DownloadSpec.TaskFields?, plan: DownloadPlan, license: StoredLicense?) throws -> DownloadRecord {
         let now = configuration.clock().timeIntervalSince1970
-        let allowsCellular = options.allowsCellularDownload
+        let allowsCellular = seams.options().allowsCellularDownload
         var record = try preloaded ?? DownloadRecord.new(token: token, video: video, state: firstState, parameters: parameters,
                                                          requestedAt: now, allowsCellular: allowsCellular,
                                                          sequence: try store.nextSequence())
         if preloaded != nil {
-            record.videoJSON = try OfflineVideoManager.json(video)
+            record.videoJSON = try OfflineDownloads.json(video)
             record.parameters = try JSONEncoder().encode(parameters)
             record.displayName = parameters.displayName ?? record.displayName  // the preload's, else the video's name
             record.requestedAt = now
