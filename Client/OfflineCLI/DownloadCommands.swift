@@ -110,7 +110,7 @@ struct ResumeCommand: AsyncParsableCommand {
             if let token {
                 try await manager.resumeVideoDownload(try await resolveToken(token, in: manager))
             }
-            let active = try await manager.offlineVideoStatus().filter { $0.downloadState == .requested || $0.downloadState == .downloading }
+            let active = try await manager.offlineVideoStatus().filter { $0.downloadState.isActive }
             if active.isEmpty {
                 if output.json { JSONOutput.print(["resumed": [String]()]) } else { say("Nothing to resume.") }
                 await finish(manager)

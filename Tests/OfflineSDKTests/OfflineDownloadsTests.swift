@@ -209,4 +209,26 @@ struct OfflineDownloadsTests {
             #expect(try await parts.state(token) == .completed, "the sessions change no state themselves")
         }
     }
+
+    @Test("a task's rental end is carried as named: a key fetched for it matches that end exactly, a second off is other terms; a key preloaded by duration matches within the tolerance")
+    func rentalEndCarriedOnce() throws {
+        let issued = Date(timeIntervalSince1970: 1_800_000_000)
+        let end = issued.addingTimeInterval(86400.25)
+        // The server's end: the duration in whole seconds, counted from its time, a round trip later.
+        let held = LicenseTerms(licenseID: "l", kind: .rental, accountID: "a", videoID: "v", contentKeyID: "key", deviceID: "d",
+                                issuedAt: issued.addingTimeInterval(2), rentalEnd: issued.addingTimeInterval(2 + 86400), playDuration: 3600,
+                                expiresAt: issued.addingTimeInterval(2 + 86400), persistable: true, requestNonce: [])
+        var named = RequestedLicense.rental(duration: 86400, playDuration: 3600)
+        named.rentalEnd = end
+        let stored = try JSONDecoder().decode(RequestedLicense.self, from: JSONEncoder().encode(named))
+        #expect(stored.rentalEnd == end, "the end survives the store")
+        #expect(PreloadedTerms.matches(expiration: end, playDuration: 3600, asked: stored, held: held))
+        #expect(!PreloadedTerms.matches(expiration: end.addingTimeInterval(1), playDuration: 3600, asked: stored, held: held))
+        #expect(!PreloadedTerms.matches(expiration: end, playDuration: 600, asked: stored, held: held), "another play window")
+        #expect(!PreloadedTerms.matches(expiration: nil, playDuration: nil, asked: stored, held: held), "a purchase is other terms")
+        let byDuration = RequestedLicense.rental(duration: 86400, playDuration: 3600)
+        #expect(PreloadedTerms.matches(expiration: end.addingTimeInterval(30), playDuration: 3600, asked: byDuration, held: held))
+        #expect(!PreloadedTerms.matches(expiration: end.addingTimeInterval(120), playDuration: 3600, asked: byDuration, held: held))
+        #expect(stored == byDuration, "the same terms: the named end is how they were asked, not another term")
+    }
 }

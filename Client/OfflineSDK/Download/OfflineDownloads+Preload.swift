@@ -57,7 +57,8 @@ extension OfflineDownloads {
         let preload = (try? JSONDecoder().decode(DownloadParameters.self, from: record.parameters)) ?? DownloadParameters()
         if let held = StoredLicense.terms(of: record) {
             if let task = request.task {
-                if !PreloadedTerms.matches(expiration: task.expiration, playDuration: task.playbackExpiryDuration, held: held) {
+                if !PreloadedTerms.matches(expiration: task.expiration, playDuration: task.playbackExpiryDuration,
+                                           asked: preload.license, held: held) {
                     throw OfflineVideoError(.invalidParameter, .invalidLicenseParameters,
                                             "Content \(task.contentID) holds a key \(PreloadedTerms.describe(held))"
                                                 + (held.rentalEnd.map { " ending \($0)" } ?? "") + "; the request asks for "
@@ -84,18 +85,21 @@ extension OfflineDownloads {
 
 /// Whether the terms a task's request names are those of the key held.
 enum PreloadedTerms {
-    /// How far a task's rental end may be from the key's: the request's end was turned into a
-    /// duration (whole seconds) when the key was fetched and the server counts it from its own
-    /// time, after the request's round trip, so the same `expiration` lands seconds off (more on
-    /// a slow network); an end another minute or more away is other terms.
+    /// How far a task's rental end may be from the key's when the key was not fetched for a named
+    /// end (preloaded through `preloadFairPlayLicense` by duration, or stored before ends were
+    /// carried): the server counted the duration from its own time, after the request's round
+    /// trip, so the same end lands seconds off; an end another minute or more away is other terms.
     static let rentalEndTolerance: TimeInterval = 60
 
-    /// A task's terms: nil `expiration` is a purchase; a rental ends at `expiration` (within
-    /// `rentalEndTolerance`) with the same play window.
-    static func matches(expiration: Date?, playDuration: TimeInterval?, held: LicenseTerms) -> Bool {
+    /// A task's terms: nil `expiration` is a purchase; a rental ends at `expiration` with the same
+    /// play window. A key fetched for a task carries the end its request named (`asked`): it
+    /// matches that end exactly; any other key, its rental end within `rentalEndTolerance`.
+    static func matches(expiration: Date?, playDuration: TimeInterval?, asked: RequestedLicense?, held: LicenseTerms) -> Bool {
         guard let expiration else { return held.kind == .purchase && playDuration == nil }
-        guard held.kind == .rental, let end = held.rentalEnd else { return false }
-        return abs(end.timeIntervalSince(expiration)) <= rentalEndTolerance && playDuration == held.playDuration
+        guard held.kind == .rental, playDuration == held.playDuration else { return false }
+        if let named = asked?.rentalEnd { return named == expiration }
+        guard let end = held.rentalEnd else { return false }
+        return abs(end.timeIntervalSince(expiration)) <= rentalEndTolerance
     }
 
     static func describe(_ held: LicenseTerms) -> String {

@@ -8,7 +8,7 @@ extension OfflineDownloads {
     func recover() async throws(OfflineVideoError) {
         try licenses.onSharedQueue { licenses throws(OfflineVideoError) in try licenses.adoptLegacyStore() }
         for record in try storeCall(.open, { try store.allDownloads() })
-        where record.downloadState == .requested || record.downloadState == .downloading {
+        where record.downloadState.isActive {
             try await apply(.interrupted, to: record.token)
         }
         _ = try await checkStorage(during: .open)

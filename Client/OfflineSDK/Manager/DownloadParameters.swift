@@ -23,6 +23,10 @@ public struct RequestedLicense: Sendable, Equatable, Codable {
     public var rentalDuration: TimeInterval?
     /// Rentals: seconds from the first playback ("dual expiry"); nil: no play window.
     public var playDuration: TimeInterval?
+    /// A task's rental end as its request named it (`DownloadRequest.expiration`), kept with the
+    /// terms the key was fetched on: a later request naming the same end matches it exactly,
+    /// never through the duration the server counted from its own time.
+    var rentalEnd: Date?
 
     /// Terms of `kind`; `ParameterRules` checks they go together.
     public init(kind: Kind, rentalDuration: TimeInterval? = nil, playDuration: TimeInterval? = nil) {
@@ -40,8 +44,14 @@ public struct RequestedLicense: Sendable, Equatable, Codable {
         RequestedLicense(kind: .rental, rentalDuration: duration, playDuration: playDuration)
     }
 
+    /// The same terms: kind, rental duration and play window (a task's named end is how they
+    /// were asked for, not another term).
+    public static func == (a: RequestedLicense, b: RequestedLicense) -> Bool {
+        a.kind == b.kind && a.rentalDuration == b.rentalDuration && a.playDuration == b.playDuration
+    }
+
     enum CodingKeys: String, CodingKey {
-        case kind, rentalDuration, playDuration
+        case kind, rentalDuration, playDuration, rentalEnd
         // How SDKs before the struct stored it (an enum): {"purchase":{}} or {"rental":{"duration":…,"playDuration":…}}.
         case purchase, rental, duration
     }
@@ -51,6 +61,7 @@ public struct RequestedLicense: Sendable, Equatable, Codable {
         if c.contains(.kind) {
             self.init(kind: try c.decode(Kind.self, forKey: .kind), rentalDuration: try c.decodeIfPresent(TimeInterval.self, forKey: .rentalDuration),
                       playDuration: try c.decodeIfPresent(TimeInterval.self, forKey: .playDuration))
+            rentalEnd = try c.decodeIfPresent(Date.self, forKey: .rentalEnd)
         } else if c.contains(.rental) {
             let rental = try c.nestedContainer(keyedBy: CodingKeys.self, forKey: .rental)
             self = .rental(duration: try rental.decode(TimeInterval.self, forKey: .duration),
@@ -67,6 +78,7 @@ public struct RequestedLicense: Sendable, Equatable, Codable {
         try c.encode(kind, forKey: .kind)
         try c.encodeIfPresent(rentalDuration, forKey: .rentalDuration)
         try c.encodeIfPresent(playDuration, forKey: .playDuration)
+        try c.encodeIfPresent(rentalEnd, forKey: .rentalEnd)
     }
 }
 

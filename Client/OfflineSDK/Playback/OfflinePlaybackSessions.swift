@@ -203,7 +203,7 @@ actor OfflinePlaybackSessions: SharesManagerQueue {
     /// or downloading, and an owner holds the folder (one killed mid-download leaves the state,
     /// not the lock). Reads the store and the lock file: call it off the cooperative pool.
     static func isDownloadingElsewhere(_ token: OfflineVideoToken, store: OfflineStore, ownerLock: String) -> Bool {
-        guard let state = try? store.download(token)?.downloadState, state == .requested || state == .downloading else { return false }
+        guard let state = try? store.download(token)?.downloadState, state.isActive else { return false }
         return StorageLock.isHeld(at: ownerLock)
     }
 

@@ -130,7 +130,9 @@ public struct DownloadRequest: Sendable, Equatable {
         guard duration >= 1 else {
             throw OfflineVideoError(.invalidParameter, .invalidLicenseParameters, "The expiration \(expiration) is not in the future")
         }
-        return .rental(duration: duration, playDuration: playbackExpiryDuration)
+        var terms = RequestedLicense.rental(duration: duration, playDuration: playbackExpiryDuration)
+        terms.rentalEnd = expiration  // carried as named: matched again exactly (`PreloadedTerms`)
+        return terms
     }
 
     /// The key id `skd` names (`skd://KEYID` or `KEYID`); nil when none is given.
