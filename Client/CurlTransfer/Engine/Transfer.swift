@@ -64,6 +64,7 @@ final class Transfer {
         // what they say, and connections are reused from the multi handle's cache.
         try easy.set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1)
         try easy.set(CURLOPT_TCP_KEEPALIVE, 1)
+        try easy.set(CURLOPT_MAXAGE_CONN, max(1, configuration.idleConnectionAge.milliseconds / 1000))
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeout.milliseconds)
         try easy.set(CURLOPT_USERAGENT, configuration.userAgent)
         // HTTPS always verifies the peer and the host name; a CA file replaces the system's store.

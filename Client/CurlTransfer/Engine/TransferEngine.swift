@@ -36,6 +36,10 @@ package final class TransferEngine: Sendable {
         package var lowSpeedLimit = 1
         /// The longest a request (`HTTPClient.send`) may take when it sets no timeout of its own.
         package var requestTimeout: Duration = .seconds(30)
+        /// How long a connection may wait idle in the cache and still be reused
+        /// (CURLOPT_MAXAGE_CONN; curl's own default, 118 s): an older one is closed and a new one
+        /// opened, since servers close idle connections too (nginx after 75 s).
+        package var idleConnectionAge: Duration = .seconds(118)
         /// Redirects followed before `.tooManyRedirects`.
         package var maxRedirects = 10
         /// The User-Agent header.
