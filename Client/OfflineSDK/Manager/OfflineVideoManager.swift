@@ -49,8 +49,8 @@ public actor OfflineVideoManager: SharesManagerQueue {
     /// The lock that makes this manager the one running the storage folder's downloads; nil
     /// for a reader and once closed.
     var ownership: StorageLock?
-    /// The sending of analytics events: one pass at a time, back-off.
-    let analyticsOutbox: Outbox
+    /// The analytics: events recorded, then uploaded to their collectors.
+    let analytics: OfflineAnalytics
     /// An owner's watcher of the network: queued license reports and analytics go when it changes.
     var networkWatcher: Task<Void, Never>?
     /// Whether downloads whose license expired are deleted (`setAutoPurgesExpiredDownloads`;
@@ -106,12 +106,12 @@ public actor OfflineVideoManager: SharesManagerQueue {
                                      arrivals: arrivals)
         sessions = OfflinePlaybackSessions(actorQueue: actorQueue, configuration: configuration, store: store, client: client,
                                            licenses: licenses, arrivals: arrivals)
-        analyticsOutbox = Outbox(initialDelay: configuration.retryInitialDelay)
+        analytics = OfflineAnalytics(actorQueue: actorQueue, storage: store, client: client, hub: hub, configuration: configuration)
         hub.delegate = delegate
-        analyticsOutbox.startPass = { [weak self] in await self?.sendAnalytics() }
         await licenses.connect(licenseSeams())
         await downloads.connect(downloadSeams())
         await sessions.connect(playbackSeams())
+        await analytics.connect(analyticsSeams())
         if configuration.role == .owner {
             try await downloads.recover()
             watchNetworkForOutboxes()
@@ -188,7 +188,7 @@ public actor OfflineVideoManager: SharesManagerQueue {
         // What writes the store in the background ends too, before the folder is let go: a pass
         // or an expiry purge still running would write after close() returned.
         await licenses.close()
-        await analyticsOutbox.close()
+        await analytics.close()
         await watcher?.value
         ownership = nil
     }
@@ -219,11 +219,11 @@ public actor OfflineVideoManager: SharesManagerQueue {
             requireOwner: ownerCheck(),
             options: { [weak self] in self?.onSharedQueue { $0.options } ?? OfflineVideoManagerOptions() },
             forgetVideoObject: { [sessions] token in sessions.onSharedQueue { $0.forgetVideoObject(token) } },
-            recordAnalytics: { [weak self] record, milestone in
-                self?.onSharedQueue { manager in
+            recordAnalytics: { [analytics] record, milestone in
+                analytics.onSharedQueue { analytics in
                     switch milestone {
-                    case .requested: try? manager.recordAnalytics(.downloadRequested, AnalyticsSubject(record))
-                    case .finished(let error): manager.recordDownloadFinished(record, error: error)
+                    case .requested: try? analytics.record(.downloadRequested, OfflineAnalytics.Subject(record))
+                    case .finished(let error): analytics.recordDownloadFinished(record, error: error)
                     }
                 }
             })
@@ -237,9 +237,17 @@ public actor OfflineVideoManager: SharesManagerQueue {
             isDownloading: { [downloads] token in await downloads.isDownloading(token) },
             refreshURLs: { [downloads] token throws(OfflineVideoError) in try await downloads.refreshURLs(token) },
             filesMissing: { [downloads] token, missing in _ = try? await downloads.applyUnlessMoved(.filesMissing(missing), to: token) },
-            recordPlay: { [weak self] name, subject, position, session throws(OfflineVideoError) in
-                try await self?.recordAnalytics(name, subject, position: position, session: session)
+            recordPlay: { [analytics] name, subject, position, session throws(OfflineVideoError) in
+                try await analytics.record(name, subject, position: position, session: session)
             })
+    }
+
+    /// What the analytics need of this manager (`AnalyticsSeams`).
+    private func analyticsSeams() -> AnalyticsSeams {
+        AnalyticsSeams(
+            isOwner: { [weak self] in self?.onSharedQueue { $0.ownership != nil } ?? false },
+            options: { [weak self] in self?.onSharedQueue { $0.options } ?? OfflineVideoManagerOptions() },
+            deviceID: { [licenses] in try? licenses.client.deviceID() })
     }
 
     /// `requireOwner`, as a seam: a manager gone is a closed one.
@@ -259,7 +267,7 @@ public actor OfflineVideoManager: SharesManagerQueue {
             for await _ in paths {
                 guard let self else { return }
                 await self.licenses.sendReports()
-                await self.sendAnalytics()
+                await self.analytics.send()
             }
         }
     }
@@ -333,6 +341,15 @@ public actor OfflineVideoManager: SharesManagerQueue {
     /// completed ones are left alone.
     public func forceStopAllDownloadTasks() async throws(OfflineVideoError) {
         try await downloads.forceStopAll()
+    }
+
+    // MARK: Analytics
+
+    /// Uploads the stored analytics events now, while the network policy allows, and returns
+    /// how many are still stored (they go when the network changes, after a back-off, or at a
+    /// later start). Returns once a pass already under way has sent them too.
+    public func sendPendingAnalytics() async -> Int {
+        await analytics.sendPending()
     }
 
     // MARK: Storage

@@ -64,11 +64,11 @@ public final class OfflinePlayback: Sendable {
     private let state = Locked<(server: HTTPServer?, secret: String, closed: Bool)>((nil, "", false))
     private let onClose: @Sendable () async -> Void
     /// Records a play event (name, position) with the manager's analytics.
-    private let onReport: @Sendable (OfflineVideoManager.AnalyticsEventName, Double) async throws(OfflineVideoError) -> Void
+    private let onReport: @Sendable (OfflineAnalytics.EventName, Double) async throws(OfflineVideoError) -> Void
 
     init(token: OfflineVideoToken, sessionID: String, reader: ClearMediaReader, license: OfflineLicenseInfo?, sideband: [(language: String, file: String)],
          subtitleLanguage: String? = nil, images: [String],
-         onReport: @escaping @Sendable (OfflineVideoManager.AnalyticsEventName, Double) async throws(OfflineVideoError) -> Void,
+         onReport: @escaping @Sendable (OfflineAnalytics.EventName, Double) async throws(OfflineVideoError) -> Void,
          onClose: @escaping @Sendable () async -> Void) {
         self.token = token
         self.sessionID = sessionID
@@ -194,7 +194,7 @@ public final class OfflinePlayback: Sendable {
         try await report(.playCompleted, at: position ?? duration)
     }
 
-    private func report(_ name: OfflineVideoManager.AnalyticsEventName, at position: TimeInterval) async throws(OfflineVideoError) {
+    private func report(_ name: OfflineAnalytics.EventName, at position: TimeInterval) async throws(OfflineVideoError) {
         guard position.isFinite, position >= 0 else {
             throw OfflineVideoError(.invalidParameter, .invalidParameter, "A playback position is a number of seconds, at least 0, not \(position)")
         }

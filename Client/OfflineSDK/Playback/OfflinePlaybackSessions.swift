@@ -20,7 +20,7 @@ struct PlaybackSeams: Sendable {
     /// A completed download's file is missing: it becomes stale (the state machine's `filesMissing`).
     var filesMissing: @Sendable (OfflineVideoToken, _ missing: String) async -> Void
     /// Records a play event of a session (`OfflinePlayback.report`).
-    var recordPlay: @Sendable (OfflineVideoManager.AnalyticsEventName, OfflineVideoManager.AnalyticsSubject,
+    var recordPlay: @Sendable (OfflineAnalytics.EventName, OfflineAnalytics.Subject,
                                _ position: Double?, _ session: String) async throws(OfflineVideoError) -> Void
 
     /// Before `connect`: changes refused, nothing downloading, nothing recorded.
@@ -140,7 +140,7 @@ actor OfflinePlaybackSessions: SharesManagerQueue {
         }
         let images = [record.posterFile, record.thumbnailFile].compactMap { $0 }
         openSessions[token, default: 0] += 1
-        let subject = OfflineVideoManager.AnalyticsSubject(record)
+        let subject = OfflineAnalytics.Subject(record)
         let session = UUID().uuidString.lowercased()
         return OfflinePlayback(token: token, sessionID: session, reader: reader, license: license?.info, sideband: sideband,
                                subtitleLanguage: subtitleLanguage, images: images,

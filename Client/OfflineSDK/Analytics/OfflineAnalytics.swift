@@ -13,9 +13,58 @@ import WireModels
 /// it for good with a 4xx); the collector stores an id once, so a batch sent again after a
 /// lost answer is not counted twice. Unsent events take at most `analyticsStorageLimit` bytes
 /// of JSON: the oldest are dropped first, with `.analyticsEventsDropped(count:)`.
-extension OfflineVideoManager {
+/// What the analytics need of the manager, each run on the shared queue.
+struct AnalyticsSeams: Sendable {
+    /// Whether this manager owns the storage folder (only an owner uploads; a reader records).
+    var isOwner: @Sendable () -> Bool
+    /// The options in force (`analyticsStorageLimit`, `allowsCellularAnalytics`).
+    var options: @Sendable () -> OfflineVideoManagerOptions
+    /// The device's id for the events, when its secret can be read.
+    var deviceID: @Sendable () -> String?
+
+    /// Before `connect`: nothing uploaded, the default options.
+    static let detached = AnalyticsSeams(isOwner: { false }, options: { OfflineVideoManagerOptions() }, deviceID: { nil })
+}
+
+/// The offline analytics (see above), on the manager's queue (`SharesManagerQueue`), over the
+/// store's analytics concern (`AnalyticsStorage`).
+actor OfflineAnalytics: SharesManagerQueue {
+    nonisolated let actorQueue: ActorQueue
+    nonisolated var unownedExecutor: UnownedSerialExecutor { actorQueue.asUnownedSerialExecutor() }
+
+    let storage: any AnalyticsStorage
+    let client: HTTPClient
+    let hub: EventHub
+    let network: any NetworkMonitor
+    let clock: @Sendable () -> Date
+    /// The sending of the events: one pass at a time, back-off.
+    let outbox: Outbox
+    private(set) var seams = AnalyticsSeams.detached
+
+    init(actorQueue: ActorQueue, storage: any AnalyticsStorage, client: HTTPClient, hub: EventHub,
+         configuration: OfflineVideoManagerConfiguration) {
+        self.actorQueue = actorQueue
+        self.storage = storage
+        self.client = client
+        self.hub = hub
+        network = configuration.network
+        clock = configuration.clock
+        outbox = Outbox(initialDelay: configuration.retryInitialDelay)
+    }
+
+    /// Sets what the analytics need of the manager (once, before any use).
+    func connect(_ seams: AnalyticsSeams) {
+        self.seams = seams
+        outbox.startPass = { [weak self] in await self?.send() }
+    }
+
+    /// Ends the sending for good (a batch being sent is finished first).
+    func close() async {
+        await outbox.close()
+    }
+
     /// The events the SDK records, by their collector names.
-    enum AnalyticsEventName: String, Sendable {
+    enum EventName: String, Sendable {
         case downloadRequested = "download_requested"
         case downloadCompleted = "download_completed"
         case downloadCancelled = "download_cancelled"
@@ -27,90 +76,92 @@ extension OfflineVideoManager {
 
     /// What an event is about: a download, and the backend its collector is on (nil: a video
     /// found by no service, whose events are not recorded).
-    struct AnalyticsSubject: Sendable {
+    struct Subject: Sendable {
         var token: OfflineVideoToken
         var videoID: String
         var accountID: String
         var origin: String?
 
+        init(token: OfflineVideoToken, videoID: String, accountID: String, origin: String?) {
+            self.token = token
+            self.videoID = videoID
+            self.accountID = accountID
+            self.origin = origin
+        }
+
         init(_ record: DownloadRecord) {
-            token = record.token
-            videoID = record.videoID
-            accountID = record.accountID
-            origin = record.serviceBaseURL
+            self.init(token: record.token, videoID: record.videoID, accountID: record.accountID, origin: record.serviceBaseURL)
         }
     }
 
     /// The most events, and bytes of their JSON, one upload carries (the collector takes 500
     /// events and 64 KiB).
-    static let analyticsBatch = (count: 100, bytes: 48 * 1024)
+    static let batch = (count: 100, bytes: 48 * 1024)
 
     /// Stores an event about `subject` (within the storage limit, announcing what was dropped)
     /// and starts an upload pass if the network policy lets it go now.
-    func recordAnalytics(_ name: AnalyticsEventName, _ subject: AnalyticsSubject, position: Double? = nil, session: String? = nil,
-                         details: [String: JSONValue]? = nil) throws(OfflineVideoError) {
+    func record(_ name: EventName, _ subject: Subject, position: Double? = nil, session: String? = nil,
+                details: [String: JSONValue]? = nil) throws(OfflineVideoError) {
         guard let origin = subject.origin else { return }
-        let now = configuration.clock()
+        let now = clock()
         let event = TrackerEvent(id: UUID().uuidString.lowercased(), event: name.rawValue, videoID: subject.videoID,
                                  accountID: subject.accountID, time: now, position: position,
-                                 deviceID: try? licenses.client.deviceID(), token: subject.token, session: session, details: details)
-        let limit = options.analyticsStorageLimit
+                                 deviceID: seams.deviceID(), token: subject.token, session: session, details: details)
+        let limit = seams.options().analyticsStorageLimit
         let dropped = try storeCall {
             let body = try WireJSON.encoder(sortedKeys: true).encode(event)
-            return try store.addAnalyticsEvent(AnalyticsRecord(seq: nil, id: event.id, origin: origin, body: body, bytes: body.count,
+            return try storage.addAnalyticsEvent(AnalyticsRecord(seq: nil, id: event.id, origin: origin, body: body, bytes: body.count,
                                                                createdAt: now.timeIntervalSince1970, attempts: 0), limit: limit)
         }
         if dropped > 0 { hub.emit(.analyticsEventsDropped(count: dropped)) }
         // Held back now, it goes when the network changes (the watcher) or at the next pass.
-        if NetworkGate.allows(configuration.network, allowsCellular: options.allowsCellularAnalytics, url: Self.collectorURL(origin)) {
-            analyticsOutbox.passSoon()
+        if NetworkGate.allows(network, allowsCellular: seams.options().allowsCellularAnalytics, url: Self.collectorURL(origin)) {
+            outbox.passSoon()
         }
     }
 
     /// Records the end of a download as `.downloadFinished` announces it: completed, cancelled
     /// (reason `cancelled`) or failed (with its code and reason). Never fails the download.
     func recordDownloadFinished(_ record: DownloadRecord, error: OfflineVideoError?) {
-        let name: AnalyticsEventName = error == nil ? .downloadCompleted : error?.reason == .cancelled ? .downloadCancelled : .downloadFailed
+        let name: EventName = error == nil ? .downloadCompleted : error?.reason == .cancelled ? .downloadCancelled : .downloadFailed
         let details = error.map { ["code": JSONValue.number(Double($0.code.rawValue)), "reason": .string($0.reason.rawValue)] }
-        try? recordAnalytics(name, AnalyticsSubject(record), details: details)
+        try? self.record(name, Subject(record), details: details)
     }
 
-    /// Uploads the stored analytics events now, while the network policy allows, and returns
-    /// how many are still stored (they go when the network changes, after a back-off, or at a
-    /// later start). Returns once a pass already under way has sent them too.
-    public func sendPendingAnalytics() async -> Int {
-        if ownership != nil { await analyticsOutbox.runAndWait { await self.analyticsPass() } }
-        return (try? store.analyticsCount()) ?? 0
+    /// `OfflineVideoManager.sendPendingAnalytics()`.
+    func sendPending() async -> Int {
+        if seams.isOwner() { await outbox.runAndWait { await self.pass() } }
+        return (try? storage.analyticsCount()) ?? 0
     }
 
     /// One upload pass at a time (a call during a pass makes it run once more).
-    func sendAnalytics() async {
-        guard ownership != nil else { return }
-        await analyticsOutbox.run { await self.analyticsPass() }
+    func send() async {
+        guard seams.isOwner() else { return }
+        await outbox.run { await self.pass() }
     }
 
     /// Uploads every collector's events in batches, oldest first. A collector the network
     /// policy holds back, or that cannot be reached, keeps its events; the others still go.
-    private func analyticsPass() async -> OutboxPassResult {
+    private func pass() async -> OutboxPassResult {
         var result = OutboxPassResult.finished
-        for origin in (try? store.analyticsOrigins()) ?? [] {
-            let url = OfflineVideoManager.collectorURL(origin)
-            guard NetworkGate.allows(configuration.network, allowsCellular: options.allowsCellularAnalytics, url: url) else {
+        for origin in (try? storage.analyticsOrigins()) ?? [] {
+            let url = Self.collectorURL(origin)
+            guard NetworkGate.allows(network, allowsCellular: seams.options().allowsCellularAnalytics, url: url) else {
                 if result == .finished { result = .waitingForNetwork }
                 continue
             }
-            while !analyticsOutbox.isClosed,  // the manager is closing
-                  let batch = try? store.pendingAnalytics(origin: origin, count: Self.analyticsBatch.count, bytes: Self.analyticsBatch.bytes),
+            while !outbox.isClosed,  // the manager is closing
+                  let batch = try? storage.pendingAnalytics(origin: origin, count: Self.batch.count, bytes: Self.batch.bytes),
                   !batch.isEmpty {
                 let seqs = batch.compactMap(\.seq)
                 if let later = await upload(batch, to: url) {
-                    try? store.countAnalyticsAttempt(seqs)
+                    try? storage.countAnalyticsAttempt(seqs)
                     result = later
                     break
                 }
                 // A store that cannot forget them now would send them again: the collector
                 // keeps each id once, and the back-off tries later.
-                guard (try? store.removeAnalytics(seqs)) != nil else { return .unreachable }
+                guard (try? storage.removeAnalytics(seqs)) != nil else { return .unreachable }
             }
         }
         return result
