@@ -29,7 +29,7 @@ build: deps
 # Licenses and expiry, Downloading on a bad network, Porting from Brightcove) and every public symbol,
 # from the catalogs beside the sources (*.docc). Any warning, a broken symbol link say, fails it.
 # Archives in .build/plugins/Swift-DocC/outputs/. Part of `make test` (about 40 s after its build).
-DOC_TARGETS := OfflineSDK MockBackendTesting WireModels
+DOC_TARGETS := OfflineSDK MockBackend MockBackendTesting WireModels LicenseProtocol
 GENERATE_DOCS := $(SWIFT) package generate-documentation $(foreach target,$(DOC_TARGETS),--target $(target)) --warnings-as-errors
 docs: deps
 	$(GENERATE_DOCS)

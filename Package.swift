@@ -58,9 +58,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // The project's lock (a pthread mutex ThreadSanitizer sees).
+        // The project's lock (a pthread mutex ThreadSanitizer sees), and what is built on it: one stream registry for subscribers.
         .target(name: "Locking", path: "Shared/Locking", swiftSettings: swiftSettings),
-        // A file's size, time and type from stat(2), read in one place; the descriptors a spawned child keeps.
+        // A file's size, time and type from stat(2), read in one place; child processes started and reaped one way.
         .target(name: "SystemFiles", path: "Shared/SystemFiles", swiftSettings: swiftSettings),
 
         // Opening the project's SQLite databases (the offline store, the backend's), one way.

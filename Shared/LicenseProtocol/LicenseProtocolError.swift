@@ -7,7 +7,7 @@ public struct LicenseProtocolError: Error, Sendable, Equatable, CustomStringConv
     public var code: Code
     /// A sentence for logs and error bodies.
     public var message: String
-    /// The error a library threw (Crypto, X.509, JSON), when there was one.
+    /// The error a library threw (Crypto, X.509, the JSON decoder), when there was one.
     public var underlying: (any Error & Sendable)?
 
     /// Creates an error.
@@ -31,6 +31,7 @@ public struct LicenseProtocolError: Error, Sendable, Equatable, CustomStringConv
         private enum Base: String, Hashable, Sendable {
             case malformed, authenticationFailed, certificateMismatch, invalidCertificate
             case invalidPayload, responseMismatch, invalidRentalProfile
+            case invalidRequestBody, invalidBase64
         }
 
         private let base: Base
@@ -51,8 +52,12 @@ public struct LicenseProtocolError: Error, Sendable, Equatable, CustomStringConv
         public static let responseMismatch = Code(.responseMismatch)
         /// The `X-BC-CRT-CONFIG` profile is not valid.
         public static let invalidRentalProfile = Code(.invalidRentalProfile)
+        /// The license request's body is not a JSON object with a string `server_playback_context`.
+        public static let invalidRequestBody = Code(.invalidRequestBody)
+        /// The license request's `server_playback_context` is not base64.
+        public static let invalidBase64 = Code(.invalidBase64)
 
-        /// The stable number of the kind (`NSError.code`): 1 … 7 in the order above.
+        /// The stable number of the kind (`NSError.code`): 1 … 9 in the order above (never renumbered).
         public var number: Int {
             switch base {
             case .malformed: 1
@@ -62,6 +67,8 @@ public struct LicenseProtocolError: Error, Sendable, Equatable, CustomStringConv
             case .invalidPayload: 5
             case .responseMismatch: 6
             case .invalidRentalProfile: 7
+            case .invalidRequestBody: 8
+            case .invalidBase64: 9
             }
         }
 

@@ -33,52 +33,13 @@ public struct LicenseRequestBody: Sendable, Equatable {
         return (try? ProtocolJSON.encode(wire)) ?? []
     }
 
-    /// Why a body was refused: a stable `code`, a message for error bodies, and the JSON
-    /// decoder's error when there was one.
-    public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
-        /// What was wrong, stable.
-        public var code: Code
-        /// A sentence for logs and error bodies.
-        public var message: String
-        /// The JSON decoder's error, when the body did not decode.
-        public var underlying: (any Error & Sendable)?
-
-        /// Creates an error.
-        public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil) {
-            self.code = code
-            self.message = message
-            self.underlying = underlying
-        }
-
-        /// The code and the message on one line.
-        public var description: String { "\(code): \(message)" }
-
-        /// Equal when code and message are; the underlying error is not compared.
-        public static func == (lhs: ParseError, rhs: ParseError) -> Bool { lhs.code == rhs.code && lhs.message == rhs.message }
-
-        /// The kinds of refusal. A struct over a private enum, so kinds can be added later
-        /// without breaking anyone's exhaustive switch.
-        public struct Code: Hashable, Sendable, CustomStringConvertible {
-            private enum Base: String, Hashable, Sendable { case invalidJSON, invalidBase64 }
-            private let base: Base
-            private init(_ base: Base) { self.base = base }
-
-            /// Not a JSON object with a string `server_playback_context`.
-            public static let invalidJSON = Code(.invalidJSON)
-            /// `server_playback_context` is not base64.
-            public static let invalidBase64 = Code(.invalidBase64)
-
-            /// The stable name of the kind, e.g. "invalidJSON".
-            public var description: String { base.rawValue }
-        }
-    }
-
     /// Parses a body; the SPC must be standard base64 (whitespace and missing padding tolerated).
-    public init(parsing bytes: [UInt8]) throws(ParseError) {
+    /// Throws `invalidRequestBody` or `invalidBase64`.
+    public init(parsing bytes: [UInt8]) throws(LicenseProtocolError) {
         let wire: Wire
         if let fast = Wire(plain: bytes) { wire = fast } else {
             do { wire = try JSONDecoder().decode(Wire.self, from: Data(bytes)) } catch {
-                throw ParseError(.invalidJSON, "the body is not a JSON object with a string server_playback_context", underlying: error)
+                throw LicenseProtocolError(.invalidRequestBody, "the body is not a JSON object with a string server_playback_context", underlying: error)
             }
         }
         // Base64 is ASCII: filter bytes, not Characters (grapheme breaking is slow).
@@ -87,7 +48,7 @@ public struct LicenseRequestBody: Sendable, Equatable {
         if text.contains(where: isWhitespace) { text.removeAll(where: isWhitespace) }
         if text.count % 4 != 0 { text += Array(repeating: UInt8(ascii: "="), count: 4 - text.count % 4) }
         guard !text.isEmpty, let spc = Data(base64Encoded: Data(text)) else {
-            throw ParseError(.invalidBase64, "server_playback_context is not base64")
+            throw LicenseProtocolError(.invalidBase64, "server_playback_context is not base64")
         }
         self.init(publisherID: wire.publisher_id ?? "", applicationID: wire.application_id ?? "",
                   keyID: wire.key_id ?? "", serverPlaybackContext: Array(spc))

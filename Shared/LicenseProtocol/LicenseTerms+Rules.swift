@@ -36,12 +36,9 @@ extension LicenseTerms {
     /// play window from the first play that counts. Nil: never.
     public func expiry(localFirstPlay: Date?) -> Date? {
         guard kind == .rental else { return expiresAt }
-        var end = expiresAt ?? rentalEnd
-        if let playDuration, let first = effectiveFirstPlay(local: localFirstPlay) {
-            let playEnd = first.addingTimeInterval(playDuration)
-            end = end.map { min($0, playEnd) } ?? playEnd
-        }
-        return end
+        // The rental rule of `expiry(kind:…)`, ending no later than what was signed.
+        return Self.expiry(kind: .rental, issuedAt: issuedAt, rentalEnd: expiresAt ?? rentalEnd, playDuration: playDuration,
+                           firstPlay: effectiveFirstPlay(local: localFirstPlay))
     }
 
     /// Whether opening the video now starts its play window (a rental with a play duration

@@ -79,14 +79,14 @@ struct ExchangeTests {
 
     @Test("a malformed body or a non-base64 SPC is told apart")
     func badBodies() {
-        func code(_ body: String) -> LicenseRequestBody.ParseError.Code? {
-            #expect(throws: LicenseRequestBody.ParseError.self) { try LicenseRequestBody(parsing: Array(body.utf8)) }?.code
+        func code(_ body: String) -> LicenseProtocolError.Code? {
+            #expect(throws: LicenseProtocolError.self) { try LicenseRequestBody(parsing: Array(body.utf8)) }?.code
         }
-        #expect(code("nope") == .invalidJSON)
-        #expect(code("{}") == .invalidJSON)
+        #expect(code("nope") == .invalidRequestBody)
+        #expect(code("{}") == .invalidRequestBody)
         #expect(code(#"{"server_playback_context":"***"}"#) == .invalidBase64)
         #expect(code(#"{"server_playback_context":""}"#) == .invalidBase64)
-        let notJSON = #expect(throws: LicenseRequestBody.ParseError.self) { try LicenseRequestBody(parsing: Array("nope".utf8)) }
+        let notJSON = #expect(throws: LicenseProtocolError.self) { try LicenseRequestBody(parsing: Array("nope".utf8)) }
         #expect(notJSON?.underlying is DecodingError)
     }
 

@@ -83,7 +83,7 @@ struct ErrorReportingTests {
 
         let license: [(LicenseProtocolError.Code, Int)] = [
             (.malformed, 1), (.authenticationFailed, 2), (.certificateMismatch, 3), (.invalidCertificate, 4),
-            (.invalidPayload, 5), (.responseMismatch, 6), (.invalidRentalProfile, 7),
+            (.invalidPayload, 5), (.responseMismatch, 6), (.invalidRentalProfile, 7), (.invalidRequestBody, 8), (.invalidBase64, 9),
         ]
         for (code, number) in license {
             let error: any Error = LicenseProtocolError(code, "license \(code)")

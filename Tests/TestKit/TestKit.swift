@@ -21,7 +21,7 @@ public struct ProcessOutput: Sendable {
 /// A child process started right away; wait for it either asynchronously (no thread of the
 /// cooperative pool held) or blocking.
 ///
-/// Spawned with `posix_spawn` (signals at their defaults, an empty signal mask) and reaped by
+/// Spawned with `ChildProcess` (signals at their defaults, an empty signal mask) and reaped by
 /// a thread of its own blocked in `waitpid` for that pid: Foundation's `Process` on Linux can
 /// miss a child's exit when many are started at once (seen here with tmux, whose client exits
 /// while the server it forked lives on), which left a test waiting forever.
@@ -40,41 +40,16 @@ public final class RunningProcess: Sendable {
     /// blocks on a full pipe.
     public init(_ executable: String, _ arguments: [String]) throws {
         scratch = try TemporaryDirectory()
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, scratch.url.appendingPathComponent("stdout").path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, scratch.url.appendingPathComponent("stderr").path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        // Nothing else of the test process: a file another test has open at that instant (one
-        // filling a small tmpfs, say) would stay open in the child, its space held after its unlink.
-        SpawnDescriptors.closeAllButStandard(&actions)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t(), all = sigset_t()
-        sigemptyset(&none)
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { for argument in argv { free(argument) } }
-        var child: pid_t = 0
-        let result = posix_spawn(&child, executable, &actions, &attributes, argv, environ)
-        guard result == 0 else {
+        do throws(ChildProcess.SpawnError) {
+            pid = try ChildProcess.spawn(executable, arguments, standardOutput: scratch.url.appendingPathComponent("stdout").path,
+                                         standardError: scratch.url.appendingPathComponent("stderr").path, mode: 0o644)
+        } catch {
             scratch.remove()
-            throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EINVAL)
+            throw POSIXError(POSIXErrorCode(rawValue: error.number) ?? .EINVAL)
         }
-        pid = child
-        let exited = self.exited, spawned = child
+        let exited = self.exited, spawned = pid
         Thread.detachNewThread {
-            var status: Int32 = 0
-            var result = waitpid(spawned, &status, 0)
-            while result < 0 && errno == EINTR { result = waitpid(spawned, &status, 0) }
-            // Exit code, or 128 + the signal that ended it, as a shell reports it; -1000 - errno
-            // when waitpid failed (something else reaped the child: its status is lost).
-            let code = result < 0 ? -1000 - errno : (status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F))
+            let code = ChildProcess.waitForExit(spawned)
             let waiters = exited.state.withLock { state in
                 state.status = code
                 defer { state.waiters = [] }

@@ -118,19 +118,11 @@ public final class TestPostgres: Sendable {
         let (executable, arguments) = command("pg_ctl", ["-D", folder.appendingPathComponent("data").path, "-m", "immediate", "-w", "stop"])
         let stop = ([executable] + arguments).map { "'\($0)'" }.joined(separator: " ")
         let script = "read -r _; \(stop) >/dev/null 2>&1; rm -rf '\(folder.path)'"
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, ends[0], 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        SpawnDescriptors.closeAllButStandard(&actions)  // nothing else of the test process
-        let words: [String] = ["/bin/sh", "-c", script]
-        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
-        defer { for argument in argv { free(argument) } }
-        var child: pid_t = 0
-        let result = posix_spawn(&child, "/bin/sh", &actions, nil, argv, environ)
-        guard result == 0 else { throw TestPostgresError("cannot start the PostgreSQL reaper: \(result)") }
+        do throws(ChildProcess.SpawnError) {
+            _ = try ChildProcess.spawn("/bin/sh", ["-c", script], standardInput: ends[0], standardOutput: "/dev/null", standardError: "/dev/null")
+        } catch {
+            throw TestPostgresError("cannot start the PostgreSQL reaper: \(error)")
+        }
     }
 
     /// Runs one of the server's programs (as the postgres user when root); its standard output.

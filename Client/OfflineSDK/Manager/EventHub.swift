@@ -10,23 +10,14 @@ final class EventHub: Sendable {
 
     /// The delegate (held weakly, as Brightcove's manager does) and the subscribers.
     final class Targets: Sendable {
-        let state = Locked<(delegate: WeakDelegate, subscribers: [UInt64: AsyncStream<OfflineVideoEvent>.Continuation], next: UInt64)>(
-            (WeakDelegate(), [:], 0))
+        let weakDelegate = Locked(WeakDelegate())
+        let subscribers = Subscribers<OfflineVideoEvent>()
 
-        var delegate: (any OfflineVideoManagerDelegate)? { state.withLock { $0.delegate.value } }
+        var delegate: (any OfflineVideoManagerDelegate)? { weakDelegate.withLock { $0.value } }
 
         func deliver(_ event: OfflineVideoEvent) {
-            let (delegate, subscribers) = state.withLock { ($0.delegate.value, Array($0.subscribers.values)) }
             if let delegate { event.deliver(to: delegate) }
-            for subscriber in subscribers { subscriber.yield(event) }
-        }
-
-        func finish() {
-            let subscribers = state.withLock { state in
-                defer { state.subscribers = [:] }
-                return Array(state.subscribers.values)
-            }
-            for subscriber in subscribers { subscriber.finish() }
+            subscribers.yield(event)
         }
     }
 
@@ -48,7 +39,7 @@ final class EventHub: Sendable {
                 case .delivered(let continuation): continuation.resume()
                 }
             }
-            targets.finish()
+            targets.subscribers.finish()
         }
     }
 
@@ -56,7 +47,7 @@ final class EventHub: Sendable {
 
     var delegate: (any OfflineVideoManagerDelegate)? {
         get { targets.delegate }
-        set { targets.state.withLock { $0.delegate = WeakDelegate(newValue) } }
+        set { targets.weakDelegate.withLock { $0 = WeakDelegate(newValue) } }
     }
 
     /// Queues `event` for delivery, after every event emitted before it.
@@ -71,18 +62,7 @@ final class EventHub: Sendable {
     }
 
     /// A new subscriber's stream: every event emitted from now on.
-    func subscribe() -> AsyncStream<OfflineVideoEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: OfflineVideoEvent.self, bufferingPolicy: .unbounded)
-        let id = targets.state.withLock { state -> UInt64 in
-            state.next += 1
-            state.subscribers[state.next] = continuation
-            return state.next
-        }
-        continuation.onTermination = { [weak targets] _ in
-            _ = targets?.state.withLock { $0.subscribers.removeValue(forKey: id) }
-        }
-        return stream
-    }
+    func subscribe() -> AsyncStream<OfflineVideoEvent> { targets.subscribers.subscribe() }
 }
 
 /// A weak reference to the delegate. Sendable because the delegate protocol is.

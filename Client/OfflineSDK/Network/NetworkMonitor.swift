@@ -50,37 +50,29 @@ public final class ManualNetworkMonitor: NetworkMonitor {
 
 /// A path and its watchers: each `paths()` stream gets the path now, then every change.
 final class NetworkPathBroadcast: Sendable {
-    private let state: Locked<(path: NetworkPath, watchers: [UInt64: AsyncStream<NetworkPath>.Continuation], next: UInt64)>
+    private let current: Locked<NetworkPath>
+    private let watchers = Subscribers<NetworkPath>()
 
     init(_ path: NetworkPath) {
-        state = Locked((path, [:], 0))
+        current = Locked(path)
     }
 
     /// The path now; setting a different one tells every watcher.
     var path: NetworkPath {
-        get { state.withLock { $0.path } }
+        get { current.withLock { $0 } }
         set {
-            let watchers = state.withLock { state -> [AsyncStream<NetworkPath>.Continuation] in
-                guard state.path != newValue else { return [] }
-                state.path = newValue
-                return Array(state.watchers.values)
+            current.withLock { path in
+                guard path != newValue else { return }
+                path = newValue
+                watchers.yield(newValue)
             }
-            for watcher in watchers { watcher.yield(newValue) }
         }
     }
 
+    /// The path now, then every change. Subscribed under the path's lock, so a change made
+    /// meanwhile comes after the path the stream starts with.
     func paths() -> AsyncStream<NetworkPath> {
-        let (stream, continuation) = AsyncStream.makeStream(of: NetworkPath.self, bufferingPolicy: .bufferingNewest(1))
-        let id = state.withLock { state -> UInt64 in
-            state.next += 1
-            state.watchers[state.next] = continuation
-            continuation.yield(state.path)
-            return state.next
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.watchers.removeValue(forKey: id) }
-        }
-        return stream
+        current.withLock { watchers.subscribe(bufferingPolicy: .bufferingNewest(1), first: $0) }
     }
 }
 

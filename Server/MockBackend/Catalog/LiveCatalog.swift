@@ -208,6 +208,13 @@ struct CatalogEditError: HTTPResponseError {
     }
 }
 
+extension CatalogEditError {
+    /// Runs a database call; a failure is a 500 `STORAGE_FAILED` saying what went wrong.
+    static func storage<T>(_ call: () throws -> T) throws(CatalogEditError) -> T {
+        do { return try call() } catch { throw CatalogEditError(.storageFailed, "STORAGE_FAILED", "\(error)", underlying: error) }
+    }
+}
+
 extension CatalogFile {
     /// The document with `edit` laid over it: a thing replaced where it is, added at the end,
     /// or removed.

@@ -216,34 +216,22 @@ public final class FaultInjector: Sendable {
 }
 
 /// Why a fault rule was refused: a stable `code` and a sentence.
-public struct FaultRuleError: Error, Sendable, CustomStringConvertible {
-    /// What was wrong, stable.
-    public let code: Code
-    /// What was wrong, in words.
-    public let message: String
+public typealias FaultRuleError = BackendError<FaultRuleErrorCode>
 
-    init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
+/// The kinds of ``FaultRuleError``. A struct over a private enum, so kinds can be added later
+/// without breaking anyone's exhaustive switch.
+public struct FaultRuleErrorCode: Hashable, Sendable, CustomStringConvertible {
+    private enum Base: String, Hashable, Sendable { case invalidRule, duplicateID }
+    private let base: Base
+    private init(_ base: Base) { self.base = base }
 
-    public var description: String { message }
+    /// The rule cannot be used (`FaultRule.problem` says why).
+    public static let invalidRule = FaultRuleErrorCode(.invalidRule)
+    /// A rule with that id is in force already.
+    public static let duplicateID = FaultRuleErrorCode(.duplicateID)
 
-    /// The kinds of refusal. A struct over a private enum, so kinds can be added later
-    /// without breaking anyone's exhaustive switch.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable { case invalidRule, duplicateID }
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// The rule cannot be used (`FaultRule.problem` says why).
-        public static let invalidRule = Code(.invalidRule)
-        /// A rule with that id is in force already.
-        public static let duplicateID = Code(.duplicateID)
-
-        /// The stable name of the kind, e.g. "duplicateID".
-        public var description: String { base.rawValue }
-    }
+    /// The stable name of the kind, e.g. "duplicateID".
+    public var description: String { base.rawValue }
 }
 
 /// A small, fast, seedable generator (SplitMix64): the same seed gives the same faults.

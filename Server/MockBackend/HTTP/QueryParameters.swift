@@ -6,6 +6,12 @@ import WireModels
 /// parse as its type (`limit=abc`, `limit=null`, `limit=`, out of range, not one of the
 /// choices) is a 400 `BAD_REQUEST` with the error array, never silently the default.
 extension HTTPRequest {
+    /// The `limit` of an admin listing (licenses, analytics events): 1-10000, default 1000;
+    /// anything else is a 400 `INVALID_LIMIT`.
+    func listingLimit() throws(HTTPError) -> Int {
+        try integerParameter("limit", in: 1...10_000, default: 1000, subcode: "INVALID_LIMIT")
+    }
+
     /// A whole number in `range`, or `fallback` when the parameter is absent.
     func integerParameter(_ name: String, in range: ClosedRange<Int>, default fallback: Int,
                           subcode: String = QueryParameter.invalidSubcode) throws(HTTPError) -> Int {

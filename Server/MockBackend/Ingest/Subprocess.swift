@@ -3,8 +3,8 @@ import Locking
 import SystemFiles
 
 /// Runs ffmpeg, ffprobe and curl for ingest jobs, on the worker's own thread (never on Swift's
-/// cooperative pool), with `posix_spawnp` and `waitpid` (Foundation's `Process` on Linux can
-/// miss a child's exit). Output goes to files, so a chatty tool cannot fill a pipe and stall.
+/// cooperative pool), started and reaped by `ChildProcess`. Output goes to files, so a chatty
+/// tool cannot fill a pipe and stall.
 /// `stop()` ends the running tool and refuses the next one (shutdown).
 package final class Subprocesses: Sendable {
     private struct State { var running: pid_t?; var stopped = false }
@@ -45,43 +45,20 @@ package final class Subprocesses: Sendable {
             unlink(outPath)
             unlink(errPath)
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        // Nothing else of the server's: a descriptor opened without close-on-exec (a file being
-        // written, a socket) would otherwise live on in the tool, holding its space or its peer.
-        SpawnDescriptors.closeAllButStandard(&actions)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t(), all = sigset_t()
-        sigemptyset(&none)
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv: [UnsafeMutablePointer<CChar>?] = ([tool] + arguments).map { strdup($0) } + [nil]
-        defer { for argument in argv { free(argument) } }
         // Spawned under the lock, so a stop() either sees the child or refuses it.
         let spawned: Result<pid_t, IngestFailure> = state.withLock { state in
             guard !state.stopped else { return .failure(.stopped) }
-            var child: pid_t = 0
-            let result = posix_spawnp(&child, tool, &actions, &attributes, argv, environ)
-            guard result == 0 else { return .failure(IngestFailure("InternalError", "cannot start \(tool): \(String(cString: strerror(result)))")) }
-            state.running = child
-            return .success(child)
+            do throws(ChildProcess.SpawnError) {
+                let child = try ChildProcess.spawn(tool, arguments, standardOutput: outPath, standardError: errPath, searchingPath: true)
+                state.running = child
+                return .success(child)
+            } catch {
+                return .failure(IngestFailure("InternalError", "cannot start \(tool): \(error)"))
+            }
         }
-        let child = try spawned.get()
-        var status: Int32 = 0
-        var result = waitpid(child, &status, 0)
-        while result < 0 && errno == EINTR { result = waitpid(child, &status, 0) }
+        let code = ChildProcess.waitForExit(try spawned.get())
         state.withLock { $0.running = nil }
         if isStopped { throw IngestFailure.stopped }
-        // Exited: its code; killed by a signal: 128 + the signal, as a shell says.
-        let code: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return Output(status: code, stdout: FileManager.default.contents(atPath: outPath) ?? Data(),
                       stderr: String(decoding: FileManager.default.contents(atPath: errPath) ?? Data(), as: UTF8.self))
     }

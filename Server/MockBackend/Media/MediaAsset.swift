@@ -162,44 +162,28 @@ struct ImageSize: Sendable, Hashable {
 }
 
 /// Why a catalog or media asset cannot be served: a stable `code`, what is wrong in words,
-/// and the error underneath when reading a file or the database failed.
-public struct CatalogError: Error, Sendable, CustomStringConvertible {
-    /// What kind of problem, stable.
-    public let code: Code
-    /// What is wrong, naming the file, video or account.
-    public let message: String
-    /// The file system's, JSON decoder's or database's error, when one of them failed.
-    public let underlying: (any Error & Sendable)?
+/// and the file system's, JSON decoder's or database's error underneath when one failed.
+public typealias CatalogError = BackendError<CatalogErrorCode>
 
-    init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil) {
-        self.code = code
-        self.message = message
-        self.underlying = underlying
-    }
+/// The kinds of ``CatalogError``. A struct over a private enum, so kinds can be added later
+/// without breaking anyone's exhaustive switch.
+public struct CatalogErrorCode: Hashable, Sendable, CustomStringConvertible {
+    private enum Base: String, Hashable, Sendable { case unreadableFile, invalidCatalog, invalidAsset, storageFailed }
+    private let base: Base
+    private init(_ base: Base) { self.base = base }
 
-    /// The message.
-    public var description: String { message }
+    /// A catalog, asset or media file is missing, unreadable or not valid JSON / HLS.
+    public static let unreadableFile = CatalogErrorCode(.unreadableFile)
+    /// The catalog does not hold together: a duplicate id, an unknown account, asset or
+    /// rendition, a bad date or TTL.
+    public static let invalidCatalog = CatalogErrorCode(.invalidCatalog)
+    /// A media asset that cannot be served: no such asset, no video, uneven renditions.
+    public static let invalidAsset = CatalogErrorCode(.invalidAsset)
+    /// The database failed (reading the stored edits, making a content key).
+    public static let storageFailed = CatalogErrorCode(.storageFailed)
 
-    /// The kinds of problem. A struct over a private enum, so kinds can be added later
-    /// without breaking anyone's exhaustive switch.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable { case unreadableFile, invalidCatalog, invalidAsset, storageFailed }
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// A catalog, asset or media file is missing, unreadable or not valid JSON / HLS.
-        public static let unreadableFile = Code(.unreadableFile)
-        /// The catalog does not hold together: a duplicate id, an unknown account, asset or
-        /// rendition, a bad date or TTL.
-        public static let invalidCatalog = Code(.invalidCatalog)
-        /// A media asset that cannot be served: no such asset, no video, uneven renditions.
-        public static let invalidAsset = Code(.invalidAsset)
-        /// The database failed (reading the stored edits, making a content key).
-        public static let storageFailed = Code(.storageFailed)
-
-        /// The stable name of the kind, e.g. "invalidCatalog".
-        public var description: String { base.rawValue }
-    }
+    /// The stable name of the kind, e.g. "invalidCatalog".
+    public var description: String { base.rawValue }
 }
 
 /// The media assets under a folder (`NAME/asset.json` each), each loaded on first use and

@@ -12,7 +12,7 @@ extension MockBackendApp {
         }
         router.add(["GET"], "/_admin/v1/accounts/:account/client_credentials") { app, _, p in
             let account = try app.adminAccountID(p["account"])
-            let clients = try app.storage { try app.store.oauthClients(accountID: account) }
+            let clients = try CatalogEditError.storage { try app.store.oauthClients(accountID: account) }
             return APIResponse.json(["client_credentials": clients.map { ClientCredentialBody($0, secret: nil) }])
         }
         router.add(["POST"], "/_admin/v1/accounts/:account/client_credentials") { app, request, p in
@@ -25,12 +25,12 @@ extension MockBackendApp {
             default: throw CatalogEditError(.invalid, "INVALID_BODY", "name must be a string of 1-255 characters")
             }
             let (client, secret) = OAuthClient.make(accountID: account, name: name, now: app.clock.now())
-            try app.storage { try app.store.insertOAuthClient(client) }
+            try CatalogEditError.storage { try app.store.insertOAuthClient(client) }
             return APIResponse.json(ClientCredentialBody(client, secret: secret), status: 201)
         }
         router.add(["DELETE"], "/_admin/v1/accounts/:account/client_credentials/:client") { app, _, p in
             let account = try app.adminAccountID(p["account"])
-            guard try app.storage({ try app.store.deleteOAuthClient(accountID: account, id: p["client"]) }) else {
+            guard try CatalogEditError.storage({ try app.store.deleteOAuthClient(accountID: account, id: p["client"]) }) else {
                 throw CatalogEditError(.notFound, "CLIENT_NOT_FOUND", "No client \(p["client"]) in account \(account)")
             }
             return HTTPResponse(status: 204)

@@ -70,19 +70,19 @@ extension MockBackendApp {
     static func addAdminLicenseRoutes(to router: inout Router<MockBackendApp>) {
         router.add(["GET"], "/_admin/v1/licenses") { app, request, _ in
             let state = try request.choiceParameter("state", ["active", "expired", "released", "revoked"], subcode: "INVALID_STATE")
-            let limit = try listingLimit(request)
+            let limit = try request.listingLimit()
             let filter = LicenseFilter(accountID: request.queryValue("account"), videoID: request.queryValue("video"),
                                                     userID: request.queryValue("user"), deviceID: request.queryValue("device"),
                                                     state: state)
             let now = app.clock.now()
-            let records = try app.storage { try app.licenses.licenses(filter, now: now, limit: limit) }
+            let records = try CatalogEditError.storage { try app.licenses.licenses(filter, now: now, limit: limit) }
             return APIResponse.json(["licenses": records.map { AdminLicense($0, now: now) }])
         }
         router.add(["GET"], "/_admin/v1/licenses/:license") { app, _, p in
-            guard let record = try app.storage({ try app.licenses.license(id: p["license"]) }) else {
+            guard let record = try CatalogEditError.storage({ try app.licenses.license(id: p["license"]) }) else {
                 throw CatalogEditError(.notFound, "LICENSE_NOT_FOUND", "No license \(p["license"])")
             }
-            let history = try app.storage { try app.licenses.events(licenseID: p["license"]) }
+            let history = try CatalogEditError.storage { try app.licenses.events(licenseID: p["license"]) }
             return APIResponse.json(AdminLicense(record, now: app.clock.now(), history: history))
         }
         router.add(["POST"], "/_admin/v1/licenses/:license/revoke") { app, _, p in
@@ -97,7 +97,7 @@ extension MockBackendApp {
                     case accountID = "account_id", userID = "user_id", deviceID = "device_id", registeredAt = "registered_at"
                 }
             }
-            let devices = try app.storage { try app.licenses.registeredDevices(accountID: p["account"], userID: request.queryValue("user")) }
+            let devices = try CatalogEditError.storage { try app.licenses.registeredDevices(accountID: p["account"], userID: request.queryValue("user")) }
             return APIResponse.json(["devices": devices.map {
                 Device(accountID: $0.accountID, userID: $0.userID, deviceID: $0.deviceID, registeredAt: $0.registeredAt)
             }])
@@ -105,7 +105,7 @@ extension MockBackendApp {
         router.add(["DELETE"], "/_admin/v1/accounts/:account/devices/:device") { app, request, p in
             try app.requireAccount(p["account"])
             let user = request.queryValue("user")
-            let removed = try app.storage {
+            let removed = try CatalogEditError.storage {
                 try app.licenses.removeDevice(accountID: p["account"], deviceID: p["device"], userID: user)
             }
             guard removed > 0 else {
@@ -120,25 +120,14 @@ extension MockBackendApp {
     /// its next renewal or first play is refused. A 404 `LICENSE_NOT_FOUND` when there is none.
     func revokeLicense(id: String) throws(CatalogEditError) -> AdminLicense {
         let now = clock.now()
-        guard let record = try storage({ try licenses.revoke(id: id, now: now) }) else {
+        guard let record = try CatalogEditError.storage({ try licenses.revoke(id: id, now: now) }) else {
             throw CatalogEditError(.notFound, "LICENSE_NOT_FOUND", "No license \(id)")
         }
-        let history = try storage { try licenses.events(licenseID: id) }
+        let history = try CatalogEditError.storage { try licenses.events(licenseID: id) }
         return AdminLicense(record, now: now, history: history)
     }
 
     private func requireAccount(_ id: String) throws(CatalogEditError) {
         guard catalog.accounts[id] != nil else { throw CatalogEditError(.notFound, "ACCOUNT_NOT_FOUND", "No account \(id)") }
-    }
-
-    /// The `limit` of an admin listing (licenses, analytics events): 1-10000, default 1000;
-    /// anything else is a 400 `INVALID_LIMIT`.
-    static func listingLimit(_ request: HTTPRequest) throws(HTTPError) -> Int {
-        try request.integerParameter("limit", in: 1...10_000, default: 1000, subcode: "INVALID_LIMIT")
-    }
-
-    /// Runs a database call; a failure is a 500 with what went wrong.
-    func storage<T>(_ call: () throws -> T) throws(CatalogEditError) -> T {
-        do { return try call() } catch { throw CatalogEditError(.storageFailed, "STORAGE_FAILED", "\(error)", underlying: error) }
     }
 }

@@ -95,7 +95,7 @@ extension MockBackendApp {
             throw CatalogEditError(.invalid, "INVALID_BODY", "offset_seconds must be under 100 years (3153600000 s) either way")
         }
         clock.offset = offset
-        try storage { try store.publish(.clock, value: Array(String(offset).utf8)) }
+        try CatalogEditError.storage { try store.publish(.clock, value: Array(String(offset).utf8)) }
     }
 
     private func clockResponse() -> HTTPResponse {

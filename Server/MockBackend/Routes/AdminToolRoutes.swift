@@ -58,7 +58,7 @@ extension MockBackendApp {
     /// Tells the other instances sharing the store the rules in force now (they take them whole).
     func publishFaultRules() throws(CatalogEditError) {
         let rules = faults.rules.map(\.rule)
-        try storage { try store.publish(.faults, value: Array(try JSONEncoder().encode(rules))) }
+        try CatalogEditError.storage { try store.publish(.faults, value: Array(try JSONEncoder().encode(rules))) }
     }
 
     /// Removes one fault rule; a 404 `RULE_NOT_FOUND` when there is none with that id.

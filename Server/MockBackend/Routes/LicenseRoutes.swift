@@ -123,7 +123,7 @@ extension MockBackendApp {
 
     /// The JSON body; `INVALID_BODY` or `INVALID_BASE64` when it cannot be read.
     private static func licenseRequestBody(_ bytes: [UInt8]) throws(HTTPError) -> LicenseRequestBody {
-        do throws(LicenseRequestBody.ParseError) {
+        do throws(LicenseProtocolError) {
             return try LicenseRequestBody(parsing: bytes)
         } catch where error.code == .invalidBase64 {
             throw .badRequest("INVALID_BASE64", "server_playback_context is not base64")

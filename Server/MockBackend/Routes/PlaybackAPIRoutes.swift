@@ -122,7 +122,7 @@ extension MockBackendApp {
     /// Play counts from the analytics collector's `play_started` events of an account (the
     /// stand-in for the real service's play counts; see `CatalogSort`).
     func plays(account: String) throws(CatalogEditError) -> CatalogSort.Plays {
-        let events = try storage { try tracker.events(TrackerFilter(accountID: account, event: "play_started"), limit: 100_000).events }
+        let events = try CatalogEditError.storage { try tracker.events(TrackerFilter(accountID: account, event: "play_started"), limit: 100_000).events }
         return CatalogSort.Plays(events: events.map(\.event), now: clock.now())
     }
 

@@ -27,7 +27,7 @@ extension MockBackendApp {
                 guard let path = video.asset.progressivePaths[name] else {
                     throw HTTPError(404, PlaybackAPIErrorCode.notFound, nil, "Video \(video.id) has no progressive \(name).mp4 rendition")
                 }
-                return try app.fixtureFile(path, of: video, contentType: "video/mp4", request)
+                return try MediaResponse.fixtureFile(path, of: video, contentType: "video/mp4", request)
             }
         }
         router.add(["GET"], base + "manifest.mpd") { app, request, p in

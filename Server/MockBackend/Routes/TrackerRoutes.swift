@@ -5,25 +5,30 @@ import WireModels
 /// The analytics collector: `POST /tracker` takes a batch of client events (a JSON array of
 /// `TrackerEvent`) and stores each id once; the admin API lists them
 /// (`GET /_admin/v1/tracker/events`) and forgets them (`DELETE`, and `POST /_admin/v1/reset`).
-/// Fault rules aim at it as route `tracker`.
-extension MockBackendApp {
-    static func addTrackerRoutes(to router: inout Router<MockBackendApp>) {
-        router.add(["POST"], "/tracker") { app, request, _ in
+/// Fault rules aim at it as route `tracker`. It reads the store's events and the clock, nothing else.
+struct TrackerRoutes: Sendable {
+    /// Where the events are kept.
+    let tracker: any TrackerStorage
+    /// When an event arrived.
+    let clock: BackendClock
+
+    func add(to router: inout Router<MockBackendApp>) {
+        router.add(["POST"], "/tracker") { _, request, _ in
             let events = try TrackerRoutesParsing.batch(request.body)
-            let new = try app.storage { try app.tracker.record(events, receivedAt: app.clock.now()) }
+            let new = try CatalogEditError.storage { try tracker.record(events, receivedAt: clock.now()) }
             return APIResponse.json(TrackerReceipt(received: events.count, new: new))
         }
-        router.add(["GET"], "/_admin/v1/tracker/events") { app, request, _ in
-            let limit = try listingLimit(request)
+        router.add(["GET"], "/_admin/v1/tracker/events") { _, request, _ in
+            let limit = try request.listingLimit()
             let filter = TrackerFilter(accountID: request.queryValue("account"), videoID: request.queryValue("video"),
-                                             event: request.queryValue("event"), token: request.queryValue("token"),
-                                             session: request.queryValue("session"))
-            let (events, total) = try app.storage { try app.tracker.events(filter, limit: limit) }
+                                       event: request.queryValue("event"), token: request.queryValue("token"),
+                                       session: request.queryValue("session"))
+            let (events, total) = try CatalogEditError.storage { try tracker.events(filter, limit: limit) }
             struct Listing: Encodable { var events: [RecordedTrackerEvent]; var total: Int }
             return APIResponse.json(Listing(events: events, total: total))
         }
-        router.add(["DELETE"], "/_admin/v1/tracker/events") { app, _, _ in
-            try app.storage { try app.tracker.clearTrackerEvents() }
+        router.add(["DELETE"], "/_admin/v1/tracker/events") { _, _, _ in
+            try CatalogEditError.storage { try tracker.clearTrackerEvents() }
             return HTTPResponse(status: 204)
         }
     }

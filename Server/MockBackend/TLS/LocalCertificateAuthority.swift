@@ -164,43 +164,27 @@ struct LocalCertificateAuthority {
     }
 }
 
-/// Why HTTPS could not be set up: a stable `code`, a message for a person, and the error
-/// underneath when reading or parsing a file failed.
-public struct TLSSetupError: Error, CustomStringConvertible, Sendable {
-    /// What went wrong, stable.
-    public let code: Code
-    /// What went wrong and what to do, for a person.
-    public let message: String
-    /// The file system's or the certificate parser's error, when one of them failed.
-    public let underlying: (any Error & Sendable)?
+/// Why HTTPS could not be set up: a stable `code`, a message for a person (what went wrong and
+/// what to do), and the file system's or the certificate parser's error underneath when one failed.
+public typealias TLSSetupError = BackendError<TLSSetupErrorCode>
 
-    init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil) {
-        self.code = code
-        self.message = message
-        self.underlying = underlying
-    }
+/// The kinds of ``TLSSetupError``. A struct over a private enum, so kinds can be added later
+/// without breaking anyone's exhaustive switch.
+public struct TLSSetupErrorCode: Hashable, Sendable, CustomStringConvertible {
+    private enum Base: String, Hashable, Sendable { case tlsNotSupported, badConfiguration, unreadableCredentials, writeFailed }
+    private let base: Base
+    private init(_ base: Base) { self.base = base }
 
-    /// The message.
-    public var description: String { message }
+    /// This libmicrohttpd was built without TLS.
+    public static let tlsNotSupported = TLSSetupErrorCode(.tlsNotSupported)
+    /// The TLS options cannot work: a certificate without its key, a name that is neither
+    /// a host name nor an address.
+    public static let badConfiguration = TLSSetupErrorCode(.badConfiguration)
+    /// The certificate, key or local CA cannot be read, or do not belong together.
+    public static let unreadableCredentials = TLSSetupErrorCode(.unreadableCredentials)
+    /// A certificate or key file cannot be written.
+    public static let writeFailed = TLSSetupErrorCode(.writeFailed)
 
-    /// The kinds of failure. A struct over a private enum, so kinds can be added later
-    /// without breaking anyone's exhaustive switch.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable { case tlsNotSupported, badConfiguration, unreadableCredentials, writeFailed }
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// This libmicrohttpd was built without TLS.
-        public static let tlsNotSupported = Code(.tlsNotSupported)
-        /// The TLS options cannot work: a certificate without its key, a name that is neither
-        /// a host name nor an address.
-        public static let badConfiguration = Code(.badConfiguration)
-        /// The certificate, key or local CA cannot be read, or do not belong together.
-        public static let unreadableCredentials = Code(.unreadableCredentials)
-        /// A certificate or key file cannot be written.
-        public static let writeFailed = Code(.writeFailed)
-
-        /// The stable name of the kind, e.g. "unreadableCredentials".
-        public var description: String { base.rawValue }
-    }
+    /// The stable name of the kind, e.g. "unreadableCredentials".
+    public var description: String { base.rawValue }
 }

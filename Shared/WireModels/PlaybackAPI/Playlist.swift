@@ -47,41 +47,29 @@ public struct Playlist: Codable, Sendable, Equatable {
         self.videoIDs = videoIDs
     }
 
+    /// The keys beside the `CatalogObjectFields`.
     enum CodingKeys: String, CodingKey {
-        case id, name, description, type, videos
-        case accountID = "account_id"
-        case referenceID = "reference_id"
-        case createdAt = "created_at"
-        case updatedAt = "updated_at"
+        case type, videos
         case videoIDs = "video_ids"
     }
 
     /// Decodes a playlist; absent `videos` reads as empty.
     public init(from decoder: any Decoder) throws {
+        let common = try CatalogObjectFields(from: decoder)
+        (id, accountID, name, description, referenceID, createdAt, updatedAt) =
+            (common.id, common.accountID, common.name, common.description, common.referenceID, common.createdAt, common.updatedAt)
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        id = try container.decode(String.self, forKey: .id)
-        accountID = try container.decode(String.self, forKey: .accountID)
-        name = try container.decode(String.self, forKey: .name)
-        description = try container.decodeIfPresent(String.self, forKey: .description)
-        referenceID = try container.decodeIfPresent(String.self, forKey: .referenceID)
         type = try container.decode(String.self, forKey: .type)
-        createdAt = try container.decodeWireDate(forKey: .createdAt)
-        updatedAt = try container.decodeWireDate(forKey: .updatedAt)
         videos = try container.decodeOrEmpty([Video].self, forKey: .videos)
         videoIDs = try container.decodeIfPresent([String].self, forKey: .videoIDs)
     }
 
     /// Encodes every key, writing `null` for nil optionals (`video_ids` is left out when nil).
     public func encode(to encoder: any Encoder) throws {
+        try CatalogObjectFields(id: id, accountID: accountID, name: name, description: description, referenceID: referenceID,
+                                createdAt: createdAt, updatedAt: updatedAt).encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(accountID, forKey: .accountID)
-        try container.encode(name, forKey: .name)
-        try container.encodeOrNull(description, forKey: .description)
-        try container.encodeOrNull(referenceID, forKey: .referenceID)
         try container.encode(type, forKey: .type)
-        try container.encodeWireDate(createdAt, forKey: .createdAt)
-        try container.encodeWireDate(updatedAt, forKey: .updatedAt)
         try container.encode(videos, forKey: .videos)
         try container.encodeIfPresent(videoIDs, forKey: .videoIDs)
     }

@@ -93,13 +93,10 @@ public struct Video: Codable, Sendable, Equatable {
         self.sources = sources
     }
 
+    /// The keys beside the `CatalogObjectFields`.
     enum CodingKeys: String, CodingKey {
-        case id, name, description, duration, economics, tags, poster, thumbnail, link, sources
-        case accountID = "account_id"
+        case duration, economics, tags, poster, thumbnail, link, sources
         case longDescription = "long_description"
-        case referenceID = "reference_id"
-        case createdAt = "created_at"
-        case updatedAt = "updated_at"
         case publishedAt = "published_at"
         case customFields = "custom_fields"
         case cuePoints = "cue_points"
@@ -112,17 +109,13 @@ public struct Video: Codable, Sendable, Equatable {
 
     /// Decodes a video; absent or null collections read as empty, absent optionals as nil.
     public init(from decoder: any Decoder) throws {
+        let common = try CatalogObjectFields(from: decoder)
+        (id, accountID, name, description, referenceID, createdAt, updatedAt) =
+            (common.id, common.accountID, common.name, common.description, common.referenceID, common.createdAt, common.updatedAt)
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        id = try container.decode(String.self, forKey: .id)
-        accountID = try container.decode(String.self, forKey: .accountID)
-        name = try container.decode(String.self, forKey: .name)
-        description = try container.decodeIfPresent(String.self, forKey: .description)
         longDescription = try container.decodeIfPresent(String.self, forKey: .longDescription)
-        referenceID = try container.decodeIfPresent(String.self, forKey: .referenceID)
         duration = try container.decode(Int.self, forKey: .duration)
         economics = try container.decode(String.self, forKey: .economics)
-        createdAt = try container.decodeWireDate(forKey: .createdAt)
-        updatedAt = try container.decodeWireDate(forKey: .updatedAt)
         publishedAt = try container.decodeWireDate(forKey: .publishedAt)
         customFields = try container.decodeOrEmpty([String: String].self, forKey: .customFields)
         tags = try container.decodeOrEmpty([String].self, forKey: .tags)
@@ -140,17 +133,12 @@ public struct Video: Codable, Sendable, Equatable {
 
     /// Encodes every key, writing `null` for nil optionals.
     public func encode(to encoder: any Encoder) throws {
+        try CatalogObjectFields(id: id, accountID: accountID, name: name, description: description, referenceID: referenceID,
+                                createdAt: createdAt, updatedAt: updatedAt).encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(accountID, forKey: .accountID)
-        try container.encode(name, forKey: .name)
-        try container.encodeOrNull(description, forKey: .description)
         try container.encodeOrNull(longDescription, forKey: .longDescription)
-        try container.encodeOrNull(referenceID, forKey: .referenceID)
         try container.encode(duration, forKey: .duration)
         try container.encode(economics, forKey: .economics)
-        try container.encodeWireDate(createdAt, forKey: .createdAt)
-        try container.encodeWireDate(updatedAt, forKey: .updatedAt)
         try container.encodeWireDate(publishedAt, forKey: .publishedAt)
         try container.encode(customFields, forKey: .customFields)
         try container.encode(tags, forKey: .tags)
