@@ -18,11 +18,11 @@ public final class ObservableProperty<Value: Sendable & Equatable>: Sendable {
         let handler: @Sendable (_ old: Value, _ new: Value) -> Void
     }
 
-    private let state: Locked<(value: Value, observers: [ObjectIdentifier: Observer],
-                               streams: [Int: AsyncStream<Value>.Continuation], next: Int)>
+    private let state: Locked<(value: Value, observers: [ObjectIdentifier: Observer])>
+    private let streams = Subscribers<Value>()
 
     init(_ value: Value) {
-        state = Locked((value, [:], [:], 0))
+        state = Locked((value, [:]))
     }
 
     /// The value now.
@@ -42,17 +42,8 @@ public final class ObservableProperty<Value: Sendable & Equatable>: Sendable {
 
     /// The value now, then every change, until the sequence is dropped.
     public var values: AsyncStream<Value> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Value.self, bufferingPolicy: .unbounded)
-        let id = state.withLock { state -> Int in
-            continuation.yield(state.value)
-            state.next += 1
-            state.streams[state.next] = continuation
-            return state.next
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.streams.removeValue(forKey: id) }
-        }
-        return stream
+        // Under the value's lock, so a change made meanwhile comes after the value the sequence starts with.
+        state.withLock { streams.subscribe(first: $0.value) }
     }
 
     /// Sets the value; on a change, tells the observers and the sequences. Returns whether it changed.
@@ -64,7 +55,7 @@ public final class ObservableProperty<Value: Sendable & Equatable>: Sendable {
             let old = state.value
             state.value = new
             state.observers = state.observers.filter { $0.value.owner.object != nil }
-            for continuation in state.streams.values { continuation.yield(new) }
+            streams.yield(new)
             return (old, Array(state.observers.values))
         }
         guard let told else { return false }
@@ -73,13 +64,7 @@ public final class ObservableProperty<Value: Sendable & Equatable>: Sendable {
     }
 
     /// Ends every sequence (the task is gone).
-    func finish() {
-        let streams = state.withLock { state in
-            defer { state.streams = [:] }
-            return Array(state.streams.values)
-        }
-        for continuation in streams { continuation.finish() }
-    }
+    func finish() { streams.finish() }
 }
 
 /// A weak reference to an observer, only ever compared with nil. Sendable because reading a
