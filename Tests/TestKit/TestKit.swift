@@ -69,8 +69,10 @@ public final class RunningProcess: Sendable {
     }
 
     /// Waits until the standard output so far satisfies `condition` (checked every 20 ms, up to
-    /// `timeout`) or the process exits; true when it did before either.
-    public func waitForOutput(timeout: Duration = .seconds(120), _ condition: (String) -> Bool) async throws -> Bool {
+    /// `timeout`) or the process exits; true when it did before either. The ceiling is only for a
+    /// child that hangs: ten minutes, since a whole suite on a loaded machine has seen a child's
+    /// start (a TLS CA made, the catalog loaded) take two.
+    public func waitForOutput(timeout: Duration = .seconds(600), _ condition: (String) -> Bool) async throws -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if condition(stdoutSoFar) { return true }
