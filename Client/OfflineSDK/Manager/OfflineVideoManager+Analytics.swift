@@ -78,6 +78,8 @@ extension OfflineVideoManager {
     /// Uploads the stored analytics events now, while the network policy allows, and returns
     /// how many are still stored (they go when the network changes, after a back-off, or at a
     /// later start). Returns once a pass already under way has sent them too.
+    ///
+    /// - Returns: How many events are still stored.
     public func sendPendingAnalytics() async -> Int {
         if ownership != nil { await analyticsOutbox.runAndWait { await self.analyticsPass() } }
         return (try? store.analyticsCount()) ?? 0
