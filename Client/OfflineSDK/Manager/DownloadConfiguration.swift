@@ -16,6 +16,14 @@ public struct OfflineVariant: Sendable, Hashable, CustomStringConvertible {
     public var codecs: [String]
 
     /// Creates a variant description.
+    ///
+    /// - Parameters:
+    ///   - peakBitRate: `BANDWIDTH`: peak bits per second.
+    ///   - averageBitRate: `AVERAGE-BANDWIDTH`: average bits per second; nil (the default) when the playlist
+    ///     gives none.
+    ///   - resolution: `RESOLUTION` of the video; nil by default.
+    ///   - frameRate: `FRAME-RATE`; nil by default.
+    ///   - codecs: `CODECS`, one entry per codec; empty by default.
     public init(peakBitRate: Int, averageBitRate: Int? = nil, resolution: Resolution? = nil, frameRate: Double? = nil,
                 codecs: [String] = []) {
         self.peakBitRate = peakBitRate
@@ -55,14 +63,21 @@ public struct VariantQualifier: Sendable, CustomStringConvertible {
     let rule: Rule
 
     /// Qualifies exactly `variant` (all its attributes equal).
+    ///
+    /// - Parameter variant: One of the variants ``OfflineVideoManager/variants(for:)`` returns.
     public static func variant(_ variant: OfflineVariant) -> VariantQualifier { VariantQualifier(rule: .variant(variant)) }
 
     /// Qualifies every variant `predicate` is true for.
+    ///
+    /// - Parameter predicate: Says whether a variant qualifies, from its bit rates, resolution, frame rate and
+    ///   codecs.
     public static func predicate(_ predicate: @escaping @Sendable (OfflineVariant) -> Bool) -> VariantQualifier {
         VariantQualifier(rule: .predicate(predicate))
     }
 
     /// Whether `variant` qualifies.
+    ///
+    /// - Parameter variant: A variant of the video's master playlist.
     public func admits(_ variant: OfflineVariant) -> Bool {
         switch rule {
         case .variant(let wanted): wanted == variant
@@ -91,6 +106,12 @@ public struct ContentConfiguration: Sendable {
     public var mediaSelections: MediaSelections?
 
     /// Creates a content configuration.
+    ///
+    /// - Parameters:
+    ///   - variantQualifiers: The qualifiers tried in order to pick the variant; empty (the default) leaves it
+    ///     to ``DownloadParameters/requestedBitrate``. Auxiliary configurations take none.
+    ///   - mediaSelections: The audio and subtitle languages to take; nil (the default) takes the configured
+    ///     preferred languages (primary configuration) or nothing more (auxiliary ones).
     public init(variantQualifiers: [VariantQualifier] = [], mediaSelections: MediaSelections? = nil) {
         self.variantQualifiers = variantQualifiers
         self.mediaSelections = mediaSelections
@@ -118,6 +139,13 @@ public struct DownloadConfiguration: Sendable {
     public var auxiliaryContentConfigurations: [ContentConfiguration]
 
     /// Creates a configuration.
+    ///
+    /// - Parameters:
+    ///   - title: The display name of the download; it may not be empty.
+    ///   - artworkData: An image kept with the download, in any format; nil by default.
+    ///   - primaryContentConfiguration: The variant and the main media selections; by default no qualifiers and
+    ///     the configured preferred languages.
+    ///   - auxiliaryContentConfigurations: Further audio or subtitle languages; none by default.
     public init(title: String, artworkData: Data? = nil, primaryContentConfiguration: ContentConfiguration = ContentConfiguration(),
                 auxiliaryContentConfigurations: [ContentConfiguration] = []) {
         self.title = title

@@ -29,6 +29,13 @@ public struct RequestedLicense: Sendable, Equatable, Codable {
     var rentalEnd: Date?
 
     /// Terms of `kind`; `ParameterRules` checks they go together.
+    ///
+    /// - Parameters:
+    ///   - kind: Purchase or rental.
+    ///   - rentalDuration: Rentals: seconds from the license request to the rental's end (required for a
+    ///     rental); nil by default.
+    ///   - playDuration: Rentals: seconds from the first playback ("dual expiry"); nil (the default) for no
+    ///     play window.
     public init(kind: Kind, rentalDuration: TimeInterval? = nil, playDuration: TimeInterval? = nil) {
         self.kind = kind
         self.rentalDuration = rentalDuration
@@ -40,6 +47,10 @@ public struct RequestedLicense: Sendable, Equatable, Codable {
 
     /// Ends `duration` seconds after the license request; with `playDuration`, also that many
     /// seconds after the first playback, whichever comes first.
+    ///
+    /// - Parameters:
+    ///   - duration: Seconds from the license request to the rental's end.
+    ///   - playDuration: Seconds from the first playback; nil (the default) for no play window.
     public static func rental(duration: TimeInterval, playDuration: TimeInterval? = nil) -> RequestedLicense {
         RequestedLicense(kind: .rental, rentalDuration: duration, playDuration: playDuration)
     }
@@ -96,6 +107,13 @@ public struct DownloadParameters: Sendable, Equatable, Codable {
     public var license: RequestedLicense?
 
     /// Creates parameters.
+    ///
+    /// - Parameters:
+    ///   - requestedBitrate: The largest variant bitrate to take, in bits per second; nil (the default) picks
+    ///     the lowest rendition with video.
+    ///   - displayName: A name for the app's UI; nil (the default) takes the video's name.
+    ///   - license: The license terms, for FairPlay videos (required for them unless a license was preloaded);
+    ///     nil by default.
     public init(requestedBitrate: Int? = nil, displayName: String? = nil, license: RequestedLicense? = nil) {
         self.requestedBitrate = requestedBitrate
         self.displayName = displayName
@@ -112,6 +130,10 @@ public struct MediaSelections: Sendable, Equatable, Codable {
     public var subtitleLanguages: [String]
 
     /// Creates selections.
+    ///
+    /// - Parameters:
+    ///   - audioLanguages: Audio languages to take; empty (the default) takes the default audio rendition only.
+    ///   - subtitleLanguages: Subtitle languages to take; empty (the default) takes none.
     public init(audioLanguages: [String] = [], subtitleLanguages: [String] = []) {
         self.audioLanguages = audioLanguages
         self.subtitleLanguages = subtitleLanguages

@@ -39,6 +39,15 @@ public struct MediaSelectionOption: Sendable, Hashable, Codable, CustomStringCon
     public var source: Source
 
     /// Creates an option.
+    ///
+    /// - Parameters:
+    ///   - mediaType: `audio` or `subtitles`.
+    ///   - characteristics: Its characteristics: ``MediaCharacteristic/audible`` or
+    ///     ``MediaCharacteristic/legible``, plus any the playlist lists.
+    ///   - languageTag: Its language (RFC 5646 tag), nil when not known.
+    ///   - displayName: Its name.
+    ///   - isDefault: Whether the playlist marks it `DEFAULT=YES`; false by default.
+    ///   - source: Where it comes from; ``Source/manifest`` by default.
     public init(mediaType: String, characteristics: [MediaCharacteristic], languageTag: String?, displayName: String,
                 isDefault: Bool = false, source: Source = .manifest) {
         self.mediaType = mediaType
@@ -50,6 +59,8 @@ public struct MediaSelectionOption: Sendable, Hashable, Codable, CustomStringCon
     }
 
     /// Whether the option has `characteristic`.
+    ///
+    /// - Parameter characteristic: The characteristic looked for.
     public func hasMediaCharacteristic(_ characteristic: MediaCharacteristic) -> Bool { characteristics.contains(characteristic) }
 
     public var description: String { "\(mediaType) \(languageTag ?? "-") (\(displayName), \(source.rawValue))" }
@@ -65,6 +76,10 @@ public struct MediaSelectionGroup: Sendable, Hashable {
     public var allowsEmptySelection: Bool
 
     /// Creates a group.
+    ///
+    /// - Parameters:
+    ///   - options: Every option, in playlist order.
+    ///   - allowsEmptySelection: Whether playing with none of the options is allowed.
     public init(options: [MediaSelectionOption], allowsEmptySelection: Bool) {
         self.options = options
         self.allowsEmptySelection = allowsEmptySelection

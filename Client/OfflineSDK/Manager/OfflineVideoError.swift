@@ -172,6 +172,14 @@ public struct OfflineVideoError: Error, Sendable, Equatable, CustomStringConvert
     public var underlying: (any Error & Sendable)?
 
     /// Creates an error.
+    ///
+    /// - Parameters:
+    ///   - code: The stable number.
+    ///   - reason: The finer cause.
+    ///   - message: A sentence for people.
+    ///   - httpStatus: The HTTP status behind it; nil by default.
+    ///   - responseBody: The server's answer body, when it refused; nil by default.
+    ///   - underlying: The error underneath; nil by default.
     public init(_ code: Code, _ reason: Reason, _ message: String, httpStatus: Int? = nil, responseBody: [UInt8]? = nil,
                 underlying: (any Error & Sendable)? = nil) {
         self.code = code

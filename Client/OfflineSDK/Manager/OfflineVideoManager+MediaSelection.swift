@@ -4,11 +4,20 @@ import WireModels
 /// Track queries on downloaded videos: the audio and subtitle options a video has, and those a
 /// download holds (the reference's media selection group queries).
 extension OfflineVideoManager {
-    /// The options of `characteristic` (`audible`, `legible`, or one a playlist lists in
-    /// `CHARACTERISTICS`) of a completed download: the master playlist's renditions of the
-    /// downloaded variant and the video's sideband text tracks, as they were when it was planned,
-    /// downloaded or not. Nil for an unknown token, a download that is not complete, or a
-    /// characteristic the video has no option of.
+    /// The options of `characteristic` (``MediaCharacteristic/audible``, ``MediaCharacteristic/legible``, or
+    /// one a playlist lists in `CHARACTERISTICS`) of a completed download: the master playlist's renditions of
+    /// the downloaded variant and the video's sideband text tracks, as they were when it was planned,
+    /// downloaded or not. Nil for an unknown token, a download that is not complete, or a characteristic the
+    /// video has no option of.
+    ///
+    /// - Parameters:
+    ///   - characteristic: The kind of options: ``MediaCharacteristic/audible``,
+    ///     ``MediaCharacteristic/legible``, or one a playlist lists.
+    ///   - token: The completed download's token.
+    /// - Returns: The options in playlist order (sideband tracks last); nil for an unknown token, a download
+    ///   that is not complete, or a characteristic without options.
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/storageFailure`` with a storage reason
+    ///   when the offline store cannot be read.
     public func mediaSelectionGroup(for characteristic: MediaCharacteristic,
                                     offlineVideoToken token: OfflineVideoToken) throws(OfflineVideoError) -> MediaSelectionGroup? {
         guard let (_, options) = try completedOptions(token) else { return nil }
@@ -19,6 +28,15 @@ extension OfflineVideoManager {
     /// The options of `characteristic` a completed download holds on disk (its audio and subtitle
     /// tracks and sideband subtitle files), in the group's order; nil for an unknown token or a
     /// download that is not complete (while it runs, paused, failed).
+    ///
+    /// - Parameters:
+    ///   - characteristic: The kind of options: ``MediaCharacteristic/audible``,
+    ///     ``MediaCharacteristic/legible``, or one a playlist lists.
+    ///   - token: The completed download's token.
+    /// - Returns: The options on disk, in the group's order; nil for an unknown token or a download that is not
+    ///   complete.
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/storageFailure`` with a storage reason
+    ///   when the offline store cannot be read.
     public func downloadedMediaSelectionOptions(for characteristic: MediaCharacteristic,
                                                 offlineVideoToken token: OfflineVideoToken) throws(OfflineVideoError) -> [MediaSelectionOption]? {
         guard let (record, options) = try completedOptions(token) else { return nil }

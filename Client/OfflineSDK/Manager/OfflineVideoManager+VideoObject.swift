@@ -50,7 +50,11 @@ extension OfflineVideoManager {
     }
 
     /// The stored video with the offline properties, or nil for an unknown token. Objects of
-    /// completed downloads are cached until `clearOfflineVideoCache()`.
+    /// completed downloads are cached until ``clearOfflineVideoCache()``.
+    ///
+    /// - Parameter token: The offline video's token.
+    /// - Returns: The video with the ``OfflineProperty`` properties (``PlaybackVideo/offlineVideoToken`` among
+    ///   them); nil for an unknown token.
     public func videoObject(fromOfflineVideoToken token: OfflineVideoToken) -> PlaybackVideo? {
         sessions.onSharedQueue { $0.videoObject(token) }
     }

@@ -57,11 +57,23 @@ public actor OfflineVideoManager: SharesManagerQueue {
     /// starts as the configuration's `autoPurgesExpiredDownloads`).
     public var autoPurgesExpiredDownloads: Bool { licenses.onSharedQueue { $0.autoPurges } }
 
-    /// Opens (or creates) the offline store under `configuration.storageDirectory`, cleans up
-    /// what a previous run left (stranded package folders, vanished files) and resumes the
-    /// downloads that were running. Throws `OfflineVideoError`: code `invalidParameter` with a
-    /// storage reason (`storageInUse`, `storageBusy`, `storageReadOnly`, `storageCorrupt`,
-    /// `diskFull`, `storage`) and the error underneath.
+    /// Opens (or creates) the offline store under `configuration.storageDirectory`, cleans up what a previous
+    /// run left (stranded package folders, vanished files) and resumes the downloads that were running. Throws
+    /// ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` with a storage reason
+    /// (``OfflineVideoError/Reason/storageInUse``, ``OfflineVideoError/Reason/storageBusy``,
+    /// ``OfflineVideoError/Reason/storageReadOnly``, ``OfflineVideoError/Reason/storageCorrupt``,
+    /// ``OfflineVideoError/Reason/diskFull``, ``OfflineVideoError/Reason/storage``) and the error underneath.
+    ///
+    /// - Parameters:
+    ///   - configuration: The storage folder and every other setting the manager runs with; by default
+    ///     ``OfflineVideoManagerConfiguration/init(storageDirectory:)``'s defaults.
+    ///   - delegate: Told of every event (as ``events()`` sends them), and asked
+    ///     ``OfflineVideoManagerDelegate/didCreateTransferConfiguration(_:)`` once, here; nil by default.
+    /// - Throws: ``OfflineVideoError`` with code ``OfflineVideoError/Code/invalidParameter`` and a storage
+    ///   reason (``OfflineVideoError/Reason/storageInUse``, ``OfflineVideoError/Reason/storageBusy``,
+    ///   ``OfflineVideoError/Reason/storageReadOnly``, ``OfflineVideoError/Reason/storageCorrupt``,
+    ///   ``OfflineVideoError/Reason/diskFull``, ``OfflineVideoError/Reason/storage``), the error underneath in
+    ///   ``OfflineVideoError/underlying``.
     public init(configuration: OfflineVideoManagerConfiguration = OfflineVideoManagerConfiguration(),
                 delegate: (any OfflineVideoManagerDelegate)? = nil) async throws(OfflineVideoError) {
         self.configuration = configuration
@@ -126,13 +138,26 @@ public actor OfflineVideoManager: SharesManagerQueue {
     /// The shared manager for apps, once `initializeOfflineVideoManager` has made it.
     public static var shared: OfflineVideoManager? { sharedManager.withLock { $0 } }
 
-    /// Makes the shared manager on first call, with `configuration` (storage folder, network
-    /// monitor, limits; the defaults when nil) and `options` over its options; later calls
-    /// update its delegate and options. Downloads already running keep the policy they started
-    /// with. A later call's configuration may set the key-exchange hook (as `authProxy`) and
-    /// `autoPurgesExpiredDownloads`; one asking for any other setting than the manager runs with
-    /// (another storage folder, network monitor, limits) is refused (`invalidParameter`, naming
-    /// the settings): those are fixed for the manager's life.
+    /// Makes the shared manager on first call, with `configuration` (storage folder, network monitor, limits;
+    /// the defaults when nil) and `options` over its options; later calls update its delegate and options.
+    /// Downloads already running keep the policy they started with. A later call's configuration may set the
+    /// key-exchange hook (as ``authProxy``) and
+    /// ``OfflineVideoManagerConfiguration/autoPurgesExpiredDownloads``; one asking for any other setting than
+    /// the manager runs with (another storage folder, network monitor, limits) is refused
+    /// (``OfflineVideoError/Code/invalidParameter``, naming the settings): those are fixed for the manager's
+    /// life.
+    ///
+    /// - Parameters:
+    ///   - delegate: The shared manager's delegate, replacing the one an earlier call set; nil for none.
+    ///   - options: The options for downloads started from now on (``options``).
+    ///   - configuration: The configuration the first call makes the shared manager with (the defaults when
+    ///     nil, the default); a later call's may differ from the running one in
+    ///     ``OfflineVideoManagerConfiguration/keyExchange`` and
+    ///     ``OfflineVideoManagerConfiguration/autoPurgesExpiredDownloads`` only.
+    /// - Returns: The shared manager, as ``shared`` gives it from then on.
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` with reason
+    ///   ``OfflineVideoError/Reason/invalidParameter`` when a later call's configuration asks for another
+    ///   setting than the manager runs with; on the first call, what ``init(configuration:delegate:)`` throws.
     @discardableResult
     public static func initializeOfflineVideoManager(delegate: (any OfflineVideoManagerDelegate)?,
                                                      options: OfflineVideoManagerOptions,
@@ -165,12 +190,18 @@ public actor OfflineVideoManager: SharesManagerQueue {
     }
 
     /// Replaces the delegate and the options. Running downloads keep the policy they started with.
+    ///
+    /// - Parameters:
+    ///   - delegate: The new delegate; nil for none.
+    ///   - options: The options for downloads started from now on (``options``).
     public func update(delegate: (any OfflineVideoManagerDelegate)?, options: OfflineVideoManagerOptions) {
         hub.delegate = delegate
         self.options = options
     }
 
     /// Every event from now on, in order: the same as the delegate gets.
+    ///
+    /// - Returns: A stream of ``OfflineVideoEvent`` values, from the moment of the call on.
     public nonisolated func events() -> AsyncStream<OfflineVideoEvent> { hub.subscribe() }
 
     /// Stops every running download without changing what is stored, as if the process
@@ -277,11 +308,35 @@ public actor OfflineVideoManager: SharesManagerQueue {
     /// Requests a download of `video` and returns its token once the download is planned
     /// and stored (it runs in the background from then on).
     ///
-    /// Refused with `.invalidParameter` for bad parameters or a language the video does not
-    /// have, `.unsupported` for a video that is not offline-enabled, HLSe content or no HLS
-    /// source, `.invalidParameter`/`already_downloaded` when the video is already downloaded
-    /// or downloading, and `insufficient_storage` when it would leave less free space than
-    /// `minimumFreeSpace`. `mediaSelections` nil takes the preferred languages of the configuration.
+    /// Refused with ``OfflineVideoError/Code/invalidParameter`` for bad parameters or a language the video does
+    /// not have, ``OfflineVideoError/Code/unsupported`` for a video that is not offline-enabled, HLSe content
+    /// or no HLS source, ``OfflineVideoError/Code/invalidParameter``/`already_downloaded` when the video is
+    /// already downloaded or downloading, and `insufficient_storage` when it would leave less free space than
+    /// ``OfflineVideoManagerConfiguration/minimumFreeSpace``. `mediaSelections` nil takes the preferred
+    /// languages of the configuration.
+    ///
+    /// - Parameters:
+    ///   - video: The video to download, found with ``PlaybackService``.
+    ///   - mediaSelections: The audio and subtitle languages to take besides the video; nil takes the
+    ///     configuration's ``OfflineVideoManagerConfiguration/preferredAudioLanguages`` and
+    ///     ``OfflineVideoManagerConfiguration/preferredSubtitleLanguages``.
+    ///   - parameters: The bitrate, display name and license terms; nil takes
+    ///     ``DownloadParameters/init(requestedBitrate:displayName:license:)``'s defaults.
+    /// - Returns: The token of the download and, later, of the offline video: a string to persist.
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` for bad parameters or
+    ///   a language the video does not have, with ``OfflineVideoError/Reason/alreadyDownloaded`` when the video
+    ///   is already downloaded or downloading, or ``OfflineVideoError/Reason/readOnly`` on a reader or a closed
+    ///   manager; code ``OfflineVideoError/Code/unsupported`` for a video that is not offline-enabled
+    ///   (``OfflineVideoError/Reason/notEligible``), HLSe content
+    ///   (``OfflineVideoError/Reason/hlseNotSupported``) or no HLS source
+    ///   (``OfflineVideoError/Reason/noHLSSource``); reason ``OfflineVideoError/Reason/insufficientStorage``
+    ///   (code ``OfflineVideoError/Code/downloadFailure``) when the download would leave less free space than
+    ///   ``OfflineVideoManagerConfiguration/minimumFreeSpace``; code ``OfflineVideoError/Code/downloadFailure``
+    ///   when a playlist cannot be fetched or read; for a FairPlay video, the license exchange's failures with
+    ///   their own codes (``OfflineVideoError/Code/applicationCertificateRequestFailed``,
+    ///   ``OfflineVideoError/Code/contentKeyRequestFailed``,
+    ///   ``OfflineVideoError/Code/contentKeyGenerationFailed``,
+    ///   ``OfflineVideoError/Code/noKeyRequestURLForRendition``).
     public func requestVideoDownload(_ video: PlaybackVideo, mediaSelections: MediaSelections?,
                                      parameters: DownloadParameters?) async throws(OfflineVideoError) -> OfflineVideoToken {
         try await downloads.requestDownload(video, DownloadSpec(mediaSelections: mediaSelections, parameters: parameters ?? DownloadParameters()))
@@ -294,11 +349,25 @@ public actor OfflineVideoManager: SharesManagerQueue {
     /// artwork kept in the package. Returns the token once the download is planned and stored.
     ///
     /// The same checks, errors and preloaded-license handling as
-    /// `requestVideoDownload(_:mediaSelections:parameters:)`, plus `invalidParameter` for an empty
-    /// title, qualifiers together with a requested bitrate, qualifiers on an auxiliary
-    /// configuration, or qualifiers no variant meets (`noMatchingRendition`). Such a download
-    /// reports `willDownloadVariants` before its first media byte and one progress for the
-    /// whole download (`didProgressTo`), not one per media selection.
+    /// ``requestVideoDownload(_:mediaSelections:parameters:)``, plus
+    /// ``OfflineVideoError/Code/invalidParameter`` for an empty title, qualifiers together with a requested
+    /// bitrate, qualifiers on an auxiliary configuration, or qualifiers no variant meets
+    /// (``OfflineVideoError/Reason/noMatchingRendition``). Such a download reports
+    /// ``OfflineVideoManagerDelegate/offlineVideoToken(_:willDownloadVariants:)`` before its first media byte
+    /// and one progress for the whole download
+    /// (``OfflineVideoManagerDelegate/offlineVideoToken(_:didProgressTo:)``), not one per media selection.
+    ///
+    /// - Parameters:
+    ///   - video: The video to download, found with ``PlaybackService``.
+    ///   - downloadConfiguration: The title, artwork, variant qualifiers and languages of the download.
+    ///   - parameters: The bitrate (only without variant qualifiers) and the license terms; the configuration's
+    ///     title takes the place of its display name. Nil takes
+    ///     ``DownloadParameters/init(requestedBitrate:displayName:license:)``'s defaults.
+    /// - Returns: The token of the download and, later, of the offline video.
+    /// - Throws: ``OfflineVideoError``: what ``requestVideoDownload(_:mediaSelections:parameters:)`` throws,
+    ///   and code ``OfflineVideoError/Code/invalidParameter`` for an empty title, qualifiers together with a
+    ///   requested bitrate, qualifiers on an auxiliary configuration, or qualifiers no variant meets
+    ///   (``OfflineVideoError/Reason/noMatchingRendition``).
     public func requestVideoDownload(_ video: PlaybackVideo, downloadConfiguration: DownloadConfiguration,
                                      parameters: DownloadParameters?) async throws(OfflineVideoError) -> OfflineVideoToken {
         try await downloads.requestDownload(video, try DownloadSpec(downloadConfiguration, parameters: parameters ?? DownloadParameters()))
@@ -306,39 +375,87 @@ public actor OfflineVideoManager: SharesManagerQueue {
 
     // MARK: Control
 
-    /// Pauses a requested or running download (state `suspended`); finished segments and the
-    /// partial one are kept.
+    /// Pauses a requested or running download (state ``OfflineVideoDownloadState/suspended``); finished
+    /// segments and the partial one are kept.
+    ///
+    /// - Parameter token: The offline video's token.
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` with
+    ///   ``OfflineVideoError/Reason/unknownToken`` for a token no offline video has,
+    ///   ``OfflineVideoError/Reason/invalidState`` for a download that is neither requested nor downloading, or
+    ///   ``OfflineVideoError/Reason/readOnly`` on a reader or a closed manager; code
+    ///   ``OfflineVideoError/Code/downloadFailure`` with a storage reason when the offline store cannot record
+    ///   the change.
     public func pauseVideoDownload(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
         try await downloads.apply(.pause, to: token)
     }
 
     /// Continues a suspended download, or a failed one, where it stopped.
+    ///
+    /// - Parameter token: The offline video's token.
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` with
+    ///   ``OfflineVideoError/Reason/unknownToken`` for a token no offline video has,
+    ///   ``OfflineVideoError/Reason/invalidState`` for a download that is neither suspended nor failed, or
+    ///   ``OfflineVideoError/Reason/readOnly`` on a reader or a closed manager; code
+    ///   ``OfflineVideoError/Code/downloadFailure`` with a storage reason when the offline store cannot record
+    ///   the change.
     public func resumeVideoDownload(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
         try await downloads.apply(.resume, to: token)
     }
 
-    /// Retries a failed download (state `error` only), keeping the segments already fetched.
+    /// Retries a failed download (state ``OfflineVideoDownloadState/error`` only), keeping the segments already
+    /// fetched.
+    ///
+    /// - Parameter token: The offline video's token.
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` with
+    ///   ``OfflineVideoError/Reason/unknownToken`` for a token no offline video has,
+    ///   ``OfflineVideoError/Reason/invalidState`` for a download in any state but
+    ///   ``OfflineVideoDownloadState/error``, or ``OfflineVideoError/Reason/readOnly`` on a reader or a closed
+    ///   manager; code ``OfflineVideoError/Code/downloadFailure`` with a storage reason when the offline store
+    ///   cannot record the change.
     public func retryVideoDownload(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
         try await downloads.apply(.retry, to: token)
     }
 
-    /// Cancels a download: state `cancelled`, its media files removed, the record kept
-    /// (status queries still answer) until `deleteOfflineVideo`. A download that was queued,
-    /// running or suspended ends with `didFinishDownloadWithError` (reason `cancelled`).
+    /// Cancels a download: state ``OfflineVideoDownloadState/cancelled``, its media files removed, the record
+    /// kept (status queries still answer) until ``deleteOfflineVideo(_:)``. A download that was queued, running
+    /// or suspended ends with ``OfflineVideoManagerDelegate/offlineVideoToken(_:didFinishDownloadWithError:)``
+    /// (reason ``OfflineVideoError/Reason/cancelled``).
+    ///
+    /// - Parameter token: The offline video's token.
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` with
+    ///   ``OfflineVideoError/Reason/unknownToken`` for a token no offline video has,
+    ///   ``OfflineVideoError/Reason/invalidState`` for a download that is completed, cancelled, stale or only a
+    ///   preloaded license, or ``OfflineVideoError/Reason/readOnly`` on a reader or a closed manager; code
+    ///   ``OfflineVideoError/Code/downloadFailure`` with a storage reason when the offline store cannot record
+    ///   the change.
     public func cancelVideoDownload(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
         try await downloads.apply(.cancel, to: token)
     }
 
-    /// Removes every file of the offline video and its license, and forgets the token. The
-    /// license is given back to the server (later, if offline now). A download still requested,
-    /// running or suspended ends as a cancel does, with `didFinishDownloadWithError` (reason `cancelled`).
+    /// Removes every file of the offline video and its license, and forgets the token. The license is given
+    /// back to the server (later, if offline now). A download still requested, running or suspended ends as a
+    /// cancel does, with ``OfflineVideoManagerDelegate/offlineVideoToken(_:didFinishDownloadWithError:)``
+    /// (reason ``OfflineVideoError/Reason/cancelled``).
+    ///
+    /// - Parameter token: The offline video's token.
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` with
+    ///   ``OfflineVideoError/Reason/unknownToken`` for a token no offline video has, or
+    ///   ``OfflineVideoError/Reason/readOnly`` on a reader or a closed manager; code
+    ///   ``OfflineVideoError/Code/downloadFailure`` with a storage reason when the offline store cannot record
+    ///   the change.
     public func deleteOfflineVideo(_ token: OfflineVideoToken) async throws(OfflineVideoError) {
         try await downloads.apply(.delete, to: token)
     }
 
     /// Ends every requested, running and suspended download with an error (reason
-    /// `cancelled`, announced with `didFinishDownloadWithError`) and deletes its files;
+    /// ``OfflineVideoError/Reason/cancelled``, announced with
+    /// ``OfflineVideoManagerDelegate/offlineVideoToken(_:didFinishDownloadWithError:)``) and deletes its files;
     /// completed ones are left alone.
+    ///
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` with
+    ///   ``OfflineVideoError/Reason/readOnly`` on a reader or a closed manager; code
+    ///   ``OfflineVideoError/Code/downloadFailure`` with a storage reason when the offline store cannot record
+    ///   the change.
     public func forceStopAllDownloadTasks() async throws(OfflineVideoError) {
         try await downloads.forceStopAll()
     }
@@ -348,23 +465,34 @@ public actor OfflineVideoManager: SharesManagerQueue {
     /// Uploads the stored analytics events now, while the network policy allows, and returns
     /// how many are still stored (they go when the network changes, after a back-off, or at a
     /// later start). Returns once a pass already under way has sent them too.
+    ///
+    /// - Returns: How many events are still stored.
     public func sendPendingAnalytics() async -> Int {
         await analytics.sendPending()
     }
 
     // MARK: Storage
 
-    /// Checks the storage folder against the store now, as a new manager does when it starts:
-    /// a completed download whose files are gone becomes `stale`, and a package folder no
-    /// download names is offered to the delegate's `shouldDeleteVideoPackage` (deleted by
-    /// default). When anything changed, `offlineVideoStorageDidChange` (and `.storageChanged`)
-    /// follow, and the answer is true. Call it when the app becomes active: files can vanish
-    /// while it is away, and the check at start runs before anyone listens. Owners only.
+    /// Checks the storage folder against the store now, as a new manager does when it starts: a completed
+    /// download whose files are gone becomes ``OfflineVideoDownloadState/stale``, and a package folder no
+    /// download names is offered to the delegate's ``OfflineVideoManagerDelegate/shouldDeleteVideoPackage(_:)``
+    /// (deleted by default). When anything changed,
+    /// ``OfflineVideoManagerDelegate/offlineVideoStorageDidChange()`` (and
+    /// ``OfflineVideoEvent/storageChanged``) follow, and the answer is true. Call it when the app becomes
+    /// active: files can vanish while it is away, and the check at start runs before anyone listens. Owners
+    /// only.
     ///
     /// `deep` also reads every segment of every completed download and checks its bytes (against
     /// the digest its server sent, else as whole transport-stream packets): a segment changed on
     /// disk is deleted, to be fetched again, and makes its download stale as a missing one does.
     /// It reads the whole library, on a queue of its own.
+    ///
+    /// - Parameter deep: Whether every segment of every completed download is also read and its bytes checked;
+    ///   false by default (the files' presence only).
+    /// - Returns: Whether anything changed: a download became stale, or a package folder was deleted.
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` with
+    ///   ``OfflineVideoError/Reason/readOnly`` on a reader or a closed manager (owners only); a storage reason
+    ///   when the offline store cannot be read or written.
     @discardableResult
     public func checkStorage(deep: Bool = false) async throws(OfflineVideoError) -> Bool {
         try await downloads.checkStorage(deep: deep)
@@ -378,6 +506,9 @@ public actor OfflineVideoManager: SharesManagerQueue {
     }
 
     /// The status of every offline video, in the order requested.
+    ///
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/storageFailure`` with a storage reason
+    ///   when the offline store cannot be read.
     public func offlineVideoStatus() throws(OfflineVideoError) -> [OfflineVideoStatus] {
         try downloads.onSharedQueue { downloads throws(OfflineVideoError) in
             try storeCall { try store.allDownloads() }.map { downloads.status(of: $0) }
@@ -385,6 +516,11 @@ public actor OfflineVideoManager: SharesManagerQueue {
     }
 
     /// The status of one offline video; nil for an unknown token.
+    ///
+    /// - Parameter token: The offline video's token.
+    /// - Returns: Its state, progress, times, error and display name; nil for an unknown token.
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/storageFailure`` with a storage reason
+    ///   when the offline store cannot be read.
     public func offlineVideoStatus(forToken token: OfflineVideoToken) throws(OfflineVideoError) -> OfflineVideoStatus? {
         try downloads.onSharedQueue { downloads throws(OfflineVideoError) in
             try storeCall { try store.download(token) }.map { downloads.status(of: $0) }
@@ -394,6 +530,12 @@ public actor OfflineVideoManager: SharesManagerQueue {
     /// Where each track of a download stands in bytes: on disk, and expected in all (the
     /// sizes of finished segments plus the estimates of the others), with its percent. Live
     /// while the download runs, else as recorded.
+    ///
+    /// - Parameter token: The download's token.
+    /// - Returns: One ``OfflineTrackProgress`` per track of the download.
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` with
+    ///   ``OfflineVideoError/Reason/unknownToken`` for a token no offline video has; code
+    ///   ``OfflineVideoError/Code/storageFailure`` with a storage reason when the offline store cannot be read.
     public func downloadProgress(_ token: OfflineVideoToken) throws(OfflineVideoError) -> [OfflineTrackProgress] {
         try downloads.onSharedQueue { downloads throws(OfflineVideoError) in try downloads.progress(token) }
     }

@@ -15,6 +15,13 @@ public struct OfflineVideoManagerOptions: Sendable, Equatable {
     }
 
     /// The defaults above.
+    ///
+    /// - Parameters:
+    ///   - allowsCellularDownload: Whether downloads may use cellular data; false by default.
+    ///   - allowsCellularPlayback: Whether offline playback may fetch over cellular; false by default.
+    ///   - allowsCellularAnalytics: Whether analytics events may be uploaded over cellular; true by default.
+    ///   - analyticsStorageLimit: The most bytes of unsent analytics events kept; 500 MiB by default, at least
+    ///     1 MiB.
     public init(allowsCellularDownload: Bool = false, allowsCellularPlayback: Bool = false,
                 allowsCellularAnalytics: Bool = true, analyticsStorageLimit: Int = 500 * 1024 * 1024) {
         self.allowsCellularDownload = allowsCellularDownload
@@ -113,6 +120,9 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     public var clock: @Sendable () -> Date = { Date() }
 
     /// A configuration storing under `storageDirectory`, defaults elsewhere.
+    ///
+    /// - Parameter storageDirectory: Where the database and the package folders live;
+    ///   ``defaultStorageDirectory`` by default.
     public init(storageDirectory: URL = OfflineVideoManagerConfiguration.defaultStorageDirectory) {
         self.storageDirectory = storageDirectory
     }

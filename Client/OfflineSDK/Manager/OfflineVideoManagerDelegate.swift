@@ -13,6 +13,11 @@ public struct OfflineMediaSelection: Sendable, Hashable, CustomStringConvertible
     public var name: String
 
     /// Creates a selection.
+    ///
+    /// - Parameters:
+    ///   - kind: What the track carries.
+    ///   - language: Its `LANGUAGE` (audio and subtitles), if it has one.
+    ///   - name: Its `NAME` (the resolution for video).
     public init(kind: Kind, language: String?, name: String) {
         self.kind = kind
         self.language = language

@@ -61,6 +61,16 @@ public struct OfflineVideoStatus: Sendable, Equatable {
     public var licenseRequestTime: Date?
 
     /// Creates a status.
+    ///
+    /// - Parameters:
+    ///   - token: The offline video token.
+    ///   - downloadState: The state.
+    ///   - downloadStartTime: When the download (or the license preload) was requested.
+    ///   - downloadEndTime: When it ended; nil (the default) while it has not.
+    ///   - downloadPercent: 0 to 100; 0 by default.
+    ///   - error: Why it failed; nil by default.
+    ///   - displayName: The name it was requested under; empty by default.
+    ///   - licenseRequestTime: When its FairPlay license was requested; nil (the default) without one.
     public init(token: OfflineVideoToken, downloadState: OfflineVideoDownloadState, downloadStartTime: Date,
                 downloadEndTime: Date? = nil, downloadPercent: Double = 0, error: OfflineVideoError? = nil,
                 displayName: String = "", licenseRequestTime: Date? = nil) {

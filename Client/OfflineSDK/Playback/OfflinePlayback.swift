@@ -21,6 +21,9 @@ public struct PlaybackOptions: Sendable, Equatable {
     public var subtitleLanguage: String?
 
     /// Creates options.
+    ///
+    /// - Parameter subtitleLanguage: The downloaded subtitle language to show; nil (the default) leaves the
+    ///   playlist's defaults.
     public init(subtitleLanguage: String? = nil) {
         self.subtitleLanguage = subtitleLanguage
     }
@@ -98,6 +101,10 @@ public final class OfflinePlayback: Sendable {
     /// The master playlist's URL on the loopback server, starting the server on first call:
     /// 127.0.0.1 on a random port, under a random path secret, serving only this package's
     /// playlists (without keys), its clear segments, sideband subtitles and images.
+    ///
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` with
+    ///   ``OfflineVideoError/Reason/closed`` once the session is closed; code
+    ///   ``OfflineVideoError/Code/downloadFailure`` when the loopback server cannot start.
     public func serve() throws(OfflineVideoError) -> URL {
         try state.withLock { state throws(OfflineVideoError) -> URL in
             if state.closed { throw OfflineVideoError(.invalidParameter, .closed, "The playback session of \(token) is closed") }
@@ -128,7 +135,10 @@ public final class OfflinePlayback: Sendable {
     // MARK: Segments
 
     /// The clear segments of `track`, in order; the sequence ends after the last one, or
-    /// throws an `OfflineVideoError`.
+    /// throws an ``OfflineVideoError``.
+    ///
+    /// - Parameter track: One of ``tracks``; another ends the sequence with code
+    ///   ``OfflineVideoError/Code/invalidParameter``.
     public func segments(of track: OfflineMediaSelection) -> AsyncThrowingStream<ClearSegment, any Error> {
         let reader = self.reader
         let found = reader.tracks.first { $0.selection == track }
@@ -159,6 +169,15 @@ public final class OfflinePlayback: Sendable {
     /// with `audioLanguage`, that downloaded audio is multiplexed in; without, the video track's
     /// segments as they are (with their own audio, if the rendition carries it). The file
     /// appears only once whole.
+    ///
+    /// - Parameters:
+    ///   - file: Where the MPEG-TS file is written (replaced if there).
+    ///   - audioLanguage: The downloaded audio language to multiplex in; nil (the default) keeps the video
+    ///     track's segments as they are.
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` for a package without
+    ///   a video track or an `audioLanguage` not downloaded; code ``OfflineVideoError/Code/downloadFailure``
+    ///   with a storage reason when the file cannot be written, or the error of a segment that cannot be read
+    ///   or multiplexed.
     public func export(to file: URL, audioLanguage: String? = nil) async throws(OfflineVideoError) {
         guard let video = reader.tracks.first(where: { $0.selection.kind == .video }) else {
             throw OfflineVideoError(.invalidParameter, .invalidParameter, "The package has no video track")
@@ -175,20 +194,35 @@ public final class OfflinePlayback: Sendable {
 
     // MARK: Analytics
 
-    /// Records that the player started, or resumed, at `position` seconds (`play_started`).
-    /// Throws `invalidParameter` for a negative or non-finite position, a storage error when the
-    /// event cannot be stored.
+    /// Records that the player started, or resumed, at `position` seconds (`play_started`). Throws
+    /// ``OfflineVideoError/Code/invalidParameter`` for a negative or non-finite position, a storage error when
+    /// the event cannot be stored.
+    ///
+    /// - Parameter position: Where the player started, in seconds from the start.
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` for a negative or
+    ///   non-finite position; code ``OfflineVideoError/Code/storageFailure`` with a storage reason when the
+    ///   event cannot be stored.
     public func reportPlay(at position: TimeInterval) async throws(OfflineVideoError) {
         try await report(.playStarted, at: position)
     }
 
     /// Records that the player paused at `position` seconds (`play_paused`).
+    ///
+    /// - Parameter position: Where the player paused, in seconds from the start.
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` for a negative or
+    ///   non-finite position; code ``OfflineVideoError/Code/storageFailure`` with a storage reason when the
+    ///   event cannot be stored.
     public func reportPause(at position: TimeInterval) async throws(OfflineVideoError) {
         try await report(.playPaused, at: position)
     }
 
     /// Records that the video played to its end (`play_completed`), at `position` seconds or,
     /// when nil, at the video's duration.
+    ///
+    /// - Parameter position: Where the video ended, in seconds; nil (the default) takes the video's duration.
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` for a negative or
+    ///   non-finite position; code ``OfflineVideoError/Code/storageFailure`` with a storage reason when the
+    ///   event cannot be stored.
     public func reportCompletion(at position: TimeInterval? = nil) async throws(OfflineVideoError) {
         let duration = reader.tracks.first { $0.selection.kind == .video }?.durations.reduce(0, +) ?? 0
         try await report(.playCompleted, at: position ?? duration)

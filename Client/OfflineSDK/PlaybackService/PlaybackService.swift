@@ -28,6 +28,12 @@ public struct PlaybackService: Sendable {
 
     /// Creates a service. Give a policy key, a JWT, or both. Services share one HTTP client
     /// (and its connections).
+    ///
+    /// - Parameters:
+    ///   - baseURL: Scheme, host and port of the Playback API (a trailing `/` is dropped).
+    ///   - accountID: The account whose videos the service finds.
+    ///   - policyKey: The policy key, sent as `BCOV-Policy`; nil by default.
+    ///   - authToken: A playback-restriction JWT, sent as `Authorization: Bearer`; nil by default.
     public init(baseURL: String, accountID: String, policyKey: String? = nil, authToken: String? = nil) {
         self.init(baseURL: baseURL, accountID: accountID, policyKey: policyKey, authToken: authToken, client: PlaybackService.sharedClient)
     }
@@ -45,6 +51,13 @@ public struct PlaybackService: Sendable {
     /// A service whose HTTPS connections trust the CA certificates in `trustedCAFile` (PEM)
     /// instead of the system's: the mock backend's local CA (`tls ca FILE` at its start).
     /// A server certificate they did not sign fails with `TransferError.Code.untrustedCertificate`.
+    ///
+    /// - Parameters:
+    ///   - baseURL: Scheme, host and port of the Playback API (a trailing `/` is dropped).
+    ///   - accountID: The account whose videos the service finds.
+    ///   - policyKey: The policy key, sent as `BCOV-Policy`; nil by default.
+    ///   - authToken: A playback-restriction JWT, sent as `Authorization: Bearer`; nil by default.
+    ///   - trustedCAFile: A PEM file of the CA certificates HTTPS connections trust instead of the system's.
     public init(baseURL: String, accountID: String, policyKey: String? = nil, authToken: String? = nil, trustedCAFile: URL) {
         var configuration = TransferEngine.Configuration()
         configuration.trustedCAFile = trustedCAFile.path
@@ -65,6 +78,12 @@ public struct PlaybackService: Sendable {
         public var authToken: String?
 
         /// Creates an origin.
+        ///
+        /// - Parameters:
+        ///   - baseURL: The Playback API's base URL.
+        ///   - accountID: The account.
+        ///   - policyKey: The policy key, if the service had one.
+        ///   - authToken: The playback-restriction JWT, if the service had one; nil by default.
         public init(baseURL: String, accountID: String, policyKey: String?, authToken: String? = nil) {
             self.baseURL = baseURL
             self.accountID = accountID
@@ -77,6 +96,9 @@ public struct PlaybackService: Sendable {
     public var origin: Origin { Origin(baseURL: baseURL, accountID: accountID, policyKey: policyKey, authToken: authToken) }
 
     /// A service for `origin` (its policy key and JWT).
+    ///
+    /// - Parameter origin: The base URL, account, policy key and JWT, as ``origin`` gave them (a video's
+    ///   ``PlaybackVideo/origin``).
     public init(origin: Origin) {
         self.init(origin: origin, client: PlaybackService.sharedClient)
     }
@@ -91,16 +113,40 @@ public struct PlaybackService: Sendable {
     package static let sharedClient = HTTPClient()
 
     /// The video with this id.
+    ///
+    /// - Parameter id: The video id.
+    /// - Throws: ``PlaybackServiceError``: ``PlaybackServiceError/Code/invalidArgument`` for an empty id (or
+    ///   account id) or one holding `/`, before any request; ``PlaybackServiceError/Code/transport`` when the
+    ///   server could not be reached, ``PlaybackServiceError/Code/http`` for a non-2xx answer (its status and
+    ///   error array kept), after the retries for failures that may pass;
+    ///   ``PlaybackServiceError/Code/decoding`` when the answer is not a video.
     public func findVideo(id: String) async throws(PlaybackServiceError) -> PlaybackVideo {
         try PlaybackVideo.decoding(await get(path: "videos/\(try PlaybackService.segment(id))"), origin: origin)
     }
 
     /// The video with this reference id.
+    ///
+    /// - Parameter referenceID: The video's reference id.
+    /// - Throws: ``PlaybackServiceError``: ``PlaybackServiceError/Code/invalidArgument`` for an empty reference
+    ///   id (or account id) or one holding `/`, before any request; ``PlaybackServiceError/Code/transport``
+    ///   when the server could not be reached, ``PlaybackServiceError/Code/http`` for a non-2xx answer (its
+    ///   status and error array kept), after the retries for failures that may pass;
+    ///   ``PlaybackServiceError/Code/decoding`` when the answer is not a video.
     public func findVideo(referenceID: String) async throws(PlaybackServiceError) -> PlaybackVideo {
         try PlaybackVideo.decoding(await get(path: "videos/ref:\(try PlaybackService.segment(referenceID))"), origin: origin)
     }
 
     /// A playlist and a page of its videos.
+    ///
+    /// - Parameters:
+    ///   - id: The playlist id.
+    ///   - limit: The most videos in the page; nil (the default) leaves it to the server.
+    ///   - offset: How many videos to skip before the page; nil (the default) skips none.
+    /// - Throws: ``PlaybackServiceError``: ``PlaybackServiceError/Code/invalidArgument`` for an empty id (or
+    ///   account id) or one holding `/`, before any request; ``PlaybackServiceError/Code/transport`` when the
+    ///   server could not be reached, ``PlaybackServiceError/Code/http`` for a non-2xx answer (its status and
+    ///   error array kept), after the retries for failures that may pass;
+    ///   ``PlaybackServiceError/Code/decoding`` when the answer is not a playlist.
     public func findPlaylist(id: String, limit: Int? = nil, offset: Int? = nil) async throws(PlaybackServiceError) -> PlaybackPlaylist {
         try PlaybackPlaylist.decoding(await get(path: "playlists/\(try PlaybackService.segment(id))",
                                                 query: [("limit", limit.map(String.init)), ("offset", offset.map(String.init))]),
@@ -108,11 +154,35 @@ public struct PlaybackService: Sendable {
     }
 
     /// A playlist by reference id.
+    ///
+    /// - Parameters:
+    ///   - referenceID: The playlist's reference id.
+    ///   - limit: The most videos in the page; nil (the default) leaves it to the server.
+    ///   - offset: How many videos to skip before the page; nil (the default) skips none.
+    /// - Returns: The playlist and the page of its videos.
+    /// - Throws: ``PlaybackServiceError``: ``PlaybackServiceError/Code/invalidArgument`` for a reference id
+    ///   holding `/` (or an empty account id, or one holding `/`), before any request;
+    ///   ``PlaybackServiceError/Code/transport`` when the server could not be reached,
+    ///   ``PlaybackServiceError/Code/http`` for a non-2xx answer (its status and error array kept), after the
+    ///   retries for failures that may pass; ``PlaybackServiceError/Code/decoding`` when the answer is not a
+    ///   playlist.
     public func findPlaylist(referenceID: String, limit: Int? = nil, offset: Int? = nil) async throws(PlaybackServiceError) -> PlaybackPlaylist {
         try await findPlaylist(id: "ref:\(referenceID)", limit: limit, offset: offset)
     }
 
     /// Searches the account (needs a search-enabled policy key). `sort` is a field, `-field` for descending.
+    ///
+    /// - Parameters:
+    ///   - query: The search expression, sent as `q`.
+    ///   - sort: The field to sort by, `-field` for descending; nil (the default) leaves the server's order.
+    ///   - limit: The most videos in the page; nil (the default) leaves it to the server.
+    ///   - offset: How many videos to skip before the page; nil (the default) skips none.
+    /// - Returns: How many videos match in all, and the page of them.
+    /// - Throws: ``PlaybackServiceError``: ``PlaybackServiceError/Code/invalidArgument`` for an empty account
+    ///   id or one holding `/`, before any request; ``PlaybackServiceError/Code/transport`` when the server
+    ///   could not be reached, ``PlaybackServiceError/Code/http`` for a non-2xx answer (its status and error
+    ///   array kept), after the retries for failures that may pass; ``PlaybackServiceError/Code/decoding`` when
+    ///   the answer is not a search result.
     public func search(query: String, sort: String? = nil, limit: Int? = nil, offset: Int? = nil)
         async throws(PlaybackServiceError) -> (count: Int, videos: [PlaybackVideo]) {
         let body = try await get(path: "videos", query: [("q", query), ("sort", sort), ("limit", limit.map(String.init)),

@@ -13,6 +13,9 @@ public struct PlaybackVideo: Sendable, Equatable {
     public internal(set) var origin: PlaybackService.Origin?
 
     /// Decodes one video object; the typed view and the raw properties come from the same bytes.
+    ///
+    /// - Parameter json: The JSON bytes of one Playback API video object.
+    /// - Throws: The decoding error when the bytes are not a video object.
     public init(json: [UInt8]) throws {
         let decoder = WireJSON.decoder()
         video = try decoder.decode(Video.self, from: Data(json))

@@ -76,6 +76,10 @@ public actor DownloadManager {
 
     /// A download manager over `manager`: every download it holds is a task (a preloaded
     /// license alone is not), and stays in step with it from now on.
+    ///
+    /// - Parameter manager: The offline video manager whose downloads become tasks (``offlineVideoManager``).
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/storageFailure`` with a storage reason
+    ///   when the offline store cannot be read.
     public init(manager: OfflineVideoManager) async throws(OfflineVideoError) {
         offlineVideoManager = manager
         licenseFetcher = LicenseFetcher(manager: manager)
@@ -100,8 +104,16 @@ public actor DownloadManager {
 
     private static let sharedManager = Locked<DownloadManager?>(nil)
 
-    /// The download manager over `OfflineVideoManager.shared`, made on first call (the shared
+    /// The download manager over ``OfflineVideoManager/shared``, made on first call (the shared
     /// offline video manager too, with `configuration`, when it does not exist yet).
+    ///
+    /// - Parameter configuration: The configuration the shared ``OfflineVideoManager`` is made with when it
+    ///   does not exist yet (the defaults when nil, the default); ignored when it exists.
+    /// - Returns: The download manager over ``OfflineVideoManager/shared``, the same one on every call while
+    ///   the shared offline video manager stays the same.
+    /// - Throws: ``OfflineVideoError``: what
+    ///   ``OfflineVideoManager/initializeOfflineVideoManager(delegate:options:configuration:)`` throws when it
+    ///   makes the shared manager, and what ``init(manager:)`` throws.
     public static func shared(configuration: OfflineVideoManagerConfiguration? = nil) async throws(OfflineVideoError) -> DownloadManager {
         // Over the shared manager of now (a closed shared manager was forgotten: a new one is made).
         if let existing = sharedManager.withLock({ $0 }), existing.offlineVideoManager === OfflineVideoManager.shared { return existing }
@@ -122,13 +134,24 @@ public actor DownloadManager {
 
     // MARK: Tasks
 
-    /// Plans the download of `request` and returns its task, suspended: `resume()` starts it.
-    /// Fails (never throws) with the same errors as `OfflineVideoManager.requestVideoDownload`,
-    /// and `alreadyDownloaded` when a task has the content id already (purge it first).
-    /// FairPlay content is licensed before any media byte, with the key fetched earlier by
-    /// `licenseFetcher` when there is one (the request's `expiration` and
-    /// `playbackExpiryDuration` must then be the key's, else it fails with
-    /// `invalidLicenseParameters`: renew the key first), else a new key on the request's terms.
+    /// Plans the download of `request` and returns its task, suspended: ``DownloadTask/resume()`` starts it.
+    /// Fails (never throws) with the same errors as
+    /// ``OfflineVideoManager/requestVideoDownload(_:mediaSelections:parameters:)``, and
+    /// ``OfflineVideoError/Reason/alreadyDownloaded`` when a task has the content id already (purge it first).
+    /// FairPlay content is licensed before any media byte, with the key fetched earlier by ``licenseFetcher``
+    /// when there is one (the request's ``DownloadRequest/expiration`` and
+    /// ``DownloadRequest/playbackExpiryDuration`` must then be the key's, else it fails with
+    /// ``OfflineVideoError/Reason/invalidLicenseParameters``: renew the key first), else a new key on the
+    /// request's terms.
+    ///
+    /// - Parameter request: What to download: the content, its content id and title, bitrate, languages and
+    ///   license terms.
+    /// - Returns: The task, in state ``DownloadTaskState/suspended``, or the failure: what
+    ///   ``OfflineVideoManager/requestVideoDownload(_:mediaSelections:parameters:)`` throws,
+    ///   ``OfflineVideoError/Reason/alreadyDownloaded`` for a content id a task has already,
+    ///   ``OfflineVideoError/Reason/invalidLicenseParameters`` for terms that are not those of the key fetched
+    ///   earlier, an expiration already past or a play window without an expiration, and code
+    ///   ``OfflineVideoError/Code/invalidParameter`` for a request without a content id or a title.
     public func enqueue(request: DownloadRequest) async -> Result<DownloadTask, OfflineVideoError> {
         do throws(OfflineVideoError) {
             try request.validate()
@@ -150,7 +173,12 @@ public actor DownloadManager {
         }
     }
 
-    /// Retries a failed task where it stopped (`invalidState` from any other state).
+    /// Retries a failed task where it stopped (``OfflineVideoError/Reason/invalidState`` from any other state).
+    ///
+    /// - Parameter task: The failed task.
+    /// - Returns: Success once it is queued again, or the failure: ``OfflineVideoError/Reason/invalidState``
+    ///   from any state but ``DownloadTaskState/failed``, or ``OfflineVideoError/Reason/readOnly`` on a reader
+    ///   or a closed manager.
     public func retry(_ task: DownloadTask) async -> Result<Void, OfflineVideoError> {
         do throws(OfflineVideoError) {
             try await offlineVideoManager.retryVideoDownload(task.token)
@@ -162,13 +190,23 @@ public actor DownloadManager {
     }
 
     /// Removes the task and its downloaded files. Its persistent key, if it holds one, is not
-    /// deleted (`licenseFetcher` manages it; a later request for the content uses it).
+    /// deleted (``licenseFetcher`` manages it; a later request for the content uses it).
+    ///
+    /// - Parameter task: The task to remove.
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` with
+    ///   ``OfflineVideoError/Reason/unknownToken`` for a task purged already, or
+    ///   ``OfflineVideoError/Reason/readOnly`` on a reader or a closed manager; code
+    ///   ``OfflineVideoError/Code/downloadFailure`` with a storage reason when the offline store cannot record
+    ///   the change.
     public func purge(_ task: DownloadTask) async throws(OfflineVideoError) {
         try await offlineVideoManager.downloads.purgeTask(task.token)
         try await refresh(task.token)
     }
 
     /// The task with `contentId`, if there is one.
+    ///
+    /// - Parameter contentId: The content id the task was enqueued under (a download requested through
+    ///   ``OfflineVideoManager`` goes by its video id).
     public func task(contentId: String) -> DownloadTask? {
         allTasks.value.first { $0.contentId == contentId }
     }
@@ -179,7 +217,11 @@ public actor DownloadManager {
         get async { await offlineVideoManager.autoPurgesExpiredDownloads }
     }
 
-    /// Turns `downloadAutoPurgeOnExpiry` on or off.
+    /// Turns ``downloadAutoPurgeOnExpiry`` on or off.
+    ///
+    /// - Parameter on: Whether downloads whose license expired are deleted.
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` with
+    ///   ``OfflineVideoError/Reason/readOnly`` on a reader or a closed manager.
     public func setDownloadAutoPurgeOnExpiry(_ on: Bool) async throws(OfflineVideoError) {
         try await offlineVideoManager.setAutoPurgesExpiredDownloads(on)
     }
@@ -188,10 +230,17 @@ public actor DownloadManager {
 
     /// Opens a playback session of the task's download (completed, or still downloading: what
     /// is missing is fetched or waited for). A running task is paused first when
-    /// `pausesTasksDuringPlayback`, and resumed when its last session closes, unless the app
+    /// ``pausesTasksDuringPlayback``, and resumed when its last session closes, unless the app
     /// paused, resumed or cancelled the task itself meanwhile (a pause made through
-    /// `OfflineVideoManager` instead cannot be told from this one). The license is enforced as
-    /// `OfflineVideoManager.openPlayback` does.
+    /// ``OfflineVideoManager`` instead cannot be told from this one). The license is enforced as
+    /// ``OfflineVideoManager/openPlayback(_:options:)-(OfflineVideoToken,_)`` does.
+    ///
+    /// - Parameters:
+    ///   - task: The task whose download to play.
+    ///   - options: How the session is opened: the subtitle language to show; by default none chosen.
+    /// - Returns: The open session.
+    /// - Throws: ``OfflineVideoError``: what
+    ///   ``OfflineVideoManager/openPlayback(_:options:)-(OfflineVideoToken,_)`` throws.
     public func openPlayback(_ task: DownloadTask, options: PlaybackOptions = PlaybackOptions()) async throws(OfflineVideoError) -> OfflinePlayback {
         let token = task.token
         // Counted before anything suspends: a session closing meanwhile must not take this one's

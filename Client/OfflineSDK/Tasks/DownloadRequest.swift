@@ -30,6 +30,13 @@ public struct DownloadRequest: Sendable, Equatable {
         public var accountID: String
         public var videoID: String
 
+        /// Creates a FairPlay source.
+        ///
+        /// - Parameters:
+        ///   - licenseURL: The license server, where SPCs go.
+        ///   - certificateURL: The application certificate.
+        ///   - accountID: The account the license server knows the content under.
+        ///   - videoID: The video the license server knows the content under.
         public init(licenseURL: URL, certificateURL: URL, accountID: String, videoID: String) {
             self.licenseURL = licenseURL
             self.certificateURL = certificateURL
@@ -59,6 +66,21 @@ public struct DownloadRequest: Sendable, Equatable {
     public var mediaSelections: MediaSelections?
 
     /// A request for an HLS URL (`fairPlay` says where the license of protected content comes from).
+    ///
+    /// - Parameters:
+    ///   - contentId: Names the task: one task per content id.
+    ///   - contentUrl: The HLS master playlist (http or https).
+    ///   - title: The name shown for the download.
+    ///   - preferredVideoBitrate: The largest video bitrate to take, in bits per second; nil (the default)
+    ///     takes the lowest rendition.
+    ///   - metadata: The app's own string, kept with the task; nil by default.
+    ///   - expiration: FairPlay: when the rental ends; nil (the default) is a purchase.
+    ///   - playbackExpiryDuration: FairPlay: the play window in seconds from the first playback (needs an
+    ///     `expiration`); nil by default.
+    ///   - skd: FairPlay: the key the app expects (`skd://KEYID` or the key id alone); nil by default.
+    ///   - fairPlay: For FairPlay content, where its license comes from; nil (the default) for clear content.
+    ///   - mediaSelections: The audio and subtitle languages; nil (the default) takes the configuration's
+    ///     preferred ones.
     public init(contentId: String, contentUrl: URL, title: String, preferredVideoBitrate: Int? = nil, metadata: String? = nil,
                 expiration: Date? = nil, playbackExpiryDuration: TimeInterval? = nil, skd: String? = nil,
                 fairPlay: FairPlaySource? = nil, mediaSelections: MediaSelections? = nil) {
@@ -67,7 +89,21 @@ public struct DownloadRequest: Sendable, Equatable {
                   mediaSelections: mediaSelections)
     }
 
-    /// A request for a video found with `PlaybackService`.
+    /// A request for a video found with ``PlaybackService``.
+    ///
+    /// - Parameters:
+    ///   - contentId: Names the task: one task per content id.
+    ///   - video: The video, found with ``PlaybackService``.
+    ///   - title: The name shown for the download; nil (the default) takes the video's name.
+    ///   - preferredVideoBitrate: The largest video bitrate to take, in bits per second; nil (the default)
+    ///     takes the lowest rendition.
+    ///   - metadata: The app's own string, kept with the task; nil by default.
+    ///   - expiration: FairPlay: when the rental ends; nil (the default) is a purchase.
+    ///   - playbackExpiryDuration: FairPlay: the play window in seconds from the first playback (needs an
+    ///     `expiration`); nil by default.
+    ///   - skd: FairPlay: the key the app expects (`skd://KEYID` or the key id alone); nil by default.
+    ///   - mediaSelections: The audio and subtitle languages; nil (the default) takes the configuration's
+    ///     preferred ones.
     public init(contentId: String, video: PlaybackVideo, title: String? = nil, preferredVideoBitrate: Int? = nil, metadata: String? = nil,
                 expiration: Date? = nil, playbackExpiryDuration: TimeInterval? = nil, skd: String? = nil,
                 mediaSelections: MediaSelections? = nil) {

@@ -78,17 +78,34 @@ public final class DownloadTask: Sendable, Identifiable, Hashable, CustomStringC
         self.manager = manager
     }
 
-    /// Starts or continues the download (from `suspended` only; a failed task is `retry`'s).
+    /// Starts or continues the download (from ``DownloadTaskState/suspended`` only; a failed task is
+    /// ``DownloadManager/retry(_:)``'s).
+    ///
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` with
+    ///   ``OfflineVideoError/Reason/invalidState`` from any state but ``DownloadTaskState/suspended``,
+    ///   ``OfflineVideoError/Reason/unknownToken`` once purged, ``OfflineVideoError/Reason/readOnly`` on a
+    ///   reader or a closed manager, or ``OfflineVideoError/Reason/closed`` when its download manager is gone.
     public func resume() async throws(OfflineVideoError) {
         try await owner().resume(self)
     }
 
-    /// Pauses the download (from `running`); what is on disk is kept.
+    /// Pauses the download (from ``DownloadTaskState/running``); what is on disk is kept.
+    ///
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` with
+    ///   ``OfflineVideoError/Reason/invalidState`` from any state but ``DownloadTaskState/running``,
+    ///   ``OfflineVideoError/Reason/unknownToken`` once purged, ``OfflineVideoError/Reason/readOnly`` on a
+    ///   reader or a closed manager, or ``OfflineVideoError/Reason/closed`` when its download manager is gone.
     public func pause() async throws(OfflineVideoError) {
         try await owner().pause(self)
     }
 
-    /// Cancels the download: state `cancelled`, its files removed; `purge` forgets it.
+    /// Cancels the download: state ``DownloadTaskState/cancelled``, its files removed;
+    /// ``DownloadManager/purge(_:)`` forgets it.
+    ///
+    /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` with
+    ///   ``OfflineVideoError/Reason/invalidState`` for a task that is completed, cancelled or stale,
+    ///   ``OfflineVideoError/Reason/unknownToken`` once purged, ``OfflineVideoError/Reason/readOnly`` on a
+    ///   reader or a closed manager, or ``OfflineVideoError/Reason/closed`` when its download manager is gone.
     public func cancel() async throws(OfflineVideoError) {
         try await owner().cancel(self)
     }

@@ -29,13 +29,19 @@ public final class ObservableProperty<Value: Sendable & Equatable>: Sendable {
     public var value: Value { state.withLock { $0.value } }
 
     /// Calls `handler` with the old and new value on every change from now on, until
-    /// `remove(observer)` or until `observer` is gone. Adding the same observer again replaces
+    /// ``remove(_:)`` or until `observer` is gone. Adding the same observer again replaces
     /// its handler.
+    ///
+    /// - Parameters:
+    ///   - observer: Who watches: held weakly, and the key ``remove(_:)`` takes.
+    ///   - handler: Called with the old and the new value on every change.
     public func add(_ observer: AnyObject, handler: @escaping @Sendable (_ old: Value, _ new: Value) -> Void) {
         state.withLock { $0.observers[ObjectIdentifier(observer)] = Observer(owner: WeakObject(observer), handler: handler) }
     }
 
     /// Stops calling `observer`'s handler.
+    ///
+    /// - Parameter observer: The observer given to ``add(_:handler:)``.
     public func remove(_ observer: AnyObject) {
         _ = state.withLock { $0.observers.removeValue(forKey: ObjectIdentifier(observer)) }
     }
