@@ -36,7 +36,8 @@ docs: deps
 
 test: test-deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+# Armed: a store statement or SDK file read/write on Swift's cooperative pool stops the run (docs/testing.md: The pool check).
+	OFFLINE_SDK_POOL_CHECK=trap $(SWIFT) test --skip-build
 	$(GENERATE_DOCS)
 	scripts/dashboard-browser-test.sh
 	scripts/testssl.sh

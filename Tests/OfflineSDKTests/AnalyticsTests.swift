@@ -28,7 +28,7 @@ struct AnalyticsTests {
     static func downloaded(_ h: Harness, _ server: MockBackendServer) async throws -> OfflineVideoToken {
         let token = try await h.request(Catalog.englishOnlyVideo)
         #expect(try await h.events.finished(token) == nil)
-        #expect(try await eventually { try await h.manager.store.analyticsCount() == 0 }, "the download events were uploaded")
+        #expect(try await eventually { try await h.manager.store.offPool { try $0.analyticsCount() } == 0 }, "the download events were uploaded")
         return token
     }
 
@@ -48,7 +48,7 @@ struct AnalyticsTests {
             try await playback.reportCompletion()
             await playback.close()
             let store = await h.manager.store
-            let queued = try store.allAnalytics()
+            let queued = try await store.offPool { try $0.allAnalytics() }
             #expect(try queued.map { try WireJSON.decoder().decode(TrackerEvent.self, from: $0.body).id } == queued.map(\.id),
                     "each stored body is its event")
             #expect(queued.count == 4)
@@ -58,7 +58,7 @@ struct AnalyticsTests {
 
             let fault = try server.app.faults.add(FaultRule(route: .tracker, times: 2, status: 503))
             network.currentPath = .wifi
-            #expect(try await eventually { try store.analyticsCount() == 0 }, "uploaded once the network came back")
+            #expect(try await eventually { try await store.offPool { try $0.analyticsCount() } == 0 }, "uploaded once the network came back")
 
             let collected = try await Self.collected(server, "?session=\(playback.sessionID)")
             let ids = collected.map(\.id)
@@ -83,7 +83,7 @@ struct AnalyticsTests {
             _ = try server.app.faults.add(FaultRule(route: .segment, status: 404))
             let failed = try await h.request(Catalog.englishOnlyVideo)
             #expect(try await h.events.finished(failed) != nil)
-            #expect(try await eventually { try await h.manager.store.analyticsCount() == 0 })
+            #expect(try await eventually { try await h.manager.store.offPool { try $0.analyticsCount() } == 0 })
             let names = { (token: String) in Array(try await Self.collected(server, "?token=\(token)").map(\.event).reversed()) }
             #expect(try await names(cancelled) == ["download_requested", "download_cancelled"])
             #expect(try await names(failed) == ["download_requested", "download_failed"])
@@ -105,7 +105,7 @@ struct AnalyticsTests {
             _ = try server.app.faults.add(FaultRule(route: .tracker, times: 1, drop: true))  // stored, then the answer lost
             let uploadsBefore = Self.uploads(server).count
             network.currentPath = .wired
-            #expect(try await eventually { try await h.manager.store.analyticsCount() == 0 })
+            #expect(try await eventually { try await h.manager.store.offPool { try $0.analyticsCount() } == 0 })
             #expect(try await eventually { Self.uploads(server).count - uploadsBefore >= 2 }, "sent again")
             let ids = try await Self.collected(server, "?session=\(playback.sessionID)").map(\.id)
             #expect(ids.count == 2 && Set(ids).count == 2)
@@ -125,17 +125,18 @@ struct AnalyticsTests {
             let store = await h.manager.store
             let playback = try await h.manager.openPlayback(token)
             try await playback.reportPlay(at: 0)
-            let oldest = try #require(try store.allAnalytics().first)
+            let oldest = try #require(try await store.offPool { try $0.allAnalytics() }.first)
             var recorded = 1
-            while try store.analyticsCount() == recorded, recorded < 20_000 {
+            while try await store.offPool({ try $0.analyticsCount() }) == recorded, recorded < 20_000 {
                 try await playback.reportPause(at: Double(recorded))
                 recorded += 1
             }
             await playback.close()
-            let kept = try store.allAnalytics()
+            let kept = try await store.offPool { try $0.allAnalytics() }
             #expect(kept.count < recorded, "events were dropped after \(recorded)")
             #expect(!kept.contains { $0.id == oldest.id }, "the oldest went first")
-            #expect(try store.analyticsBytes() <= limit && kept.reduce(0) { $0 + $1.bytes } == (try store.analyticsBytes()))
+            let bytes = try await store.offPool { try $0.analyticsBytes() }
+            #expect(bytes <= limit && kept.reduce(0) { $0 + $1.bytes } == bytes)
             let event = try await h.events.wait(timeout: .seconds(120)) { if case .analyticsEventsDropped = $0 { true } else { false } }
             #expect(event == .analyticsEventsDropped(count: recorded - kept.count))
         } }
@@ -154,7 +155,7 @@ struct AnalyticsTests {
             #expect(await h.manager.sendPendingAnalytics() == 2, "download_requested and download_completed wait")
             #expect(Self.uploads(server).isEmpty)
             network.currentPath = .wifi
-            #expect(try await eventually { try await h.manager.store.analyticsCount() == 0 })
+            #expect(try await eventually { try await h.manager.store.offPool { try $0.analyticsCount() } == 0 })
             #expect(try await Self.collected(server, "?token=\(token)").count == 2)
         } }
     }

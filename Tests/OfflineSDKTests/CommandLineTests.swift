@@ -128,7 +128,7 @@ struct CommandLineTests {
             network.currentPath = .wifi
             #expect(try await events.finished(token, timeout: .seconds(600)) == nil)
             let client = HTTPClient()
-            for segment in try await owner.store.segments(token) {
+            for segment in try await owner.store.offPool({ try $0.segments(token) }) {
                 let served = try await client.send(HTTPClientRequest(url: segment.url))
                 let local = Array(try Data(contentsOf: folder.appendingPathComponent(segment.file)))
                 #expect(served.status == 200 && local == served.body, "\(segment.file)")

@@ -49,24 +49,24 @@ struct CrashAndDiskTests {
             let killed = await child.wait()
             #expect(killed.exitCode != 0, "killed, not finished: \(killed.stdoutText)")
 
-            let store = try OfflineStore(directory: storage.url)
-            let token = try #require(try store.allDownloads().first?.token)
+            let store = try await BlockingWork.run { try OfflineStore(directory: storage.url) }
+            let token = try #require(try await store.offPool { try $0.allDownloads() }.first?.token)
             let folder = storage.url.appendingPathComponent("packages/\(token)")
             // Files on disk are complete (written under .part, renamed when whole); what the store
             // has not recorded yet is picked up from the disk on the next run.
-            let onDisk = try store.segments(token).filter { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0.file).path) }
+            let onDisk = try await store.offPool { try $0.segments(token) }.filter { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0.file).path) }
             #expect(!onDisk.isEmpty && onDisk.count < 7200)
             let inodes = try onDisk.map { try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent($0.file).path)[.systemFileNumber] as? Int }
-            #expect(try store.download(token)?.downloadState == .downloading)
+            #expect(try await store.offPool { try $0.download(token) }?.downloadState == .downloading)
 
             server.addedLatencyMilliseconds = 0
             let rerun = try await Run.process(offline, ["resume", "--json", "--storage", storage.url.path, "--reserve-mb", "0"])
             #expect(rerun.exitCode == 0, "\(rerun.stdoutText) \(rerun.stderrText)")
             #expect(rerun.stdoutText.contains("\"state\":\"completed\""))
-            #expect(try store.download(token)?.downloadState == .completed)
+            #expect(try await store.offPool { try $0.download(token) }?.downloadState == .completed)
             let after = try onDisk.map { try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent($0.file).path)[.systemFileNumber] as? Int }
             #expect(after == inodes, "segments finished before the kill were not fetched again")
-            let all = try store.segments(token)
+            let all = try await store.offPool { try $0.segments(token) }
             #expect(all.count == 7200 && all.allSatisfy { $0.done })
             let leftovers = try FileManager.default.subpathsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".part") }
             #expect(leftovers.isEmpty)
@@ -114,7 +114,8 @@ struct CrashAndDiskTests {
             let failure = try #require(try await events.finished(token))
             #expect(failure.reason == .storageBusy, "\(failure)")
             // Not written: the store still says downloading. What the app reads says what it was told.
-            #expect(try OfflineStore(directory: storage.url).download(token)?.downloadState == .downloading)
+            let stored = try await BlockingWork.run { try OfflineStore(directory: storage.url).download(token) }
+            #expect(stored?.downloadState == .downloading)
             let status = try await manager.status(token)
             #expect(status.downloadState == .error)
             #expect(status.error == failure)
@@ -172,7 +173,7 @@ struct CrashAndDiskTests {
                 #expect(status.downloadState == .error, "\(status.downloadState)")
                 #expect(status.downloadPercent < 100)
                 let store = await manager.store
-                let done = try store.segments(token).filter(\.done)
+                let done = try await store.offPool { try $0.segments(token) }.filter(\.done)
                 let folder = await manager.packageFolder(token)
                 #expect(done.allSatisfy { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0.file).path) })
 

@@ -88,9 +88,9 @@ struct DeviceSecurityTests {
             #expect(try await events.finished(other) == nil)
             await (try await manager.openPlayback(token)).close()  // a first play is recorded
             // Its report answered, the server's license (with the first play) stored: nothing else writes the record.
-            #expect(try await eventually { try await manager.store.pendingReports().isEmpty })
+            #expect(try await eventually { try await manager.store.offPool { try $0.pendingReports() }.isEmpty })
             let pool = await manager.store.pool
-            let otherSeal = try #require(try await manager.store.download(other)?.licenseSeal)
+            let otherSeal = try #require(try await manager.store.offPool { try $0.download(other) }?.licenseSeal)
 
             let edits: [(String, String, StatementArguments)] = [
                 ("first play removed", "UPDATE download SET initial_playback_at = NULL WHERE token = ?", [token]),
@@ -154,14 +154,14 @@ struct DeviceSecurityTests {
             let (manager, token) = try await Self.download(server, configuration, Self.rentalVideo, .rental(duration: 2 * 86400, playDuration: 3600))
             network.currentPath = .none
             await (try await manager.openPlayback(token)).close()  // the first play, its report queued
-            #expect(try await manager.store.pendingReports().count == 1)
+            #expect(try await manager.store.offPool { try $0.pendingReports() }.count == 1)
             try await manager.store.pool.write { db in
                 try db.execute(sql: "UPDATE download SET initial_playback_at = NULL WHERE token = ?", arguments: [token])
             }
             server.app.clock.offset += 1800  // the server will record its own, later, first play
             network.currentPath = .wifi
-            #expect(try await eventually { try await manager.store.pendingReports().isEmpty })
-            #expect(try await eventually { try await manager.store.download(token).flatMap(StoredLicense.terms)?.firstPlay != nil })
+            #expect(try await eventually { try await manager.store.offPool { try $0.pendingReports() }.isEmpty })
+            #expect(try await eventually { try await manager.store.offPool { try $0.download(token) }.flatMap(StoredLicense.terms)?.firstPlay != nil })
             let refused = await Self.refusal(manager, token)
             #expect(refused?.code == .invalidLicense && refused?.reason == .recordAltered, "\(String(describing: refused))")
             await manager.close()
@@ -246,7 +246,8 @@ struct DeviceSecurityTests {
             await manager.close()
             // Made as the SDK before device binding left it: the key in `setting`, the license
             // sealed with it, no stamps, the mark and the device id under their old names.
-            let device = try DeviceIdentity.load(configuration.deviceSource)
+            let source = configuration.deviceSource
+            let device = try await BlockingWork.run { try DeviceIdentity.load(source) }
             let legacy = SymmetricKey(size: .bits256)
             let database = try DatabaseQueue(path: storage.appendingPathComponent("offline.sqlite").path)
             try await database.write { db in

@@ -79,7 +79,7 @@ struct DownloadConfigurationTests {
 
             // The variant and tracks the configuration asked for.
             let chosen = try #require(variants.first { $0.resolution?.width == 640 })
-            let tracks = try await h.manager.store.tracks(token)
+            let tracks = try await h.manager.store.offPool { try $0.tracks(token) }
             #expect(tracks.map(\.kind) == ["video", "audio", "audio"])
             #expect(tracks.first?.name == "640x360")
             #expect(tracks.compactMap(\.language) == ["en", "fr"])

@@ -232,7 +232,7 @@ struct DownloadManagerTests {
             server.app.clock.offset += 7200
             let expired = await #expect(throws: OfflineVideoError.self) { try await downloads.openPlayback(task) }
             #expect(expired?.code == .expiredLicense)
-            let segments = try await h.manager.store.segments(task.token).count
+            let segments = try await h.manager.store.offPool { try $0.segments(task.token) }.count
             #expect(try await eventually { segmentRequests(server) == segments })
             var renewal = request
             renewal.expiration = server.app.clock.now().addingTimeInterval(86400)
@@ -250,7 +250,7 @@ struct DownloadManagerTests {
             let kept = try #require(try await fetcher.persistentKey(forKeyID: key.keyID))
             #expect(!kept.hasDownload && kept.license.rentalEnd == replaced.license.rentalEnd)
             #expect(try await h.manager.status(task.token).downloadState == .licensePreloaded)
-            #expect(try await h.manager.store.segments(task.token).isEmpty, "the purged plan is forgotten")
+            #expect(try await h.manager.store.offPool { try $0.segments(task.token) }.isEmpty, "the purged plan is forgotten")
 
             // Enqueued again with the first request's terms: refused, the kept key has the renewal's.
             let stale = await downloads.enqueue(request: request)

@@ -48,7 +48,7 @@ struct DownloadTests {
 
             // Every segment on disk is byte for byte what the server serves at its URL.
             let store = await manager.store
-            let segments = try store.segments(token)
+            let segments = try await store.offPool { try $0.segments(token) }
             #expect(segments.count == 18)
             #expect(segments.allSatisfy { $0.done })
             let folder = await manager.packageFolder(token)
@@ -168,7 +168,7 @@ struct DownloadTests {
             #expect(await manager.downloads.isDownloading(token) == false, "no task runs for it")
             network.currentPath = .wifi
             let store = await manager.store
-            let doneAtPause = try store.segments(token).filter(\.done).count
+            let doneAtPause = try await store.offPool { try $0.segments(token) }.filter(\.done).count
             #expect(doneAtPause > 0 && doneAtPause < 7200)
             #expect(!events.all.contains { if case .downloadFinished = $0 { true } else { false } })
 
@@ -176,7 +176,7 @@ struct DownloadTests {
             #expect(try await events.finished(token, timeout: .seconds(180)) == nil)
             let status = try await manager.status(token)
             #expect(status.downloadState == .completed)
-            #expect(try store.segments(token).count == 7200)
+            #expect(try await store.offPool { try $0.segments(token) }.count == 7200)
             try await expectPlays(manager, token)
         } }
     }
@@ -198,7 +198,7 @@ struct DownloadTests {
             await first.close()  // returns once its tasks have ended
             let folder = await first.packageFolder(token)
             let store = await first.store
-            let before = try store.segments(token).filter(\.done)
+            let before = try await store.offPool { try $0.segments(token) }.filter(\.done)
             let inodes = try Dictionary(uniqueKeysWithValues: before.map {
                 ($0.file, try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent($0.file).path)[.systemFileNumber] as? Int)
             })
@@ -225,11 +225,11 @@ struct DownloadTests {
             let (manager, events) = (h.manager, h.events)
             let token = try await h.request(Catalog.clearVideo)
             let store = await manager.store
-            let oldURLs = try store.segments(token).map(\.url)
+            let oldURLs = try await store.offPool { try $0.segments(token) }.map(\.url)
             server.app.clock.offset = 7 * 3600  // every URL handed out so far has expired
             network.currentPath = .wifi
             #expect(try await events.finished(token) == nil)
-            let newURLs = try store.segments(token).map(\.url)
+            let newURLs = try await store.offPool { try $0.segments(token) }.map(\.url)
             #expect(newURLs.count == oldURLs.count)
             #expect(zip(oldURLs, newURLs).allSatisfy { $0 != $1 }, "every segment URL was renewed")
             #expect(try await manager.status(token).downloadState == .completed)
@@ -333,7 +333,7 @@ struct DownloadTests {
             for name in ["stranded", "mine"] {
                 try FileManager.default.createDirectory(at: packages.appendingPathComponent(name), withIntermediateDirectories: true)
             }
-            let segment = try #require(try await first.store.segments(token).last)
+            let segment = try #require(try await first.store.offPool { try $0.segments(token) }.last)
             try FileManager.default.removeItem(at: packages.appendingPathComponent(token).appendingPathComponent(segment.file))
 
             let delegate = Delegate(keep: "mine")

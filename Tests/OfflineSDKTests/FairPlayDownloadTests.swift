@@ -34,7 +34,7 @@ struct FairPlayDownloadTests {
             #expect(try await h.events.finished(token) == nil)
 
             // The stored license opens only with the device key and carries the content key.
-            let record = try #require(try await h.manager.store.download(token))
+            let record = try #require(try await h.manager.store.offPool { try $0.download(token) })
             let sealed = try #require(record.license)
             let deviceKey = try await h.manager.licenses.client.deviceKey()
             let license = try License(sealed: Array(sealed), deviceKey: deviceKey)
@@ -44,7 +44,7 @@ struct FairPlayDownloadTests {
 
             // Segments on disk stay encrypted and decrypt to the fixture bytes with the license's key.
             let folder = await h.manager.packageFolder(token)
-            let segments = try await h.manager.store.segments(token)
+            let segments = try await h.manager.store.offPool { try $0.segments(token) }
             let video0 = try #require(segments.first { $0.track == 0 && $0.sequence == 0 })
             let stored = Array(try Data(contentsOf: folder.appendingPathComponent(video0.file)))
             let clear = try Self.fixture("video/416x234/seg_000.ts")
@@ -132,7 +132,7 @@ struct FairPlayDownloadTests {
 struct RevokedLicenseTests {
     /// Revokes `token`'s license through the admin API.
     static func revoke(_ server: MockBackendServer, _ h: Harness, _ token: OfflineVideoToken) async throws {
-        let record = try #require(try await h.manager.store.download(token))
+        let record = try #require(try await h.manager.store.offPool { try $0.download(token) })
         let id = try #require(StoredLicense.terms(of: record)?.licenseID)
         let response = try await HTTPClient().send(HTTPClientRequest(url: server.baseURL + "/_admin/v1/licenses/\(id)/revoke", method: .post,
                                                                      headers: [("Authorization", "Bearer \(server.app.adminToken)")]))
@@ -175,7 +175,7 @@ struct RevokedLicenseTests {
             let playback = try await h.manager.openPlayback(token)
             await playback.close()
             try await h.events.wait { $0 == .licenseExpirationChanged(token, expiration: nil) }
-            #expect(try await eventually { try await h.manager.store.pendingReports().isEmpty })
+            #expect(try await eventually { try await h.manager.store.offPool { try $0.pendingReports() }.isEmpty })
             #expect(try await h.manager.fairPlayLicenseExpiration(token) == nil)
             #expect(await #expect(throws: OfflineVideoError.self) { try await h.manager.openPlayback(token) }?.code == .invalidLicense)
         } }

@@ -16,7 +16,7 @@ struct FaultToleranceTests {
     static func expectWhole(_ server: MockBackendServer, _ h: Harness, _ token: OfflineVideoToken,
                             sourceLocation: SourceLocation = #_sourceLocation) async throws {
         #expect(try await h.manager.status(token).downloadState == .completed, sourceLocation: sourceLocation)
-        let segments = try await h.manager.store.segments(token)
+        let segments = try await h.manager.store.offPool { try $0.segments(token) }
         let folder = await h.manager.packageFolder(token)
         let client = HTTPClient()
         #expect(!segments.isEmpty && segments.allSatisfy(\.done), sourceLocation: sourceLocation)
@@ -80,14 +80,17 @@ struct FaultToleranceTests {
             #expect(Self.applied(server)["flips"] ?? 0 > 10, "the fault was in force")
             server.app.faults.removeAll()
             try await Self.expectWhole(server, h, token)
-            let states = try await h.manager.store.segments(token).count
-            var digests = 0
-            try await h.manager.store.forEachSegmentState(token) { if $0.digest?.count == 64 { digests += 1 } }
+            let states = try await h.manager.store.offPool { try $0.segments(token) }.count
+            let digests = try await h.manager.store.offPool { store in
+                var digests = 0
+                try store.forEachSegmentState(token) { if $0.digest?.count == 64 { digests += 1 } }
+                return digests
+            }
             #expect(digests == states, "every segment's digest recorded")
 
             // At rest: one byte changed in one segment. The quick check sees nothing; the deep one
             // finds it, deletes it, marks it to be fetched again and makes the download stale.
-            let segment = try #require(try await h.manager.store.segments(token).dropFirst(40).first)
+            let segment = try #require(try await h.manager.store.offPool { try $0.segments(token) }.dropFirst(40).first)
             let path = await h.manager.packageFolder(token).appendingPathComponent(segment.file).path
             var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
             bytes[bytes.count / 2] ^= 0x01
@@ -96,7 +99,7 @@ struct FaultToleranceTests {
             #expect(try await h.manager.checkStorage(deep: true) == true)
             #expect(try await h.manager.status(token).downloadState == .stale)
             #expect(!FileManager.default.fileExists(atPath: path))
-            let after = try await h.manager.store.segments(token).first { $0.file == segment.file }
+            let after = try await h.manager.store.offPool { try $0.segments(token) }.first { $0.file == segment.file }
             #expect(after?.done == false, "marked to be fetched again")
         } }
     }
@@ -116,7 +119,7 @@ struct FaultToleranceTests {
             let error = try #require(try await h.events.finished(token))
             #expect(error.code == .downloadFailure && error.message.contains("arrived damaged"), "\(error)")
             #expect(try await h.manager.status(token).downloadState == .error)
-            let video0 = try await h.manager.store.segments(token).filter { $0.track == 0 }
+            let video0 = try await h.manager.store.offPool { try $0.segments(token) }.filter { $0.track == 0 }
             #expect(!video0.isEmpty && video0.allSatisfy { !$0.done }, "no damaged body kept as done")
         } }
     }
@@ -259,7 +262,7 @@ struct FaultToleranceTests {
             #expect(status.downloadState == .error)
             #expect(!h.events.all.contains(.downloadFinished(token, error: nil)))
             // No video segment counts as done: each answer ended right after its headers.
-            let segments = try await h.manager.store.segments(token)
+            let segments = try await h.manager.store.offPool { try $0.segments(token) }
             #expect(segments.filter { $0.track == 0 }.allSatisfy { !$0.done })
             #expect(Self.applied(server)["cut"] ?? 0 >= 3)
 

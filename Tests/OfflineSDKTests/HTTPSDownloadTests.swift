@@ -23,7 +23,7 @@ struct HTTPSDownloadTests {
                     parameters: DownloadParameters(license: .rental(duration: 3600, playDuration: 600)))
                 #expect(try await h.events.finished(token) == nil)
                 #expect(try await h.manager.status(token).downloadState == .completed)
-                let segments = try await h.manager.store.segments(token)
+                let segments = try await h.manager.store.offPool { try $0.segments(token) }
                 #expect(!segments.isEmpty && segments.allSatisfy { $0.done && $0.url.hasPrefix("https://") })
                 // Every request went over TLS: the request log has the license and the segments.
                 // (logged once each answer is sent in full, a moment after the client may have it)

@@ -39,10 +39,10 @@ struct PackageFilesTests {
     }
 
     @Test("segment rows read back as written, column by column")
-    func segmentRows() throws {
+    func segmentRows() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let store = try OfflineStore(directory: directory.url)
+        let store = try await BlockingWork.run { try OfflineStore(directory: directory.url) }
         let record = try DownloadRecord.downloading(token: "t")
         let segments = [
             SegmentRecord(token: "t", track: 0, sequence: 0, url: "http://h/0.ts?a=1", file: "0-video/00000.ts", duration: 2.002,
@@ -50,9 +50,9 @@ struct PackageFilesTests {
             SegmentRecord(token: "t", track: 1, sequence: 0, url: "http://h/a0.ts", file: "1-audio-en/00000.ts", duration: 1.5,
                           estimatedBytes: 32_000, bytes: 31_337, done: true),
         ]
-        try store.insert(record, tracks: [], segments: segments)
-        #expect(try store.segments("t") == segments)
-        #expect(try store.pendingSegments("t", after: nil, limit: 10) == [segments[0]])
+        try await store.offPool { try $0.insert(record, tracks: [], segments: segments) }
+        #expect(try await store.offPool { try $0.segments("t") } == segments)
+        #expect(try await store.offPool { try $0.pendingSegments("t", after: nil, limit: 10) } == [segments[0]])
     }
 
     @Test("a package file cut short, zeroed at its full length or missing is written again from the store before the download runs; a whole one is left alone")
@@ -62,7 +62,7 @@ struct PackageFilesTests {
                                                                  mediaSelections: nil, parameters: nil)
             #expect(try await h.events.finished(token) == nil)
             let folder = await h.manager.packageFolder(token).path
-            let stored = try await h.manager.store.playlists(token)
+            let stored = try await h.manager.store.offPool { try $0.playlists(token) }
             let cut = try #require(stored.keys.sorted().first { $0.hasSuffix("/index.m3u8") })
             let whole = PackageLayout.masterPlaylist
             let gone = PackageLayout.mediaOptionsFile

@@ -24,7 +24,7 @@ enum ClearFixture {
     /// A segment of a clear download's first video track, `distance` past those on disk (a track
     /// is fetched in order), with the bytes it holds: its name in the package and the fixture's.
     static func videoSegment(_ manager: OfflineVideoManager, _ token: String, past distance: Int) async throws -> (name: String, body: [UInt8]) {
-        let done = try await manager.store.segments(token).filter { $0.file.hasPrefix("0-video/") && $0.done }.count
+        let done = try await manager.store.offPool { try $0.segments(token) }.filter { $0.file.hasPrefix("0-video/") && $0.done }.count
         let index = done + distance
         return (String(format: "0-video/%05d.ts", index), try bytes("video/416x234/seg_00\(index % 6).ts"))
     }
@@ -166,12 +166,12 @@ struct PlaybackTests {
             let info = try #require(playback.license)
             #expect(open.contains(try #require(info.firstPlay)))
             #expect(between(open.lowerBound, open.upperBound, plus: 6 * 3600).contains(try #require(info.expiration)), "min(rental end, first play + 6 h)")
-            let stored = try #require(try await h.manager.store.download(token)?.initialPlaybackAt)
+            let stored = try #require(try await h.manager.store.offPool { try $0.download(token) }?.initialPlaybackAt)
             #expect(open.contains(Date(timeIntervalSince1970: stored)))
             try await h.events.wait { if case .licenseExpirationChanged(token, let date) = $0 { date == info.expiration } else { false } }
             // The report reaches the server, whose updated license replaces the stored one.
-            #expect(try await eventually { try await h.manager.store.pendingReports().isEmpty })
-            let record = try #require(try await h.manager.store.download(token))
+            #expect(try await eventually { try await h.manager.store.offPool { try $0.pendingReports() }.isEmpty })
+            let record = try #require(try await h.manager.store.offPool { try $0.download(token) })
             #expect(StoredLicense.terms(of: record)?.firstPlay != nil, "the server's first play is in the stored license")
             #expect(try await h.manager.fairPlayLicenseExpiration(token).map { abs($0.timeIntervalSince(info.expiration!)) < 1 } == true)
             await playback.close()
@@ -197,17 +197,17 @@ struct PlaybackTests {
             #expect(playback.license.flatMap(\.expiration).map { between(played.lowerBound, played.upperBound, plus: 3600).contains($0) } == true)
             _ = try await collect(playback.segments(of: playback.tracks[0]))
             await playback.close()
-            let queued = try await h.manager.store.pendingReports()
+            let queued = try await h.manager.store.offPool { try $0.pendingReports() }
             #expect(queued.count == 1 && queued.first?.kind == .firstPlay)
 
             // Half an hour later the network is back: the report goes out; the server records
             // its own (later) first play, and the earlier local one keeps deciding the expiry.
             server.app.clock.offset += 1800
             network.currentPath = .wifi
-            #expect(try await eventually { try await h.manager.store.pendingReports().isEmpty })
+            #expect(try await eventually { try await h.manager.store.offPool { try $0.pendingReports() }.isEmpty })
             let store = await h.manager.store
-            #expect(try await eventually { try store.download(token).flatMap(StoredLicense.terms)?.firstPlay != nil })
-            let serverFirstPlay = try #require(try store.download(token).flatMap(StoredLicense.terms)?.firstPlay)
+            #expect(try await eventually { try await store.offPool { try $0.download(token) }.flatMap(StoredLicense.terms)?.firstPlay != nil })
+            let serverFirstPlay = try #require(try await store.offPool { try $0.download(token) }.flatMap(StoredLicense.terms)?.firstPlay)
             #expect(serverFirstPlay > playedAt.addingTimeInterval(1700))
             let expiry = try #require(try await h.manager.fairPlayLicenseExpiration(token))
             #expect(between(played.lowerBound, played.upperBound, plus: 3600).contains(expiry))
@@ -216,13 +216,13 @@ struct PlaybackTests {
             #expect(expired?.code == .expiredLicense)
 
             // Deleted while offline: the release waits in the store and reaches the server later.
-            let licenseID = try #require(try store.download(token).flatMap(StoredLicense.terms)?.licenseID)
+            let licenseID = try #require(try await store.offPool { try $0.download(token) }.flatMap(StoredLicense.terms)?.licenseID)
             network.currentPath = .none
             try await h.manager.deleteOfflineVideo(token)
-            #expect(try await h.manager.store.pendingReports().map(\.kind) == [.release])
+            #expect(try await h.manager.store.offPool { try $0.pendingReports() }.map(\.kind) == [.release])
             #expect(try server.app.licenses.license(id: licenseID)?.releasedAt == nil)
             network.currentPath = .wifi
-            #expect(try await eventually { try await h.manager.store.pendingReports().isEmpty })
+            #expect(try await eventually { try await h.manager.store.offPool { try $0.pendingReports() }.isEmpty })
             #expect(try server.app.licenses.license(id: licenseID)?.releasedAt != nil, "released on the server")
         } }
     }
@@ -252,7 +252,7 @@ struct PlaybackTests {
             try await h.events.wait { if case .licenseExpirationChanged(token, nil) = $0 { true } else { false } }
             let invalid = await #expect(throws: OfflineVideoError.self) { try await h.manager.openPlayback(token) }
             #expect(invalid?.code == .invalidLicense)
-            #expect(try await eventually { try await h.manager.store.pendingReports().isEmpty }, "the release reached the server")
+            #expect(try await eventually { try await h.manager.store.offPool { try $0.pendingReports() }.isEmpty }, "the release reached the server")
 
             // Given back, then taken again: no new download.
             _ = try await h.manager.renewFairPlayLicense(token, video: try await h.service.findVideo(id: Self.rentalVideo),
@@ -275,25 +275,25 @@ struct PlaybackTests {
             #expect(try await h.events.finished(bought) == nil)
             #expect(try await h.events.finished(rented) == nil)
             let store = await h.manager.store
-            let original = try #require(try store.download(bought)?.license)
+            let original = try #require(try await store.offPool { try $0.download(bought) }?.license)
 
             for index in [10, original.count / 2, original.count - 1] {
                 var bytes = original
                 bytes[index] ^= 0x01
                 let edited = bytes
-                try store.update(bought) { $0.license = edited }
+                try await store.offPool { store in try store.update(bought) { $0.license = edited } }
                 let refused = await #expect(throws: OfflineVideoError.self) { try await h.manager.openPlayback(bought) }
                 #expect(refused?.code == .invalidLicense, "byte \(index)")
             }
-            try store.update(bought) { $0.license = original }
+            try await store.offPool { store in try store.update(bought) { $0.license = original } }
             await (try await h.manager.openPlayback(bought)).close()
 
             // One video's license put on another's download: refused, its segments never decrypted with it.
-            let rentedLicense = try #require(try store.download(rented)).license
-            try store.update(bought) { $0.license = rentedLicense }
+            let rentedLicense = try #require(try await store.offPool { try $0.download(rented) }).license
+            try await store.offPool { store in try store.update(bought) { $0.license = rentedLicense } }
             let foreign = await #expect(throws: OfflineVideoError.self) { try await h.manager.openPlayback(bought) }
             #expect(foreign?.code == .invalidLicense)
-            try store.update(bought) { $0.license = original }
+            try await store.offPool { store in try store.update(bought) { $0.license = original } }
 
             // The wall clock turned back an hour (behind the license's issue and the last open).
             server.app.clock.offset -= 3600

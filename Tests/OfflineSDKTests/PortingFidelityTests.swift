@@ -47,7 +47,7 @@ struct PortingFidelityTests {
             let status = try await h.manager.status(token)
             #expect(status.downloadState == .completed && status.displayName == "My rental")
             #expect(status.licenseRequestTime == licenseRequested, "the preloaded license, not a new one")
-            #expect(try #require(try await h.manager.store.download(token)).bitrate == bitrates[1], "the requested bitrate")
+            #expect(try #require(try await h.manager.store.offPool { try $0.download(token) }).bitrate == bitrates[1], "the requested bitrate")
 
             // The offline video object: every property key the guide lists.
             let object = try #require(await h.manager.videoObject(fromOfflineVideoToken: token))
@@ -89,7 +89,7 @@ struct PortingFidelityTests {
             #expect(try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: nil) == token)
             #expect(try await h.events.finished(token) == nil)
             #expect(try await h.manager.status(token).displayName == "Bought")
-            #expect(try #require(try await h.manager.store.download(token)).bitrate == bitrates[2])
+            #expect(try #require(try await h.manager.store.offPool { try $0.download(token) }).bitrate == bitrates[2])
             #expect(await h.manager.videoObject(fromOfflineVideoToken: token)?.properties[OfflineVideoManager.OfflineProperty.licensePurchase] == .bool(true))
         } }
     }

@@ -120,6 +120,17 @@ extension OfflineVideoManager {
     }
 }
 
+extension OfflineStore {
+    /// `body` run on this store off Swift's cooperative pool, as the SDK makes its own store calls
+    /// (`BlockingWork`). A test body runs on the pool: a store call made there directly blocks one
+    /// of its threads, and stops an armed run (docs/testing.md: The pool check). Expectations go
+    /// outside `body`, on what it returns (it runs on a dispatch thread, outside the test's task).
+    @discardableResult
+    func offPool<T: Sendable>(_ body: @escaping @Sendable (OfflineStore) throws -> T) async throws -> T {
+        try await BlockingWork.run { try body(self) }
+    }
+}
+
 /// A manager on fresh storage, its event recorder and a Playback API service for Northwind.
 struct Harness {
     let storage: TemporaryDirectory

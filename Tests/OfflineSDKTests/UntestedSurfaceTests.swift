@@ -17,7 +17,7 @@ struct UntestedSurfaceTests {
             let token = try await h.request(Catalog.englishOnlyVideo)
             #expect(try await h.events.finished(token) == nil)
             #expect(await h.manager.videoObject(fromOfflineVideoToken: token)?.playableOffline == true)
-            let segment = try #require(try await h.manager.store.segments(token).first)
+            let segment = try #require(try await h.manager.store.offPool { try $0.segments(token) }.first)
             try FileManager.default.removeItem(at: await h.manager.packageFolder(token).appendingPathComponent(segment.file))
             #expect(await h.manager.videoObject(fromOfflineVideoToken: token)?.playableOffline == true, "the cached object")
             await h.manager.clearOfflineVideoCache()
@@ -33,9 +33,9 @@ struct UntestedSurfaceTests {
             let certificate = try await HTTPClient().send(HTTPClientRequest(url: url)).body
             let identifier = OfflineVideoManager.defaultFairPlayApplicationCertificateIdentifier
             try await h.manager.addFairPlayApplicationCertificate(certificate, identifier: identifier)
-            #expect(try await h.manager.store.certificate(identifier) == Data(certificate))
+            #expect(try await h.manager.store.offPool { try $0.certificate(identifier) } == Data(certificate))
             try await h.manager.addFairPlayApplicationCertificate(nil, identifier: identifier)
-            #expect(try await h.manager.store.certificate(identifier) == nil)
+            #expect(try await h.manager.store.offPool { try $0.certificate(identifier) } == nil)
         } }
     }
 
@@ -96,7 +96,7 @@ struct UntestedSurfaceTests {
             #expect(recorder.percents.withLock { $0 } == recorder.percents.withLock { $0 }.sorted())
             downloads.allTasks.remove(observer)
 
-            let segment = try #require(try await h.manager.store.segments(task.token).first)
+            let segment = try #require(try await h.manager.store.offPool { try $0.segments(task.token) }.first)
             try FileManager.default.removeItem(at: await h.manager.packageFolder(task.token).appendingPathComponent(segment.file))
             #expect(try await h.manager.checkStorage())
             for await state in task.state.values where state == .stale { break }
@@ -127,8 +127,8 @@ struct UntestedSurfaceTests {
                 await h.manager.update(delegate: nil, options: OfflineVideoManagerOptions(allowsCellularDownload: false))
                 let later = try await h.request(Catalog.englishOnlyVideo)
                 #expect(try await h.events.finished(running) == nil, "it finished on cellular")
-                #expect(try #require(try await h.manager.store.download(running)).allowsCellular)
-                #expect(try #require(try await h.manager.store.download(later)).allowsCellular == false)
+                #expect(try #require(try await h.manager.store.offPool { try $0.download(running) }).allowsCellular)
+                #expect(try #require(try await h.manager.store.offPool { try $0.download(later) }).allowsCellular == false)
                 #expect(try await h.manager.status(later).downloadPercent == 0, "the new one waits for another network")
                 network.currentPath = .wifi
                 #expect(try await h.events.finished(later) == nil)

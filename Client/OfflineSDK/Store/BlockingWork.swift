@@ -117,7 +117,7 @@ final class WorkExecutor: TaskExecutor, @unchecked Sendable {
 /// - a test that makes such a call on purpose runs it with a recorder bound
 ///   (`PoolCheck.$recorder.withValue(check) { … }`): the call is recorded there and nowhere else;
 /// - with `OFFLINE_SDK_POOL_CHECK=trap` in the environment, any other such call stops the process,
-///   naming the call (`list` only prints it; docs/testing.md: The pool check).
+///   naming the call (`list` only prints it; `make test` runs armed; docs/testing.md: The pool check).
 final class PoolCheck: Sendable {
     private let seen = Locked<[String]>([])
 
