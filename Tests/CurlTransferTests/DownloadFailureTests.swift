@@ -12,12 +12,8 @@ struct DownloadFailureTests {
         let server = try fileServer(folder.path)
         defer { server.shutdown() }
         let destination = folder.file("out/missing.ts")
-        do {
-            _ = try await TransferEngine().download(FileDownload(url: server.url("/files/missing.ts"), destination: destination))
-            Issue.record("expected a failure")
-        } catch {
-            #expect(error.code == .http(404))
-        }
+        let error = try #require(await downloadFailure(FileDownload(url: server.url("/files/missing.ts"), destination: destination)))
+        #expect(error.code == .http(404))
         #expect(!fileExists(destination))
         #expect(!fileExists(destination + ".part"))
     }
@@ -34,13 +30,9 @@ struct DownloadFailureTests {
         }
         defer { server.shutdown() }
         let destination = folder.file("seg.ts")
-        do {
-            _ = try await TransferEngine().download(FileDownload(url: server.url("/x"), destination: destination))
-            Issue.record("expected a failure")
-        } catch {
-            #expect(error.code == .lengthMismatch)
-            #expect(error.curlCode == 18)  // CURLE_PARTIAL_FILE: curl saw the connection close early
-        }
+        let error = try #require(await downloadFailure(FileDownload(url: server.url("/x"), destination: destination)))
+        #expect(error.code == .lengthMismatch)
+        #expect(error.curlCode == 18)  // CURLE_PARTIAL_FILE: curl saw the connection close early
         #expect(!fileExists(destination))
         #expect(contents(of: destination + ".part") == bytes)
     }
@@ -55,12 +47,8 @@ struct DownloadFailureTests {
         }
         defer { server.shutdown() }
         let destination = folder.file("seg.ts")
-        do {
-            _ = try await TransferEngine().download(FileDownload(url: server.url("/x"), destination: destination))
-            Issue.record("expected a failure")
-        } catch {
-            #expect(error.code == .lengthMismatch)
-        }
+        let error = try #require(await downloadFailure(FileDownload(url: server.url("/x"), destination: destination)))
+        #expect(error.code == .lengthMismatch)
         #expect(!fileExists(destination))
         #expect(contents(of: destination + ".part") == body)
     }
@@ -128,12 +116,8 @@ struct DownloadFailureTests {
         let server = try fileServer(folder.path)
         let url = server.url("/files/a.ts")
         server.shutdown()
-        do {
-            _ = try await TransferEngine().download(FileDownload(url: url, destination: folder.file("a.ts")))
-            Issue.record("expected a failure")
-        } catch {
-            #expect(error.code == .couldNotConnect)
-        }
+        let error = try #require(await downloadFailure(FileDownload(url: url, destination: folder.file("a.ts"))))
+        #expect(error.code == .couldNotConnect)
         #expect(!fileExists(folder.file("a.ts.part")))
     }
 
@@ -147,13 +131,9 @@ struct DownloadFailureTests {
         let destination = folder.file("seg.ts")
         // Every write to /dev/full fails with ENOSPC, as on a full disk.
         try #require(symlink("/dev/full", destination + ".part") == 0)
-        do {
-            _ = try await TransferEngine().download(FileDownload(url: server.url("/files/src.ts"), destination: destination))
-            Issue.record("expected a failure")
-        } catch {
-            #expect(error.code == .diskFull)
-            #expect(error.systemError == ENOSPC)
-        }
+        let error = try #require(await downloadFailure(FileDownload(url: server.url("/files/src.ts"), destination: destination)))
+        #expect(error.code == .diskFull)
+        #expect(error.systemError == ENOSPC)
         #expect(!fileExists(destination))
         #expect(fileExists(destination + ".part"))
     }
@@ -166,12 +146,8 @@ struct DownloadFailureTests {
         defer { server.shutdown() }
         // A regular file where a folder should be: mkdir fails with ENOTDIR, even for root.
         let destination = folder.file("src.ts/inside/seg.ts")
-        do {
-            _ = try await TransferEngine().download(FileDownload(url: server.url("/files/src.ts"), destination: destination))
-            Issue.record("expected a failure")
-        } catch {
-            #expect(error.code == .writeFailed)
-        }
+        let error = try #require(await downloadFailure(FileDownload(url: server.url("/files/src.ts"), destination: destination)))
+        #expect(error.code == .writeFailed)
         #expect(server.requests.isEmpty, "refused before any request: the .part file cannot be made")
     }
 
@@ -183,12 +159,8 @@ struct DownloadFailureTests {
         // The package folder goes (a download deleted meanwhile) once the request is in.
         let server = try fileServer(folder.path) { _ in try? FileManager.default.removeItem(atPath: target) }
         defer { server.shutdown() }
-        do {
-            _ = try await TransferEngine().download(FileDownload(url: server.url("/files/src.ts"), destination: target + "/seg.ts"))
-            Issue.record("expected a failure")
-        } catch {
-            #expect(error.code == .writeFailed)
-        }
+        let error = try #require(await downloadFailure(FileDownload(url: server.url("/files/src.ts"), destination: target + "/seg.ts")))
+        #expect(error.code == .writeFailed)
         #expect(server.requests.count == 1)
         #expect(!fileExists(target), "the engine does not make the folder again")
     }

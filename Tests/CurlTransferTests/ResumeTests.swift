@@ -4,13 +4,22 @@ import CurlTransfer
 
 @Suite("Resuming .part files")
 struct ResumeTests {
-    @Test func partFileResumesWithARangeRequest() async throws {
+    /// A folder holding `src.ts` (`count` test bytes) and a file server on it, at `/files/src.ts`.
+    static func served(count: Int, seed: UInt64) throws -> (TemporaryDirectory, [UInt8], TestServer) {
         let folder = try TemporaryDirectory()
-        defer { folder.remove() }
-        let bytes = testBytes(count: 300_000, seed: 11)
-        try write(bytes, to: folder.file("src.ts"))
-        let server = try fileServer(folder.path)
-        defer { server.shutdown() }
+        let bytes = testBytes(count: count, seed: seed)
+        do {
+            try write(bytes, to: folder.file("src.ts"))
+            return (folder, bytes, try fileServer(folder.path))
+        } catch {
+            folder.remove()
+            throw error
+        }
+    }
+
+    @Test func partFileResumesWithARangeRequest() async throws {
+        let (folder, bytes, server) = try Self.served(count: 300_000, seed: 11)
+        defer { server.shutdown(); folder.remove() }
         let destination = folder.file("out/seg.ts")
         try makeFolder(folder.file("out"))
         try write(Array(bytes.prefix(100_000)), to: destination + ".part")
@@ -24,12 +33,8 @@ struct ResumeTests {
     }
 
     @Test func serverAnsweringTheRangeWithTheWholeFileStartsOver() async throws {
-        let folder = try TemporaryDirectory()
-        defer { folder.remove() }
-        let bytes = testBytes(count: 50_000, seed: 12)
-        try write(bytes, to: folder.file("src.ts"))
-        let server = try fileServer(folder.path)
-        defer { server.shutdown() }
+        let (folder, bytes, server) = try Self.served(count: 50_000, seed: 12)
+        defer { server.shutdown(); folder.remove() }
         let destination = folder.file("seg.ts")
         try write(Array(repeating: 0xEE, count: 20_000), to: destination + ".part")
 
@@ -43,12 +48,8 @@ struct ResumeTests {
     }
 
     @Test func rangeNotSatisfiableBeyondTheEndDownloadsAgainFromZero() async throws {
-        let folder = try TemporaryDirectory()
-        defer { folder.remove() }
-        let bytes = testBytes(count: 40_000, seed: 13)
-        try write(bytes, to: folder.file("src.ts"))
-        let server = try fileServer(folder.path)
-        defer { server.shutdown() }
+        let (folder, bytes, server) = try Self.served(count: 40_000, seed: 13)
+        defer { server.shutdown(); folder.remove() }
         let destination = folder.file("seg.ts")
         // A .part longer than the file: the server answers the range with 416.
         try write(Array(repeating: 0x55, count: 40_010), to: destination + ".part")
@@ -62,12 +63,8 @@ struct ResumeTests {
     }
 
     @Test func aWholePartFileIsCommittedOnA416NamingItsLength() async throws {
-        let folder = try TemporaryDirectory()
-        defer { folder.remove() }
-        let bytes = testBytes(count: 40_000, seed: 13)
-        try write(bytes, to: folder.file("src.ts"))
-        let server = try fileServer(folder.path)
-        defer { server.shutdown() }
+        let (folder, bytes, server) = try Self.served(count: 40_000, seed: 13)
+        defer { server.shutdown(); folder.remove() }
         let destination = folder.file("seg.ts")
         // The body had arrived whole, then the process stopped before the rename.
         try write(bytes, to: destination + ".part")

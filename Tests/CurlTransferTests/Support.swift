@@ -127,3 +127,16 @@ func transferErrorCode<T>(_ result: Result<T, any Error>) -> TransferError.Code?
 func makeFolder(_ path: String) throws {
     try #require(mkdir(path, 0o755) == 0 || errno == EEXIST)
 }
+
+/// The error `job` fails with (a fresh engine unless one is given); nil, with an issue recorded,
+/// when it succeeds.
+func downloadFailure(_ job: FileDownload, engine: TransferEngine = TransferEngine(),
+                     sourceLocation: SourceLocation = #_sourceLocation) async -> TransferError? {
+    do {
+        _ = try await engine.download(job)
+        Issue.record("expected a failure", sourceLocation: sourceLocation)
+        return nil
+    } catch {
+        return error
+    }
+}
