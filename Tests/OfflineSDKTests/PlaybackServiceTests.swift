@@ -52,6 +52,10 @@ struct PlaybackServiceTests {
 
             let badID = await #expect(throws: PlaybackServiceError.self) { try await service.findVideo(id: "../x") }
             #expect(badID?.code == .invalidArgument)
+            let emptyVideoRef = await #expect(throws: PlaybackServiceError.self) { try await service.findVideo(referenceID: "") }
+            #expect(emptyVideoRef?.code == .invalidArgument)
+            let emptyPlaylistRef = await #expect(throws: PlaybackServiceError.self) { try await service.findPlaylist(referenceID: "") }
+            #expect(emptyPlaylistRef?.code == .invalidArgument, "an empty reference id is refused before any request, as a video's")
         }
     }
 

@@ -28,7 +28,8 @@ public struct RequestedLicense: Sendable, Equatable, Codable {
     /// never through the duration the server counted from its own time.
     var rentalEnd: Date?
 
-    /// Terms of `kind`; `ParameterRules` checks they go together.
+    /// Terms of `kind`; a request with terms that do not go together (a purchase with a duration, a
+    /// rental without one, a duration not over 0) is refused with `invalidLicenseParameters`.
     ///
     /// - Parameters:
     ///   - kind: Purchase or rental.

@@ -107,7 +107,9 @@ extension OfflineVideoManager {
 
     /// The size of a download requested with `downloadConfiguration` in megabytes (1,000,000 bytes): the
     /// variant its qualifiers pick (the largest when it has none), with the audio and subtitles of every
-    /// content configuration. The same checks as ``requestVideoDownload(_:downloadConfiguration:parameters:)``.
+    /// content configuration. The same checks of the configuration as
+    /// ``requestVideoDownload(_:downloadConfiguration:parameters:)`` (nothing is reserved or stored, so not the
+    /// download's own: a video not offline-enabled or already downloaded, a reader, free space).
     ///
     /// - Parameters:
     ///   - video: The online video, found with ``PlaybackService``.

@@ -73,7 +73,9 @@ public actor OfflineVideoManager: SharesManagerQueue {
     ///   reason (``OfflineVideoError/Reason/storageInUse``, ``OfflineVideoError/Reason/storageBusy``,
     ///   ``OfflineVideoError/Reason/storageReadOnly``, ``OfflineVideoError/Reason/storageCorrupt``,
     ///   ``OfflineVideoError/Reason/diskFull``, ``OfflineVideoError/Reason/storage``), the error underneath in
-    ///   ``OfflineVideoError/underlying``.
+    ///   ``OfflineVideoError/underlying``, when the store cannot be opened; once it is open, a store that
+    ///   cannot record the downloads that were running as interrupted fails as a download's store call
+    ///   does: code ``OfflineVideoError/Code/downloadFailure`` with the same reasons.
     public init(configuration: OfflineVideoManagerConfiguration = OfflineVideoManagerConfiguration(),
                 delegate: (any OfflineVideoManagerDelegate)? = nil) async throws(OfflineVideoError) {
         self.configuration = configuration

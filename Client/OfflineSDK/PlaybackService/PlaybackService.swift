@@ -160,14 +160,15 @@ public struct PlaybackService: Sendable {
     ///   - limit: The most videos in the page; nil (the default) leaves it to the server.
     ///   - offset: How many videos to skip before the page; nil (the default) skips none.
     /// - Returns: The playlist and the page of its videos.
-    /// - Throws: ``PlaybackServiceError``: ``PlaybackServiceError/Code/invalidArgument`` for a reference id
-    ///   holding `/` (or an empty account id, or one holding `/`), before any request;
+    /// - Throws: ``PlaybackServiceError``: ``PlaybackServiceError/Code/invalidArgument`` for an empty reference
+    ///   id or one holding `/` (or an empty account id, or one holding `/`), before any request;
     ///   ``PlaybackServiceError/Code/transport`` when the server could not be reached,
     ///   ``PlaybackServiceError/Code/http`` for a non-2xx answer (its status and error array kept), after the
     ///   retries for failures that may pass; ``PlaybackServiceError/Code/decoding`` when the answer is not a
     ///   playlist.
     public func findPlaylist(referenceID: String, limit: Int? = nil, offset: Int? = nil) async throws(PlaybackServiceError) -> PlaybackPlaylist {
-        try await findPlaylist(id: "ref:\(referenceID)", limit: limit, offset: offset)
+        _ = try PlaybackService.segment(referenceID)  // an empty one is refused, as `findVideo(referenceID:)` refuses it
+        return try await findPlaylist(id: "ref:\(referenceID)", limit: limit, offset: offset)
     }
 
     /// Searches the account (needs a search-enabled policy key). `sort` is a field, `-field` for descending.
