@@ -69,7 +69,7 @@ struct OfflineDownloadsTests {
             let source = configuration.deviceSource, folder = storage.url
             let device = await BlockingWork.run { Result { () throws(OfflineVideoError) in try DeviceIdentity.load(source) } }
             store = try await BlockingWork.run { try OfflineStore(directory: folder, device: try device.get()) }
-            try FileManager.default.createDirectory(at: OfflineDownloads.packagesDirectory(folder), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(at: PackageLayout.packagesDirectory(in: folder), withIntermediateDirectories: true)
             let transfer = TransferConfiguration(configuration)
             let engine = TransferEngine(configuration: transfer.engineConfiguration(trustedCAFile: nil))
             let http = HTTPClient(engine: engine)
@@ -231,4 +231,31 @@ struct OfflineDownloadsTests {
         #expect(!PreloadedTerms.matches(expiration: end.addingTimeInterval(120), playDuration: 3600, asked: byDuration, held: held))
         #expect(stored == byDuration, "the same terms: the named end is how they were asked, not another term")
     }
+
+    /// Weak references to a manager and its parts.
+    struct Parted: Sendable {
+        weak var manager: OfflineVideoManager?
+        weak var downloads: OfflineDownloads?
+        weak var sessions: OfflinePlaybackSessions?
+        weak var licenses: OfflineLicenses?
+        weak var analytics: OfflineAnalytics?
+        var gone: Bool { manager == nil && downloads == nil && sessions == nil && licenses == nil && analytics == nil }
+    }
+
+    @Test("a closed manager and its four parts go once the app lets go of it: the parts hold each other only through weak seams")
+    func partsGoWithTheManager() async throws {
+        let storage = try TemporaryDirectory()
+        defer { storage.remove() }
+        let refs = Locked(Parted())
+        do {
+            let manager = try await OfflineVideoManager(configuration: testConfiguration(storage))
+            let made = Parted(manager: manager, downloads: await manager.downloads, sessions: await manager.sessions,
+                              licenses: await manager.licenses, analytics: await manager.analytics)
+            refs.withLock { $0 = made }
+            #expect(!refs.withLock { $0.gone })
+            await manager.close()
+        }
+        #expect(try await eventually { refs.withLock { $0.gone } }, "a part outlives its manager (a cycle through the seams)")
+    }
 }
+

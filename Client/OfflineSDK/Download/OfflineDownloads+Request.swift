@@ -46,7 +46,7 @@ extension OfflineDownloads {
                                                          requestedAt: now, allowsCellular: allowsCellular,
                                                          sequence: try store.nextSequence())
         if preloaded != nil {
-            record.videoJSON = try OfflineDownloads.json(video)
+            record.videoJSON = try DownloadRecord.videoJSON(of: video)
             record.parameters = try JSONEncoder().encode(parameters)
             record.displayName = parameters.displayName ?? record.displayName  // the preload's, else the video's name
             record.requestedAt = now

@@ -127,7 +127,7 @@ extension OfflineDownloads {
                 try text.write(to: url, options: .atomic)
             } catch {
                 throw OfflineVideoError(.downloadFailure, OfflineVideoError.storageReason(of: error),
-                                        "Cannot write \(path) again: \(OfflineDownloads.reason(error))", underlying: error)
+                                        "Cannot write \(path) again: \(OfflineVideoError.systemReason(of: error))", underlying: error)
             }
         }
         return stored.keys.map { folder.path + "/" + $0 }
@@ -146,7 +146,7 @@ extension OfflineDownloads {
                     guard failure == 0 else {
                         let error = POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO)
                         return OfflineVideoError(.downloadFailure, OfflineVideoError.storageReason(of: error),
-                                                 "Cannot save \(path) to the disk: \(OfflineDownloads.reason(error))", underlying: error)
+                                                 "Cannot save \(path) to the disk: \(OfflineVideoError.systemReason(of: error))", underlying: error)
                     }
                 }
                 return nil
@@ -233,7 +233,7 @@ extension OfflineDownloads {
         }
         let tracks = try storeCall(.download) { try store.tracks(token) }
         let urls = try await planner.freshURLs(video: fresh, tracks: tracks)
-        let json = try? OfflineDownloads.json(fresh)
+        let json = try? DownloadRecord.videoJSON(of: fresh)
         try storeCall(.download) {
             try store.updateURLs(token: token, urls)
             try store.update(token) { record in if let json { record.videoJSON = json } }

@@ -89,13 +89,8 @@ actor OfflineDownloads: SharesManagerQueue {
         self.licenses = licenses
         self.hub = hub
         self.arrivals = arrivals
-        packagesDirectory = OfflineDownloads.packagesDirectory(configuration.storageDirectory)
+        packagesDirectory = PackageLayout.packagesDirectory(in: configuration.storageDirectory)
         scheduler = DownloadScheduler(slots: configuration.maxConcurrentDownloads)
-    }
-
-    /// Where the package folders are: `packages/` in the storage folder.
-    static func packagesDirectory(_ storage: URL) -> URL {
-        storage.appendingPathComponent("packages", isDirectory: true)
     }
 
     /// Sets what the downloads need of the rest of the manager (once, before any use).
@@ -312,7 +307,7 @@ actor OfflineDownloads: SharesManagerQueue {
 
     /// The package folder of a download (its files, whether there or not).
     nonisolated func packageFolder(_ token: OfflineVideoToken) -> URL {
-        packagesDirectory.appendingPathComponent(token, isDirectory: true)
+        PackageLayout.packageFolder(token, in: packagesDirectory)
     }
 
     /// Returns once a stopped (paused, cancelled) download's task has ended.
@@ -339,17 +334,6 @@ actor OfflineDownloads: SharesManagerQueue {
 
     static func freeSpace(at url: URL) -> Int64? {
         FileSystemSpace.available(at: url.path)
-    }
-
-    /// A file system error in words: the system's reason (`No such file or directory`)
-    /// rather than Foundation's wrapper around it; other errors as they describe themselves.
-    static func reason(_ error: any Error) -> String {
-        if let code = OfflineVideoError.systemError(of: error) { return String(cString: strerror(code)) }
-        return "\(error)"
-    }
-
-    static func json(_ video: PlaybackVideo) throws -> Data {
-        try WireJSON.encoder(sortedKeys: true).encode(video.properties)
     }
 
     /// Subtitle languages to take from the manifest: those not served only as sideband tracks.

@@ -12,6 +12,16 @@ enum PackageLayout {
     /// The video's audio and subtitle options (`MediaOptionCatalog`), as JSON.
     static let mediaOptionsFile = "media-options.json"
 
+    /// Where the package folders are: `packages/` in the storage folder.
+    static func packagesDirectory(in storage: URL) -> URL {
+        storage.appendingPathComponent("packages", isDirectory: true)
+    }
+
+    /// The package folder of download `token` under `packages` (its files, whether there or not).
+    static func packageFolder(_ token: String, in packages: URL) -> URL {
+        packages.appendingPathComponent(token, isDirectory: true)
+    }
+
     /// `0-video`, `1-audio-en`, `3-subtitles-fr`: unique per track, safe as a folder name.
     static func trackFolder(position: Int, _ track: TrackChoice) -> String {
         var name = "\(position)-\(track.kind.rawValue)"

@@ -84,7 +84,7 @@ public actor OfflineVideoManager: SharesManagerQueue {
         // every license operation fails with why the secret cannot be had.
         // Reading (or on first use creating and syncing) the secret, waiting on file locks and
         // migrating SQLite: on a dispatch thread, not the pool.
-        let packages = OfflineDownloads.packagesDirectory(configuration.storageDirectory)
+        let packages = PackageLayout.packagesDirectory(in: configuration.storageDirectory)
         let (device, lock, opened) = try await BlockingWork.run {
             () throws(OfflineVideoError) -> (Result<DeviceIdentity, OfflineVideoError>, StorageLock?, OfflineStore) in
             let device = Result { () throws(OfflineVideoError) in try DeviceIdentity.load(configuration.deviceSource) }
@@ -237,23 +237,25 @@ public actor OfflineVideoManager: SharesManagerQueue {
     }
 
     /// What the licenses need of this manager (`LicenseSeams`), each run on the shared queue.
+    /// Every seam holds the manager and its parts weakly: the parts hold each other's seams, and
+    /// strong captures would keep them (and the store's connections) alive after the manager goes.
     private func licenseSeams() -> LicenseSeams {
         LicenseSeams(
             requireOwner: ownerCheck(),
-            options: { [weak self] in self?.onSharedQueue { $0.options } ?? OfflineVideoManagerOptions() },
-            licenseChanged: { [sessions] token in sessions.onSharedQueue { $0.forgetVideoObject(token) } },
-            isPlaying: { [sessions] token in sessions.onSharedQueue { $0.isPlaying(token) } },
-            purgeExpired: { [downloads] token in _ = try? await downloads.applyUnlessMoved(.purgeExpired, to: token) })
+            options: optionsSeam(),
+            licenseChanged: { [weak sessions] token in sessions?.onSharedQueue { $0.forgetVideoObject(token) } },
+            isPlaying: { [weak sessions] token in sessions?.onSharedQueue { $0.isPlaying(token) } ?? false },
+            purgeExpired: { [weak downloads] token in _ = try? await downloads?.applyUnlessMoved(.purgeExpired, to: token) })
     }
 
     /// What the downloads need of this manager and the sessions (`DownloadSeams`).
     private func downloadSeams() -> DownloadSeams {
         DownloadSeams(
             requireOwner: ownerCheck(),
-            options: { [weak self] in self?.onSharedQueue { $0.options } ?? OfflineVideoManagerOptions() },
-            forgetVideoObject: { [sessions] token in sessions.onSharedQueue { $0.forgetVideoObject(token) } },
-            recordAnalytics: { [analytics] record, milestone in
-                analytics.onSharedQueue { analytics in
+            options: optionsSeam(),
+            forgetVideoObject: { [weak sessions] token in sessions?.onSharedQueue { $0.forgetVideoObject(token) } },
+            recordAnalytics: { [weak analytics] record, milestone in
+                analytics?.onSharedQueue { analytics in
                     switch milestone {
                     case .requested: try? analytics.record(.downloadRequested, OfflineAnalytics.Subject(record))
                     case .finished(let error): analytics.recordDownloadFinished(record, error: error)
@@ -266,12 +268,12 @@ public actor OfflineVideoManager: SharesManagerQueue {
     private func playbackSeams() -> PlaybackSeams {
         PlaybackSeams(
             requireOwner: ownerCheck(),
-            options: { [weak self] in self?.onSharedQueue { $0.options } ?? OfflineVideoManagerOptions() },
-            isDownloading: { [downloads] token in await downloads.isDownloading(token) },
-            refreshURLs: { [downloads] token throws(OfflineVideoError) in try await downloads.refreshURLs(token) },
-            filesMissing: { [downloads] token, missing in _ = try? await downloads.applyUnlessMoved(.filesMissing(missing), to: token) },
-            recordPlay: { [analytics] name, subject, position, session throws(OfflineVideoError) in
-                try await analytics.record(name, subject, position: position, session: session)
+            options: optionsSeam(),
+            isDownloading: { [weak downloads] token in await downloads?.isDownloading(token) ?? false },
+            refreshURLs: { [weak downloads] token throws(OfflineVideoError) in try await downloads?.refreshURLs(token) },
+            filesMissing: { [weak downloads] token, missing in _ = try? await downloads?.applyUnlessMoved(.filesMissing(missing), to: token) },
+            recordPlay: { [weak analytics] name, subject, position, session throws(OfflineVideoError) in
+                try await analytics?.record(name, subject, position: position, session: session)
             })
     }
 
@@ -279,8 +281,13 @@ public actor OfflineVideoManager: SharesManagerQueue {
     private func analyticsSeams() -> AnalyticsSeams {
         AnalyticsSeams(
             isOwner: { [weak self] in self?.onSharedQueue { $0.ownership != nil } ?? false },
-            options: { [weak self] in self?.onSharedQueue { $0.options } ?? OfflineVideoManagerOptions() },
-            deviceID: { [licenses] in try? licenses.client.deviceID() })
+            options: optionsSeam(),
+            deviceID: { [weak licenses] in try? licenses?.client.deviceID() })
+    }
+
+    /// The options in force, as a seam: a manager gone leaves the defaults.
+    private func optionsSeam() -> @Sendable () -> OfflineVideoManagerOptions {
+        { [weak self] in self?.onSharedQueue { $0.options } ?? OfflineVideoManagerOptions() }
     }
 
     /// `requireOwner`, as a seam: a manager gone is a closed one.

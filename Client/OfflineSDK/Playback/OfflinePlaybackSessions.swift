@@ -63,7 +63,7 @@ actor OfflinePlaybackSessions: SharesManagerQueue {
         self.client = client
         self.licenses = licenses
         self.arrivals = arrivals
-        packagesDirectory = OfflineDownloads.packagesDirectory(configuration.storageDirectory)
+        packagesDirectory = PackageLayout.packagesDirectory(in: configuration.storageDirectory)
     }
 
     /// Sets what the sessions need of the rest of the manager (once, before any use).
@@ -82,7 +82,7 @@ actor OfflinePlaybackSessions: SharesManagerQueue {
     }
 
     func packageFolder(_ token: OfflineVideoToken) -> URL {
-        packagesDirectory.appendingPathComponent(token, isDirectory: true)
+        PackageLayout.packageFolder(token, in: packagesDirectory)
     }
 
     /// `openPlayback`, with `whenClosed` run after the session closes (the task façade resumes a

@@ -32,7 +32,7 @@ extension OfflineVideoError {
     /// (a lock file's own sentence when the lock failed).
     static func storeFailure(_ error: any Error, during operation: StoreOperation, _ context: String) -> OfflineVideoError {
         if let error = error as? OfflineVideoError { return error }
-        let message = error is LockFileError ? "\(error)" : "\(context): \(OfflineDownloads.reason(error))"
+        let message = error is LockFileError ? "\(error)" : "\(context): \(OfflineVideoError.systemReason(of: error))"
         return OfflineVideoError(operation.code, storageReason(of: error), message, underlying: error)
     }
 
@@ -58,6 +58,13 @@ extension OfflineVideoError {
         case EROFS, EACCES, EPERM: return .storageReadOnly
         default: return .storage
         }
+    }
+
+    /// A file system error in words: the system's reason (`No such file or directory`)
+    /// rather than Foundation's wrapper around it; other errors as they describe themselves.
+    static func systemReason(of error: any Error) -> String {
+        if let code = systemError(of: error) { return String(cString: strerror(code)) }
+        return "\(error)"
     }
 
     /// The `errno` behind a file-system error: a `POSIXError`, a Foundation error wrapping

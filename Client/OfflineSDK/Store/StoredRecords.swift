@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import WireModels
 
 /// One offline video as stored: the video, what was asked for, where it stands, its license.
 /// Column names and the meaning of stored numbers never change (new ones come by migration).
@@ -80,11 +81,16 @@ struct DownloadRecord: Codable, Sendable, Equatable, FetchableRecord, Persistabl
         return video
     }
 
+    /// The JSON a record keeps of `video` (`videoJSON`; `video()` reads it back).
+    static func videoJSON(of video: PlaybackVideo) throws -> Data {
+        try WireJSON.encoder(sortedKeys: true).encode(video.properties)
+    }
+
     /// A new record for `video`, nothing planned or licensed yet.
     static func new(token: String, video: PlaybackVideo, state: OfflineVideoDownloadState, parameters: DownloadParameters,
                     requestedAt: Double, allowsCellular: Bool, sequence: Int64) throws -> DownloadRecord {
         DownloadRecord(
-            token: token, videoID: video.id, accountID: video.accountID, videoJSON: try OfflineDownloads.json(video),
+            token: token, videoID: video.id, accountID: video.accountID, videoJSON: try DownloadRecord.videoJSON(of: video),
             state: state.rawValue, parameters: try JSONEncoder().encode(parameters), selections: nil,
             displayName: parameters.displayName ?? video.name, requestedAt: requestedAt, endedAt: nil, error: nil,
             bitrate: nil, masterURL: nil, policyKey: video.origin?.policyKey, serviceBaseURL: video.origin?.baseURL,
