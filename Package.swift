@@ -58,6 +58,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // CMAF (ISO/IEC 23000-19): fragmented MP4 init and media segments remuxed from the TS fixtures, and
+        // Common Encryption (ISO/IEC 23001-7, cbcs and cenc) of their samples; the mock's HLS v7 and DASH.
+        .target(
+            name: "CMAF",
+            dependencies: [
+                "SampleAES",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "Shared/CMAF",
+            swiftSettings: swiftSettings
+        ),
+
         // The project's lock (a pthread mutex ThreadSanitizer sees), and what is built on it: one stream registry for subscribers.
         .target(name: "Locking", path: "Shared/Locking", swiftSettings: swiftSettings),
         // A file's size, time and type from stat(2), read in one place; child processes started and reaped one way.
@@ -212,6 +225,9 @@ let package = Package(
         .testTarget(name: "PortedAppTests", dependencies: ["OfflineSDK", "MockBackendTesting", "Locking", "TestKit"],
                     path: "Tests/PortedAppTests",
                     swiftSettings: swiftSettings + [.unsafeFlags(["-warnings-as-errors"])]),
+        .testTarget(name: "CMAFTests", dependencies: ["CMAF", "SampleAES", "TestKit", .product(name: "Crypto", package: "swift-crypto"),
+                                                      .product(name: "_CryptoExtras", package: "swift-crypto")],
+                    path: "Tests/CMAFTests", swiftSettings: swiftSettings),
         .testTarget(name: "SampleAESTests", dependencies: ["SampleAES", "TestKit", .product(name: "Crypto", package: "swift-crypto"),
                                                            .product(name: "_CryptoExtras", package: "swift-crypto")],
                     path: "Tests/SampleAESTests",
