@@ -116,7 +116,7 @@ let package = Package(
         .target(
             name: "MockBackend",
             dependencies: [
-                "MicroHTTP", "WireModels", "SampleAES", "Locking", "SQLiteSupport", "SystemFiles", "Postgres",
+                "MicroHTTP", "WireModels", "SampleAES", "CMAF", "Locking", "SQLiteSupport", "SystemFiles", "Postgres",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

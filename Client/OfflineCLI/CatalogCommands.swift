@@ -133,7 +133,7 @@ enum Describe {
         if let ref = video.referenceID { lines.append("  reference id: \(ref)") }
         if let description = video.video.description { lines.append("  \(description)") }
         for source in video.sources {
-            lines.append("  source: \(source.type) \(source.src)")
+            lines.append("  source: \(source.type ?? source.container ?? "file") \(source.src)")
             if let fairPlay = source.fairPlay {
                 lines.append("    license: \(fairPlay.keyRequestURL ?? "-")")
                 lines.append("    certificate: \(fairPlay.certificateURL ?? "-")")

@@ -29,6 +29,8 @@ public final class MockBackendApp: Sendable {
     let renderer: VideoRenderer
     let packager: HLSPackager
     let encryptor: SegmentEncryptor
+    /// The assets' renditions as CMAF tracks, packaged on first use (HLS v7 and DASH).
+    let cmaf = CMAFPackager()
     let cache = ResponseCache()
     let certificates: ApplicationCertificates
     /// The store's licenses, devices and nonces.
@@ -109,6 +111,7 @@ public final class MockBackendApp: Sendable {
         MockBackendApp.addPlaybackAPIRoutes(to: &router)
         MockBackendApp.addStaticURLRoutes(to: &router)
         MockBackendApp.addManifestRoutes(to: &router)
+        MockBackendApp.addCMAFRoutes(to: &router)
         MockBackendApp.addLicenseRoutes(to: &router)
         MockBackendApp.addSampleAESTestKeyRoute(to: &router)
         AssetRoutes(live: live).add(to: &router)

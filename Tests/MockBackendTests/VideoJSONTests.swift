@@ -57,7 +57,8 @@ struct VideoJSONTests {
         try await withApp { app, _ in
             let object = try Self.rawVideo(app, Fixture.clearVideo)
             let sources = try #require(object["sources"] as? [[String: Any]])
-            #expect(sources.count == 1)
+            // TS HLS, HLS v7, DASH, two MP4s (CMAFDeliveryTests checks them all).
+            #expect(sources.count == 5)
             #expect(sources.first?["ext_x_version"] as? String == "5")
             #expect(sources.first?["type"] as? String == "application/x-mpegURL")
             #expect(sources.first?["codecs"] as? String == "avc1,mp4a")

@@ -13,6 +13,8 @@ public struct Account: Sendable {
     public var manifestTokenTTL: TimeInterval
     /// Policy key → whether it may search.
     public var policyKeys: [String: Bool]
+    /// The kinds of source the account serves (all of them unless the catalog says otherwise).
+    public var deliveryFormats: Set<DeliveryFormat> = Set(DeliveryFormat.allCases)
 }
 
 /// Which rendition of a video a URL names.
@@ -165,7 +167,10 @@ public struct Catalog: Sendable {
             keys[key.key] = key.searchEnabled
         }
         accounts[account.id] = Account(id: account.id, name: account.name, fairPlay: account.fairplay,
-                                       manifestTokenTTL: ttl, policyKeys: keys)
+                                       manifestTokenTTL: ttl, policyKeys: keys,
+                                       deliveryFormats: try account.deliveryFormats.map { names throws(CatalogError) in
+                                           try DeliveryFormat.parse(names, account: account.id)
+                                       } ?? Set(DeliveryFormat.allCases))
     }
 
     /// Adds a video of a known account, with its renditions and reference id.

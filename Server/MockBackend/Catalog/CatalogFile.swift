@@ -15,9 +15,12 @@ struct CatalogFile: Codable, Sendable {
         var videoFields: [CustomFieldDefinition]?
         /// The Ingest Profiles API's configuration (the default profile); nil: the system default.
         var ingestConfiguration: IngestConfiguration?
+        /// Which kinds of source the account serves (`DeliveryFormat` names); nil: all of them.
+        var deliveryFormats: [String]?
 
         enum CodingKeys: String, CodingKey {
             case id, name, fairplay
+            case deliveryFormats = "delivery_formats"
             case videoFields = "video_fields"
             case ingestConfiguration = "ingest_configuration"
             case manifestTokenTTLSeconds = "manifest_token_ttl_seconds"

@@ -1,4 +1,5 @@
 import Foundation
+import SystemFiles
 import WireModels
 
 /// Turns a catalog video into the Playback API's video object, with freshly signed URLs.
@@ -16,8 +17,8 @@ struct VideoRenderer: Sendable {
                                             expiresAt: Links.expiry(now: now, ttl: mediaTokenTTL)),
                 certificateURL: links.url(Links.certificatePath(accountID: video.accountID)))]
         }
-        let source = VideoSource(src: links.signed(Links.masterPath(video), expiresAt: manifestExpiry),
-                                 extXVersion: "5", codecs: "avc1,mp4a", keySystems: keySystems)
+        let sources = VideoRenderer.sources(video, account: account, keySystems: keySystems, manifestExpiry: manifestExpiry,
+                                            mediaExpiry: Links.expiry(now: now, ttl: mediaTokenTTL), links: links)
         let poster = links.url(Links.imagePath(video, width: 1280, height: 720))
         let thumbnail = links.url(Links.imagePath(video, width: 160, height: 90))
         let sideband: [TextTrack] = video.sidebandSubtitles.map { video.asset.subtitles[$0] }.enumerated().map { index, subtitle in
@@ -41,6 +42,39 @@ struct VideoRenderer: Sendable {
             poster: poster, posterSources: [ImageSource(src: poster)],
             thumbnail: thumbnail, thumbnailSources: [ImageSource(src: thumbnail)],
             link: video.link, offlineEnabled: video.offlineEnabled, adKeys: video.adKeys,
-            textTracks: textTracks, sources: [source])
+            textTracks: textTracks, sources: sources)
+    }
+
+    /// The sources of `video` in the real answer's order, each only when the account delivers
+    /// that format: TS HLS, CMAF HLS v7, DASH (CMAF for clear videos), then the progressive MP4s
+    /// of a clear video that plays its asset once (high first), which DRM videos never list.
+    static func sources(_ video: CatalogVideo, account: Account, keySystems: [String: KeySystem]?, manifestExpiry: Date,
+                        mediaExpiry: Date, links: Links) -> [VideoSource] {
+        let formats = account.deliveryFormats
+        var sources: [VideoSource] = []
+        if formats.contains(.tsHLS) {
+            sources.append(VideoSource(src: links.signed(Links.masterPath(video), expiresAt: manifestExpiry),
+                                       extXVersion: "5", codecs: "avc1,mp4a", keySystems: keySystems))
+        }
+        let cmaf = video.protection == .clear
+        if cmaf, formats.contains(.cmafHLS) {
+            sources.append(VideoSource(src: links.signed(Links.cmafMasterPath(video), expiresAt: manifestExpiry),
+                                       extXVersion: "7", codecs: "avc1,mp4a", keySystems: keySystems))
+        }
+        if cmaf, formats.contains(.dash) {
+            sources.append(VideoSource(type: VideoSource.dashType, src: links.signed(Links.dashManifestPath(video), expiresAt: manifestExpiry),
+                                       codecs: "avc1,mp4a", profiles: VideoSource.dashLiveProfile))
+        }
+        if video.protection == .clear, video.repeatCount == 1, formats.contains(.mp4) {
+            for (name, rendition) in [("high", video.asset.video.last), ("low", video.asset.video.first)] {
+                guard let rendition, let path = video.asset.progressivePaths[name], let status = FileStatus(path: path) else { continue }
+                let milliseconds = video.durationMilliseconds
+                sources.append(VideoSource(type: nil, src: links.signed(Links.progressivePath(video, name: name), expiresAt: mediaExpiry),
+                                           averageBitrate: milliseconds > 0 ? Int(Double(status.size * 8) * 1000 / Double(milliseconds)) : 0,
+                                           width: rendition.width, height: rendition.height, size: Int(status.size),
+                                           duration: milliseconds, container: "MP4", codec: "H264"))
+            }
+        }
+        return sources
     }
 }

@@ -53,6 +53,46 @@ struct Links: Sendable {
         "/text/v1/\(video.accountID)/\(video.uuid)/\(language)/subtitles.vtt"
     }
 
+    // MARK: Dynamic Delivery v2: CMAF HLS v7 and DASH, one set of CMAF segments per rendition
+
+    /// The codecs label of v2 manifest paths (`avc1_mp4a`; an HEVC ladder adds `hvc1`).
+    static func codecsLabel(_ video: CatalogVideo) -> String { "avc1_mp4a" }
+
+    static func cmafMasterPath(_ video: CatalogVideo) -> String {
+        "/manifest/v2/hls/v7/\(video.protection.rawValue)/\(codecsLabel(video))/\(video.accountID)/\(video.uuid)/\(segmentLabel(video))/master.m3u8"
+    }
+
+    static func cmafRenditionPath(_ video: CatalogVideo, _ rendition: RenditionRef) -> String {
+        "/manifest/v2/hls/v7/\(video.protection.rawValue)/\(codecsLabel(video))/\(video.accountID)/\(video.uuid)/\(rendition.uuid)/\(segmentLabel(video))/rendition.m3u8"
+    }
+
+    /// DASH's path segment for a protection: `clear`, or `bccenc` for DRM (as Brightcove's).
+    static func dashProtection(_ video: CatalogVideo) -> String { video.protection == .clear ? "clear" : "bccenc" }
+
+    static func dashManifestPath(_ video: CatalogVideo) -> String {
+        "/manifest/v2/dash/live-baseurl/\(dashProtection(video))/\(codecsLabel(video))/\(video.accountID)/\(video.uuid)/\(segmentLabel(video))/manifest.mpd"
+    }
+
+    /// The folder of a video's CMAF media for one encryption (`clear`, `cbcs` for HLS, `cenc`
+    /// for DASH); each rendition's files are under `{rendition uuid}/`: `init.mp4`,
+    /// `{number}.m4s` and, for text, `{number}.vtt`.
+    static func cmafMediaPrefix(_ video: CatalogVideo, scheme: String) -> String {
+        "/media/v2/cmaf/\(scheme)/\(video.accountID)/\(video.uuid)/"
+    }
+
+    static func cmafInitPath(_ video: CatalogVideo, _ rendition: RenditionRef, scheme: String) -> String {
+        cmafMediaPrefix(video, scheme: scheme) + "\(rendition.uuid)/init.mp4"
+    }
+
+    static func cmafSegmentPath(_ video: CatalogVideo, _ rendition: RenditionRef, _ number: Int, scheme: String) -> String {
+        cmafMediaPrefix(video, scheme: scheme) + "\(rendition.uuid)/\(number).\(rendition.kind == .subtitles ? "vtt" : "m4s")"
+    }
+
+    /// A progressive MP4 (`high` or `low`) of a clear video, as the Playback API's MP4 sources give it.
+    static func progressivePath(_ video: CatalogVideo, name: String) -> String {
+        "/media/v1/pmp4/static/clear/\(video.accountID)/\(video.uuid)/\(name).mp4"
+    }
+
     /// "2s": the segment duration label in manifest paths.
     static func segmentLabel(_ video: CatalogVideo) -> String { "\(Int(video.asset.segmentDuration.rounded()))s" }
 
@@ -64,6 +104,11 @@ struct Links: Sendable {
     /// An absolute URL for `path` with a `fastly_token` valid until `expiresAt`.
     func signed(_ path: String, expiresAt: Date) -> String {
         base + path + "?fastly_token=" + URLToken.percentEncode(key.make(path: path, expiresAt: expiresAt))
+    }
+
+    /// A `fastly_token` (percent-encoded) for every path under `prefix`, valid until `expiresAt`.
+    func prefixToken(_ prefix: String, expiresAt: Date) -> String {
+        URLToken.percentEncode(key.make(prefix: prefix, expiresAt: expiresAt))
     }
 
     /// Checks the request's `fastly_token` against its path; a 403 when it is missing or not valid.

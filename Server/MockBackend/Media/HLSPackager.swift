@@ -12,12 +12,23 @@ struct HLSPackager: Sendable {
     /// `BackendConfiguration.plainSampleAESKeysForTesting`).
     var plainSampleAESKeys = false
 
-    /// The master playlist, its URLs from `links`. `key` is the video's content key (needed for FairPlay's session key).
+    /// The master playlist of the TS form, its URLs from `links`. `key` is the video's content key (needed for FairPlay's session key).
     func master(_ video: CatalogVideo, key: ContentKey?, expiresAt: Date, links: Links) -> MasterPlaylist {
+        master(video, key: key, version: 5, rates: { ref in
+            let segments = HLSPackager.files(video, ref)
+            return (HLSPackager.peakRate(segments), HLSPackager.averageRate(segments))
+        }, uri: { links.signed(Links.renditionPath(video, $0), expiresAt: expiresAt) })
+    }
+
+    /// A master playlist of either form: `rates` gives a rendition's peak and average bit rates,
+    /// `uri` its media playlist's URL.
+    func master(_ video: CatalogVideo, key: ContentKey?, version: Int, rates: (RenditionRef) -> (peak: Int, average: Int),
+                uri: (RenditionRef) -> String) -> MasterPlaylist {
         let asset = video.asset
         let audio = video.audioRenditions.map { asset.audio[$0.index] }
-        let audioPeak = audio.map { HLSPackager.peakRate($0.segments) }.max() ?? 0
-        let audioAverage = audio.map { HLSPackager.averageRate($0.segments) }.max() ?? 0
+        let audioRates = video.audioRenditions.map(rates)
+        let audioPeak = audioRates.map(\.peak).max() ?? 0
+        let audioAverage = audioRates.map(\.average).max() ?? 0
         let audioCodecs = audio.first?.codecs
 
         var renditions: [Rendition] = []
@@ -25,35 +36,33 @@ struct HLSPackager: Sendable {
             let track = asset.audio[ref.index]
             renditions.append(Rendition(
                 type: .audio, groupID: HLSPackager.audioGroup, language: track.language, name: track.name,
-                isDefault: position == 0, autoselect: true, channels: track.channels,
-                uri: links.signed(Links.renditionPath(video, ref), expiresAt: expiresAt)))
+                isDefault: position == 0, autoselect: true, channels: track.channels, uri: uri(ref)))
         }
         for (position, ref) in video.subtitleRenditions.enumerated() {
             let track = asset.subtitles[ref.index]
             renditions.append(Rendition(
                 type: .subtitles, groupID: HLSPackager.subtitleGroup, language: track.language, name: track.name,
-                isDefault: position == 0, autoselect: true,
-                uri: links.signed(Links.renditionPath(video, ref), expiresAt: expiresAt)))
+                isDefault: position == 0, autoselect: true, uri: uri(ref)))
         }
         let variants = video.videoRenditions.map { ref in
             let track = asset.video[ref.index]
+            let (peak, average) = rates(ref)
             return VariantStream(
-                bandwidth: HLSPackager.peakRate(track.segments) + audioPeak,
-                averageBandwidth: HLSPackager.averageRate(track.segments) + audioAverage,
+                bandwidth: peak + audioPeak,
+                averageBandwidth: average + audioAverage,
                 codecs: [track.codecs, audioCodecs].compactMap { $0 }.joined(separator: ","),
                 resolution: Resolution(width: track.width, height: track.height),
                 frameRate: track.frameRate,
                 audio: audio.isEmpty ? nil : HLSPackager.audioGroup,
                 subtitles: video.subtitleRenditions.isEmpty ? nil : HLSPackager.subtitleGroup,
-                closedCaptions: AttributeList.none,
-                uri: links.signed(Links.renditionPath(video, ref), expiresAt: expiresAt))
+                closedCaptions: AttributeList.none, uri: uri(ref))
         }
         var sessionKeys: [EncryptionKey] = []
         if video.protection == .fairplay, let key {
             sessionKeys.append(EncryptionKey(method: .sampleAES, uri: "skd://\(key.keyID)",
                                              keyFormat: EncryptionKey.fairPlayKeyFormat, keyFormatVersions: "1"))
         }
-        return MasterPlaylist(version: 5, independentSegments: true, sessionKeys: sessionKeys,
+        return MasterPlaylist(version: version, independentSegments: true, sessionKeys: sessionKeys,
                               renditions: renditions, variants: variants)
     }
 

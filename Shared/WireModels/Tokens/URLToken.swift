@@ -55,6 +55,11 @@ public struct URLTokenError: Error, Sendable, Equatable, CustomStringConvertible
 /// seconds as 8 lowercase hex digits, `hmac` is HMAC-SHA256 over `"{expiry}:{path}"` as 64
 /// lowercase hex digits, where `path` is the URL's path exactly as written (no host, no query).
 /// In a URL the token is percent-encoded (`+`, `/`, `=`).
+///
+/// A media token may instead cover every path under a prefix (what a DASH `SegmentTemplate`
+/// needs: one token in the template, valid for each `$Number$`): `{expiry}_{hmac}_{prefix}`,
+/// the HMAC over `"{expiry}:{prefix}"`, like Brightcove's three-part media tokens. The prefix
+/// starts and ends with `/`, and a path with `.` or `..` segments or empty ones never matches it.
 public enum URLToken {
     /// The query parameter name.
     public static let queryName = "fastly_token"
@@ -95,13 +100,27 @@ public enum URLToken {
             return Data(text.utf8).base64EncodedString()
         }
 
+        /// A token for every path under `prefix` (which starts and ends with `/`), valid until `expiresAt`.
+        public func make(prefix: String, expiresAt: Date) -> String {
+            precondition(prefix.hasPrefix("/") && prefix.hasSuffix("/"), "a token prefix starts and ends with /")
+            let expiryHex = URLToken.hex(URLToken.expirySeconds(expiresAt), width: 8)
+            let text = expiryHex + "_" + mac(expiryHex: expiryHex, path: prefix).map { URLToken.hex(UInt64($0), width: 2) }.joined() + "_" + prefix
+            return Data(text.utf8).base64EncodedString()
+        }
+
         /// As `URLToken.verify(_:path:secret:now:)`.
         @discardableResult
         public func verify(_ token: String, path: String, now: Date) throws(URLTokenError) -> Date {
             guard let parts = ParsedToken(token) else {
-                throw URLTokenError(.malformed, "the token is not base64 of {8 hex digits}_{64 hex digits}")
+                throw URLTokenError(.malformed, "the token is not base64 of {8 hex digits}_{64 hex digits}, or of that and _{path prefix}")
             }
-            guard mac(expiryHex: parts.expiryHex, path: path) == parts.mac else {  // constant-time comparison
+            if let prefix = parts.prefix {
+                guard path.hasPrefix(prefix), !path.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false)
+                    .contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else {
+                    throw URLTokenError(.forged, "the token covers the paths under \(prefix), not this one")
+                }
+            }
+            guard mac(expiryHex: parts.expiryHex, path: parts.prefix ?? path) == parts.mac else {  // constant-time comparison
                 throw URLTokenError(.forged, "the token's HMAC does not match this path")
             }
             guard now <= parts.expiry else {
@@ -158,6 +177,8 @@ private struct ParsedToken {
     let expiryHex: String
     let expiry: Date
     let mac: [UInt8]
+    /// The path prefix a three-part token covers (starts and ends with `/`, no `.`/`..`/empty segments).
+    let prefix: String?
 
     init?(_ token: String) {
         // Tolerate a still percent-encoded token, and a query parser that turned '+' into ' '.
@@ -168,13 +189,23 @@ private struct ParsedToken {
         if base64.utf8.contains(UInt8(ascii: " ")) { base64 = base64.replacingOccurrences(of: " ", with: "+") }
         guard let data = Data(base64Encoded: base64) else { return nil }
         let bytes = Array(data)
-        guard bytes.count == 8 + 1 + 64, bytes[8] == UInt8(ascii: "_"),
-              bytes[..<8].allSatisfy(Self.isLowercaseHex), bytes[9...].allSatisfy(Self.isLowercaseHex)
+        guard bytes.count >= 8 + 1 + 64, bytes[8] == UInt8(ascii: "_"),
+              bytes[..<8].allSatisfy(Self.isLowercaseHex), bytes[9 ..< 73].allSatisfy(Self.isLowercaseHex)
         else { return nil }
+        if bytes.count == 73 {
+            prefix = nil
+        } else {
+            guard bytes[73] == UInt8(ascii: "_"), bytes.count > 75, let text = String(validating: bytes[74...], as: UTF8.self),
+                  text.hasPrefix("/"), text.hasSuffix("/"),
+                  !text.dropFirst().dropLast().split(separator: "/", omittingEmptySubsequences: false)
+                      .contains(where: { $0.isEmpty || $0 == "." || $0 == ".." })
+            else { return nil }
+            prefix = text
+        }
         expiryHex = String(decoding: bytes[..<8], as: UTF8.self)
         guard let seconds = UInt32(expiryHex, radix: 16) else { return nil }
         expiry = Date(timeIntervalSince1970: TimeInterval(seconds))
-        mac = stride(from: 9, to: bytes.count, by: 2).map { Self.nibble(bytes[$0]) << 4 | Self.nibble(bytes[$0 + 1]) }
+        mac = stride(from: 9, to: 73, by: 2).map { Self.nibble(bytes[$0]) << 4 | Self.nibble(bytes[$0 + 1]) }
     }
 
     private static func isLowercaseHex(_ byte: UInt8) -> Bool {

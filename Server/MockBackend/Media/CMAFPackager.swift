@@ -1,0 +1,126 @@
+import CMAF
+import Foundation
+import Locking
+import WireModels
+
+/// One rendition of an asset as a CMAF track: its init segment, the fragments of one pass
+/// over the asset (remuxed from the TS segments, the same frames and samples), and how long a
+/// pass lasts in the track's timescale.
+struct PackagedTrack: Sendable {
+    var format: TrackFormat
+    var initSegment: [UInt8]
+    var pass: [Fragment]
+    var passLength: UInt64
+
+    /// The track played `count` times in a row (a catalog video's `repeatCount`).
+    func repeated(_ count: Int) -> RepeatedTrack { RepeatedTrack(pass: pass, passLength: passLength, passCount: count) }
+
+    /// The highest bit rate of any one fragment, and total bits over total seconds (bits per second).
+    var peakRate: Int {
+        pass.map { Int((Double($0.data.count * 8) * Double(format.timescale) / Double(max($0.duration, 1))).rounded(.up)) }.max() ?? 0
+    }
+    var averageRate: Int {
+        let bits = pass.reduce(0) { $0 + Double($1.data.count * 8) }
+        let ticks = pass.reduce(0) { $0 + Double($1.duration) }
+        return ticks > 0 ? Int((bits * Double(format.timescale) / ticks).rounded(.up)) : 0
+    }
+}
+
+/// Packages each asset's renditions as CMAF on first use, as Dynamic Delivery packages just in
+/// time, and keeps them: the fixtures and ingested assets never change while served. All
+/// renditions of an asset share one timeline (`origin`: the earliest DTS of any of them), so
+/// audio and video stay in sync as they were in the TS segments.
+final class CMAFPackager: Sendable {
+    private let tracks = Locked<[String: PackagedTrack]>([:])
+    private let origins = Locked<[String: Int64]>([:])
+    /// Digests of the segments served, by asset, track, number and key: a segment's bytes are
+    /// made per request (cheap), hashing them again for every request would not be.
+    private let digests = Locked<[String: ReprDigest]>([:])
+
+    /// The CMAF track of `ref` (a video or audio rendition) of `video`'s asset.
+    func track(_ video: CatalogVideo, _ ref: RenditionRef) throws(CMAFError) -> PackagedTrack {
+        let id = "\(video.asset.name)|\(ref.kind.rawValue)|\(ref.index)"
+        if let track = tracks.withLock({ $0[id] }) { return track }
+        let origin = try origin(of: video.asset)
+        let demuxed = try demux(video.asset, ref)
+        let fragments = demuxed.fragments(origin: origin)
+        // A pass lasts as long as the first video rendition's frames, end to end, in every track.
+        let passSeconds: Double
+        if ref.kind == .video, ref.index == 0 {
+            passSeconds = Double(fragments.reduce(0) { $0 + $1.duration }) / Double(demuxed.format.timescale)
+        } else {
+            let reference = try track(video, RenditionRef(uuid: "", kind: .video, index: 0))
+            passSeconds = Double(reference.passLength) / Double(reference.format.timescale)
+        }
+        let track = PackagedTrack(format: demuxed.format, initSegment: InitSegment.bytes(demuxed.format), pass: fragments,
+                                  passLength: UInt64((passSeconds * Double(demuxed.format.timescale)).rounded()))
+        tracks.withLock { $0[id] = track }
+        return track
+    }
+
+    /// The media segment `index` (over all passes) of `ref`, and its digest.
+    func segment(_ video: CatalogVideo, _ ref: RenditionRef, index: Int) throws(CMAFError) -> (bytes: [UInt8], digest: ReprDigest) {
+        let repeated = try track(video, ref).repeated(video.repeatCount)
+        let bytes = MediaSegment.bytes(repeated.fragment(index), sequenceNumber: UInt32(index + 1))
+        return (bytes, digest(of: bytes, id: "\(video.asset.name)|\(ref.kind.rawValue)|\(ref.index)|\(index)|clear"))
+    }
+
+    /// The digest of `bytes`, kept under `id` (a body made the same way every time).
+    func digest(of bytes: [UInt8], id: String) -> ReprDigest {
+        if let digest = digests.withLock({ $0[id] }) { return digest }
+        let digest = ReprDigest(of: bytes)
+        digests.withLock { $0[id] = digest }
+        return digest
+    }
+
+    /// The time origin of an asset already packaged (90 kHz), nil before any of its tracks is.
+    func origin(ofPackaged asset: MediaAsset) -> Int64? { origins.withLock { $0[asset.name] } }
+
+    /// The asset's shared time origin: the earliest DTS of the first segment of any rendition.
+    private func origin(of asset: MediaAsset) throws(CMAFError) -> Int64 {
+        if let origin = origins.withLock({ $0[asset.name] }) { return origin }
+        var earliest = Int64.max
+        let firsts = asset.video.compactMap(\.segments.first) + asset.audio.compactMap(\.segments.first)
+        for file in firsts {
+            let stream = try TransportStreamDemuxer.stream(of: try CMAFPackager.read(file.path))
+            earliest = min(earliest, stream.units.map(\.dts).min() ?? earliest)
+        }
+        guard earliest != .max else { throw CMAFError(.malformedTransportStream, "asset \(asset.name) has no video or audio") }
+        origins.withLock { $0[asset.name] = earliest }
+        return earliest
+    }
+
+    private func demux(_ asset: MediaAsset, _ ref: RenditionRef) throws(CMAFError) -> DemuxedTrack {
+        switch ref.kind {
+        case .video:
+            let rendition = asset.video[ref.index]
+            let segments = try rendition.segments.map { file throws(CMAFError) in try CMAFPackager.read(file.path) }
+            return try TrackRemuxer.demux(segments: segments, width: rendition.width, height: rendition.height)
+        case .audio:
+            let rendition = asset.audio[ref.index]
+            let segments = try rendition.segments.map { file throws(CMAFError) in try CMAFPackager.read(file.path) }
+            var track = try TrackRemuxer.demux(segments: segments)
+            track.format.language = CMAFPackager.isoLanguage(rendition.language)
+            return track
+        case .subtitles:
+            throw CMAFError(.unsupportedStream, "subtitles are WebVTT files, not CMAF tracks")
+        }
+    }
+
+    private static func read(_ path: String) throws(CMAFError) -> [UInt8] {
+        do {
+            return try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
+            throw CMAFError(.malformedTransportStream, "cannot read \(path): \(error.localizedDescription)")
+        }
+    }
+
+    /// The three-letter ISO 639-2/T code a media header carries for a two-letter one, `und` for one it does not know.
+    static func isoLanguage(_ code: String) -> String {
+        let known = ["en": "eng", "fr": "fra", "es": "spa", "de": "deu", "it": "ita", "pt": "por", "nl": "nld", "ja": "jpn",
+                     "zh": "zho", "ko": "kor", "ru": "rus", "ar": "ara", "sv": "swe", "da": "dan", "fi": "fin", "no": "nor", "pl": "pol"]
+        let lower = code.lowercased()
+        if lower.count == 3, lower.allSatisfy({ $0.isASCII && $0.isLetter }) { return lower }
+        return known[String(lower.prefix(2))] ?? "und"
+    }
+}

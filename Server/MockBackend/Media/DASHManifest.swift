@@ -1,0 +1,153 @@
+import CMAF
+import Foundation
+
+/// The DASH form of a video (Dynamic Delivery's `live-baseurl` MPD): a static MPD in the
+/// ISO live profile over the same CMAF tracks as HLS v7. One `AdaptationSet` for the video
+/// ladder, one per audio language (`lang`, `Role`), one per WebVTT subtitle language (the whole
+/// sideband file). Segments are addressed by `SegmentTemplate` with `$Number$` and a
+/// `SegmentTimeline` of the real fragment durations; one `fastly_token` in the template covers
+/// every file under the video's media folder.
+struct DASHManifest: Sendable {
+    static let contentType = "application/dash+xml"
+    static let profile = "urn:mpeg:dash:profile:isoff-live:2011"
+
+    /// One audio or video rendition: its id in the MPD (the rendition uuid), codecs and track.
+    struct Representation {
+        var ref: RenditionRef
+        var codecs: String
+        var track: PackagedTrack
+    }
+
+    /// One subtitle language: the sideband WebVTT file's URL.
+    struct TextTrack {
+        var ref: RenditionRef
+        var language: String
+        var label: String
+        var url: String
+    }
+
+    var video: CatalogVideo
+    var videos: [Representation]
+    var audios: [(Representation, language: String, label: String, channels: String)]
+    var texts: [TextTrack]
+    /// The MPD's `BaseURL`: the video's media folder for its DASH encryption.
+    var baseURL: String
+    /// The percent-encoded token every media URL carries.
+    var token: String
+    /// Where presentation time zero is on the tracks' timeline (90 kHz): the first video frame,
+    /// as the TS form and the WebVTT files count it.
+    var presentationStart90k: UInt64
+
+    func render() -> String {
+        var xml = """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" xmlns:cenc="urn:mpeg:cenc:2013" profiles="\(DASHManifest.profile)" \
+        type="static" mediaPresentationDuration="\(DASHManifest.duration(Double(video.durationMilliseconds) / 1000))" \
+        minBufferTime="PT2.000S">
+          <Period id="0" start="PT0S">
+            <BaseURL>\(DASHManifest.escape(baseURL))</BaseURL>
+
+        """
+        var setID = 0
+        if let first = videos.first {
+            let widest = videos.max { $0.track.format.width < $1.track.format.width }?.track.format
+            xml += "    <AdaptationSet id=\"\(setID)\" contentType=\"video\" mimeType=\"video/mp4\" segmentAlignment=\"true\" startWithSAP=\"1\""
+                + " maxWidth=\"\(widest?.width ?? 0)\" maxHeight=\"\(widest?.height ?? 0)\" par=\"16:9\">\n"
+            xml += "      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"main\"/>\n"
+            xml += template(first.track)
+            for representation in videos {
+                let rendition = video.asset.video[representation.ref.index]
+                xml += "      <Representation id=\"\(representation.ref.uuid)\" bandwidth=\"\(representation.track.peakRate)\""
+                    + " codecs=\"\(representation.codecs)\" width=\"\(rendition.width)\" height=\"\(rendition.height)\""
+                    + " frameRate=\"\(DASHManifest.frameRate(rendition.frameRate))\" sar=\"1:1\" scanType=\"progressive\"/>\n"
+            }
+            xml += "    </AdaptationSet>\n"
+            setID += 1
+        }
+        for (position, (representation, language, label, channels)) in audios.enumerated() {
+            xml += "    <AdaptationSet id=\"\(setID)\" contentType=\"audio\" mimeType=\"audio/mp4\" lang=\"\(DASHManifest.escape(language))\""
+                + " segmentAlignment=\"true\" startWithSAP=\"1\">\n"
+            xml += "      <Label>\(DASHManifest.escape(label))</Label>\n"
+            xml += "      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"\(position == 0 ? "main" : "alternate")\"/>\n"
+            xml += "      <AudioChannelConfiguration schemeIdUri=\"urn:mpeg:dash:23003:3:audio_channel_configuration:2011\" value=\"\(DASHManifest.escape(channels))\"/>\n"
+            xml += template(representation.track)
+            xml += "      <Representation id=\"\(representation.ref.uuid)\" bandwidth=\"\(representation.track.peakRate)\""
+                + " codecs=\"\(representation.codecs)\" audioSamplingRate=\"\(representation.track.format.sampleRate)\"/>\n"
+            xml += "    </AdaptationSet>\n"
+            setID += 1
+        }
+        for text in texts {
+            xml += "    <AdaptationSet id=\"\(setID)\" contentType=\"text\" mimeType=\"text/vtt\" lang=\"\(DASHManifest.escape(text.language))\">\n"
+            xml += "      <Label>\(DASHManifest.escape(text.label))</Label>\n"
+            xml += "      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"subtitle\"/>\n"
+            xml += "      <Representation id=\"\(text.ref.uuid)\" bandwidth=\"256\">\n"
+            xml += "        <BaseURL>\(DASHManifest.escape(text.url))</BaseURL>\n"
+            xml += "      </Representation>\n"
+            xml += "    </AdaptationSet>\n"
+            setID += 1
+        }
+        xml += "  </Period>\n</MPD>\n"
+        return xml
+    }
+
+    /// The `SegmentTemplate` of an adaptation set (every representation of it has the same
+    /// fragment boundaries): the timeline from the first representation's fragments.
+    private func template(_ track: PackagedTrack) -> String {
+        let timescale = UInt64(track.format.timescale)
+        let repeated = track.repeated(video.repeatCount)
+        let offset = (presentationStart90k * timescale + 45000) / 90000
+        var xml = "      <SegmentTemplate timescale=\"\(timescale)\" presentationTimeOffset=\"\(offset)\" startNumber=\"0\""
+            + " initialization=\"$RepresentationID$/init.mp4?fastly_token=\(token)\""
+            + " media=\"$RepresentationID$/$Number$.m4s?fastly_token=\(token)\">\n"
+        xml += "        <SegmentTimeline>\n"
+        var runs: [(start: UInt64, duration: UInt64, repeats: Int)] = []
+        var expected: UInt64?
+        for index in 0 ..< repeated.count {
+            let start = repeated.timing(index).earliestPresentation
+            let duration = repeated.span(index)
+            if let last = runs.last, last.duration == duration, expected == start {
+                runs[runs.count - 1].repeats += 1
+            } else {
+                runs.append((start, duration, 0))
+            }
+            expected = start + duration
+        }
+        var previousEnd: UInt64?
+        for run in runs {
+            // t only where the timeline does not simply continue from the previous run.
+            let t = previousEnd == run.start ? "" : " t=\"\(run.start)\""
+            xml += "          <S\(t) d=\"\(run.duration)\"\(run.repeats > 0 ? " r=\"\(run.repeats)\"" : "")/>\n"
+            previousEnd = run.start + run.duration * UInt64(run.repeats + 1)
+        }
+        xml += "        </SegmentTimeline>\n"
+        xml += "      </SegmentTemplate>\n"
+        return xml
+    }
+
+    /// `PT12.000S`: an xs:duration in seconds, to the millisecond.
+    static func duration(_ seconds: Double) -> String { String(format: "PT%.3fS", seconds) }
+
+    /// `25` or `30000/1001`: a frame rate as the MPD writes it.
+    static func frameRate(_ rate: Double) -> String {
+        if rate == rate.rounded() { return String(Int(rate)) }
+        let ntsc = (rate * 1001).rounded()
+        return abs(ntsc / 1001 - rate) < 0.001 ? "\(Int(ntsc))/1001" : String(format: "%.3f", rate)
+    }
+
+    /// Text for XML content and attribute values.
+    static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.count)
+        for character in text {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&apos;"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,179 @@
+import CMAF
+import Foundation
+import MicroHTTP
+import Logging
+import WireModels
+
+/// Dynamic Delivery's v2 sources: HLS v7 and DASH manifests over one set of CMAF segments per
+/// rendition (init and media segments, WebVTT for HLS subtitles). Every URL carries a
+/// `fastly_token`: its own path's in HLS, the video's media folder's in DASH templates.
+extension MockBackendApp {
+    static func addCMAFRoutes(to router: inout Router<MockBackendApp>) {
+        router.add(["GET"], "/manifest/v2/hls/v7/:protection/:codecs/:account/:video/:label/master.m3u8") { app, request, p in
+            let video = try app.cmafVideo(request, p, format: .cmafHLS)
+            let now = app.clock.now()
+            let ttl = app.catalog.accounts[video.accountID]?.manifestTokenTTL ?? 21600
+            let expiry = Links.expiry(now: now, ttl: ttl)
+            let links = app.links(for: request)
+            let (body, digest) = try app.cmafBody("cmaf-master|\(links.base)|\(video.id)|\(video.generation)|\(expiry.timeIntervalSince1970)",
+                                                  validUntil: Links.bucketEnd(now: now, ttl: ttl), now: now) { () throws(HTTPError) in
+                let tracks = try app.cmafTracks(video)
+                return Array(app.packager.cmafMaster(video, key: app.contentKeys[video.id], track: { tracks[$0.uuid] },
+                                                     expiresAt: expiry, links: links).render().utf8)
+            }
+            return MediaResponse.bytes(body, digest: digest, contentType: playlistContentType)
+        }
+        router.add(["GET"], "/manifest/v2/hls/v7/:protection/:codecs/:account/:video/:rendition/:label/rendition.m3u8") { app, request, p in
+            let video = try app.cmafVideo(request, p, format: .cmafHLS)
+            guard let rendition = app.catalog.rendition(uuid: p["rendition"], of: video) else { throw HTTPError.notFound(request) }
+            let now = app.clock.now()
+            let expiry = Links.expiry(now: now, ttl: app.configuration.mediaTokenTTL)
+            let links = app.links(for: request)
+            let (body, digest) = try app.cmafBody("cmaf-media|\(links.base)|\(rendition.uuid)|\(video.generation)|\(expiry.timeIntervalSince1970)",
+                                                  validUntil: Links.bucketEnd(now: now, ttl: app.configuration.mediaTokenTTL), now: now) { () throws(HTTPError) in
+                let track = try app.cmafTrack(video, rendition.kind == .subtitles ? video.videoRenditions[0] : rendition)
+                return Array(app.packager.cmafMedia(video, rendition, track: track, key: app.contentKeys[video.id], keyExpiresAt: expiry,
+                                                    expiresAt: expiry, links: links).render().utf8)
+            }
+            return MediaResponse.bytes(body, digest: digest, contentType: playlistContentType)
+        }
+        router.add(["GET"], "/manifest/v2/dash/live-baseurl/:protection/:codecs/:account/:video/:label/manifest.mpd") { app, request, p in
+            let video = try app.cmafVideo(request, p, format: .dash)
+            let now = app.clock.now()
+            let ttl = app.catalog.accounts[video.accountID]?.manifestTokenTTL ?? 21600
+            let expiry = Links.expiry(now: now, ttl: ttl)
+            let mediaExpiry = Links.expiry(now: now, ttl: app.configuration.mediaTokenTTL)
+            let links = app.links(for: request)
+            let (body, digest) = try app.cmafBody("mpd|\(links.base)|\(video.id)|\(video.generation)|\(expiry.timeIntervalSince1970)|\(mediaExpiry.timeIntervalSince1970)",
+                                                  validUntil: min(Links.bucketEnd(now: now, ttl: ttl), Links.bucketEnd(now: now, ttl: app.configuration.mediaTokenTTL)),
+                                                  now: now) { () throws(HTTPError) in
+                Array(try app.dashManifest(video, links: links, mediaExpiry: mediaExpiry).render().utf8)
+            }
+            return MediaResponse.bytes(body, digest: digest, contentType: DASHManifest.contentType)
+        }
+        router.add(["GET"], "/media/v1/pmp4/static/clear/:account/:video/:name") { app, request, p in
+            try app.links.verify(request, now: app.clock.now())
+            guard let video = app.catalog.video(uuid: p["video"]), video.accountID == p["account"], video.protection == .clear,
+                  p["name"].hasSuffix(".mp4"), let path = video.asset.progressivePaths[String(p["name"].dropLast(4))]
+            else { throw HTTPError.notFound(request) }
+            return try MediaResponse.fixtureFile(path, of: video, contentType: "video/mp4", request)
+        }
+        router.add(["GET"], "/media/v2/cmaf/:scheme/:account/:video/:rendition/:file") { app, request, p in
+            try app.links.verify(request, now: app.clock.now())
+            guard let video = app.catalog.video(uuid: p["video"]), video.accountID == p["account"],
+                  app.servesCMAF(video), p["scheme"] == HLSPackager.cmafScheme(video),
+                  let rendition = app.catalog.rendition(uuid: p["rendition"], of: video)
+            else { throw HTTPError.notFound(request) }
+            return try app.cmafFileResponse(video, rendition, file: p["file"], request)
+        }
+    }
+
+    /// Whether `video` has CMAF sources: clear videos. (AES-128 videos are HLSe over TS only,
+    /// as Brightcove serves HLSe; FairPlay videos get theirs with `cbcs`.)
+    func servesCMAF(_ video: CatalogVideo) -> Bool { video.protection == .clear }
+
+    /// Checks for v2 manifest URLs: the token for this path, a video of this account with this
+    /// protection, codecs and segment label, whose account delivers `format`.
+    private func cmafVideo(_ request: HTTPRequest, _ p: RouteParameters, format: DeliveryFormat) throws(HTTPError) -> CatalogVideo {
+        try links.verify(request, now: clock.now())
+        guard let video = catalog.video(uuid: p["video"]), video.accountID == p["account"], servesCMAF(video),
+              catalog.accounts[video.accountID]?.deliveryFormats.contains(format) == true,
+              p["protection"] == (format == .dash ? Links.dashProtection(video) : video.protection.rawValue),
+              p["codecs"] == Links.codecsLabel(video), p["label"] == Links.segmentLabel(video)
+        else { throw HTTPError.notFound(request) }
+        return video
+    }
+
+    /// The CMAF track of a video or audio rendition; a 500 that says why when the asset cannot be packaged.
+    func cmafTrack(_ video: CatalogVideo, _ ref: RenditionRef) throws(HTTPError) -> PackagedTrack {
+        do {
+            return try cmaf.track(video, ref)
+        } catch {
+            logger.error("cannot package \(video.asset.name) \(ref.kind.rawValue) \(ref.index) as CMAF: \(error)")
+            throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "cannot package the rendition as CMAF: \(error.message)")
+        }
+    }
+
+    /// The CMAF tracks of every video and audio rendition of `video`, by rendition uuid.
+    private func cmafTracks(_ video: CatalogVideo) throws(HTTPError) -> [String: PackagedTrack] {
+        var tracks: [String: PackagedTrack] = [:]
+        for ref in video.videoRenditions + video.audioRenditions { tracks[ref.uuid] = try cmafTrack(video, ref) }
+        return tracks
+    }
+
+    /// A manifest body from the response cache, made by `make` on a miss.
+    private func cmafBody(_ key: String, validUntil: Date, now: Date,
+                          make: () throws(HTTPError) -> [UInt8]) throws(HTTPError) -> (body: [UInt8], digest: ReprDigest) {
+        var failure: HTTPError?
+        let result = cache.media(for: key, validUntil: validUntil, now: now) {
+            do throws(HTTPError) { return try make() } catch {
+                failure = error
+                return []
+            }
+        }
+        if let failure { throw failure }
+        return result
+    }
+
+    /// The DASH MPD of `video`: its media folder signed until `mediaExpiry` in the templates.
+    private func dashManifest(_ video: CatalogVideo, links: Links, mediaExpiry: Date) throws(HTTPError) -> DASHManifest {
+        let scheme = HLSPackager.cmafScheme(video)
+        let prefix = Links.cmafMediaPrefix(video, scheme: scheme)
+        let videos = try video.videoRenditions.map { ref throws(HTTPError) in
+            DASHManifest.Representation(ref: ref, codecs: video.asset.video[ref.index].codecs, track: try cmafTrack(video, ref))
+        }
+        let audios = try video.audioRenditions.map { ref throws(HTTPError) in
+            let track = video.asset.audio[ref.index]
+            return (DASHManifest.Representation(ref: ref, codecs: track.codecs, track: try cmafTrack(video, ref)),
+                    language: track.language, label: track.name, channels: track.channels)
+        }
+        let texts = video.subtitleRenditions.map { ref in
+            let track = video.asset.subtitles[ref.index]
+            return DASHManifest.TextTrack(ref: ref, language: track.language, label: track.name,
+                                          url: links.url(Links.textTrackPath(video, language: track.language)))
+        }
+        let firstVideo = videos.first?.track.pass.first?.earliestPresentationTime ?? 0
+        return DASHManifest(video: video, videos: videos, audios: audios, texts: texts, baseURL: links.url(prefix),
+                            token: links.prefixToken(prefix, expiresAt: mediaExpiry), presentationStart90k: firstVideo)
+    }
+
+    /// `init.mp4`, `{n}.m4s` or (subtitles) `{n}.vtt` of a rendition.
+    private func cmafFileResponse(_ video: CatalogVideo, _ rendition: RenditionRef, file: String,
+                                  _ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
+        if rendition.kind == .subtitles {
+            guard let number = MockBackendApp.segmentNumber(file, kind: .subtitles), number < video.segmentCount else {
+                throw HTTPError.notFound(request)
+            }
+            return try cmafSubtitleResponse(video, rendition, number: number)
+        }
+        let contentType = rendition.kind == .video ? "video/mp4" : "audio/mp4"
+        if file == "init.mp4" {
+            let track = try cmafTrack(video, rendition)
+            let digest = cmaf.digest(of: track.initSegment, id: "\(video.asset.name)|\(rendition.kind.rawValue)|\(rendition.index)|init|clear")
+            return MediaResponse.bytes(track.initSegment, digest: digest, contentType: contentType)
+        }
+        guard file.hasSuffix(".m4s"), let number = MockBackendApp.segmentNumber(String(file.dropLast(4)) + ".ts", kind: .video),
+              number < video.segmentCount else { throw HTTPError.notFound(request) }
+        _ = try cmafTrack(video, rendition)
+        do {
+            let (bytes, digest) = try cmaf.segment(video, rendition, index: number)
+            return MediaResponse.bytes(bytes, digest: digest, contentType: contentType)
+        } catch {
+            throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "cannot package the segment: \(error.message)")
+        }
+    }
+
+    /// A WebVTT segment of CMAF HLS: the fixture's, its timestamp map on the CMAF timeline.
+    private func cmafSubtitleResponse(_ video: CatalogVideo, _ rendition: RenditionRef, number: Int) throws(HTTPError) -> HTTPResponse {
+        let files = HLSPackager.files(video, rendition)
+        let file = files[number % files.count]
+        let reference = try cmafTrack(video, video.videoRenditions[0])
+        guard let origin = cmaf.origin(ofPackaged: video.asset), let fixture = try? [UInt8](Data(contentsOf: URL(fileURLWithPath: file.path))) else {
+            throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "cannot read the subtitle segment")
+        }
+        let passLength90k = reference.passLength * 90000 / UInt64(reference.format.timescale)
+        let body = HLSPackager.cmafSubtitleSegment(fixture, origin: origin, pass: number / files.count, passLength90k: passLength90k)
+        let digest = cmaf.digest(of: body, id: "\(video.asset.name)|subtitles|\(rendition.index)|\(number)")
+        return MediaResponse.bytes(body, digest: digest, contentType: "text/vtt; charset=utf-8")
+    }
+}

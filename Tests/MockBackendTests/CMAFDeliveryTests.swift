@@ -1,0 +1,301 @@
+import Foundation
+import MicroHTTP
+import MockBackend
+import TestKit
+import Testing
+import WireModels
+
+/// Dynamic Delivery's v2 sources (issue 41): the Playback API's `sources` in the real order,
+/// the account's delivery formats, HLS v7 and DASH manifests over CMAF segments, their tokens,
+/// digests and timelines. Requests go straight to the app; `CMAFLiveTests` uses real players.
+@Suite("CMAF HLS v7 and DASH delivery")
+struct CMAFDeliveryTests {
+    static let account = "/_admin/v1/accounts/\(Fixture.northwind)"
+
+    static func patchAccount(_ app: MockBackendApp, _ body: [String: Any]) throws -> HTTPResponse {
+        try app.request("PATCH", account, headers: [("Content-Type", "application/json")],
+                        body: Array(try JSONSerialization.data(withJSONObject: body)))
+    }
+
+    /// The sources' kinds in order: "hls5", "hls7", "dash", "mp4".
+    static func kinds(_ video: Video) -> [String] {
+        video.sources.map { source in
+            if source.isDASH { return "dash" }
+            if source.isHLS { return "hls\(source.extXVersion ?? "?")" }
+            return source.container == "MP4" && source.type == nil ? "mp4" : "?"
+        }
+    }
+
+    @Test("sources in the real answer's order and shapes: TS HLS, HLS v7, DASH, then the MP4s of a clear video (high first)")
+    func sourcesInOrder() async throws {
+        try await withApp { app, _ in
+            let clear = try app.video(Fixture.clearVideo)
+            #expect(Self.kinds(clear) == ["hls5", "hls7", "dash", "mp4", "mp4"])
+            let v7 = clear.sources[1]
+            #expect(v7.codecs == "avc1,mp4a" && v7.type == VideoSource.hlsType)
+            #expect(pathSegments(ofURL: v7.src).prefix(5) == ["manifest", "v2", "hls", "v7", "clear"])
+            #expect(pathSegments(ofURL: v7.src).contains("avc1_mp4a"))
+            let dash = clear.sources[2]
+            #expect(dash.profiles == "urn:mpeg:dash:profile:isoff-live:2011" && dash.type == "application/dash+xml")
+            #expect(pathSegments(ofURL: dash.src).prefix(5) == ["manifest", "v2", "dash", "live-baseurl", "clear"])
+            #expect(URL(string: dash.src)?.lastPathComponent == "manifest.mpd")
+            // The MP4s: no type, their real size, picture and bit rate; the file is served at the URL.
+            let high = clear.sources[3], low = clear.sources[4]
+            #expect(high.width == 960 && high.height == 540 && low.width == 416 && low.height == 234)
+            for (source, name) in [(high, "high"), (low, "low")] {
+                let file = try Fixture.media("mp4/\(name).mp4")
+                #expect(source.size == file.count && source.duration == 12000 && source.codec == "H264")
+                #expect(source.averageBitrate == file.count * 8 * 1000 / 12000)
+                let served = try app.get(url: source.src)
+                let servedBytes = try served.bytes()
+                #expect(served.status == 200 && servedBytes == file)
+            }
+            // The JSON keys are the real API's.
+            let raw = try app.playback("/accounts/\(Fixture.northwind)/videos/\(Fixture.clearVideo)").text()
+            #expect(raw.contains(#""avg_bitrate":"#) && raw.contains(#""container":"MP4""#) && raw.contains(#""profiles":"#))
+            // Protected videos: HLSe and FairPlay have their TS HLS only (FairPlay's CMAF comes with cbcs), never an MP4.
+            #expect(Self.kinds(try app.video(Fixture.aesVideo)) == ["hls5"])
+            #expect(Self.kinds(try app.video(Fixture.fairPlayVideo)) == ["hls5"])
+            // A video that repeats its asset lists no MP4 (the file holds one pass).
+            #expect(Self.kinds(try app.video(Fixture.marathonVideo)) == ["hls5", "hls7", "dash"])
+        }
+    }
+
+    @Test("an account's delivery_formats say which sources it lists and which manifests it serves; unknown names are refused")
+    func deliveryFormats() async throws {
+        try await withApp { app, _ in
+            let before = try app.video(Fixture.clearVideo)
+            let patched = try Self.patchAccount(app, ["delivery_formats": ["hls_ts", "dash"]])
+            #expect(patched.status == 200, "\(patched.debugText)")
+            let after = try app.video(Fixture.clearVideo)
+            #expect(Self.kinds(after) == ["hls5", "dash"])
+            // The v7 master handed out before is not served any more; the DASH one still is.
+            try expectError(try app.get(url: before.sources[1].src), 404, "NOT_FOUND", nil)
+            #expect(try app.get(url: after.sources[1].src).status == 200)
+            for bad: Any in [["webm"], ["dash", "dash"], [String]()] {
+                try expectError(try Self.patchAccount(app, ["delivery_formats": bad]), 400, "BAD_REQUEST", "INVALID_ACCOUNT")
+            }
+            #expect(try Self.patchAccount(app, ["delivery_formats": NSNull()]).status == 200)
+            #expect(Self.kinds(try app.video(Fixture.clearVideo)) == ["hls5", "hls7", "dash", "mp4", "mp4"])
+        }
+    }
+
+    @Test("a catalog file naming an unknown delivery format is refused at start with a sentence")
+    func unknownFormatAtStart() async throws {
+        try await withTemporaryDirectory { directory in
+            var text = try String(contentsOf: BackendConfiguration.defaultCatalogFile, encoding: .utf8)
+            text = text.replacingOccurrences(of: #""fairplay": true,"#, with: #""fairplay": true, "delivery_formats": ["hls_ts", "smooth"],"#)
+            let file = directory.appendingPathComponent("catalog.json")
+            try text.write(to: file, atomically: true, encoding: .utf8)
+            try FileManager.default.createSymbolicLink(at: directory.appendingPathComponent("media"),
+                                                       withDestinationURL: BackendConfiguration.defaultCatalogFile.deletingLastPathComponent().appendingPathComponent("media"))
+            #expect {
+                try Catalog.load(from: file)
+            } throws: { error in
+                "\(error)".contains("delivery format 'smooth' is not one of hls_ts, hls_cmaf, dash, mp4")
+            }
+        }
+    }
+
+    @Test("HLS v7: version 7, EXT-X-MAP on every media playlist, .m4s segments, the TS form's renditions and durations")
+    func hlsPlaylists() async throws {
+        try await withApp { app, _ in
+            let video = try app.video(Fixture.clearVideo)
+            let masterResponse = try app.get(url: video.sources[1].src)
+            #expect(masterResponse.status == 200 && masterResponse.headers["Content-Type"] == "application/vnd.apple.mpegurl")
+            let master = try MasterPlaylist(parsing: try masterResponse.text())
+            let tsMaster = try app.master(Fixture.clearVideo)
+            #expect(master.version == 7)
+            #expect(master.variants.map(\.resolution) == tsMaster.variants.map(\.resolution))
+            #expect(master.variants.map(\.codecs) == tsMaster.variants.map(\.codecs))
+            #expect(master.renditions.map(\.language) == tsMaster.renditions.map(\.language))
+            for variant in master.variants { #expect(variant.averageBandwidth ?? 0 > 0 && variant.frameRate == 25) }
+            for uri in master.variants.map(\.uri) + master.renditions.compactMap(\.uri) {
+                let media = try app.mediaPlaylist(url: uri)
+                #expect(media.version == 7 && media.playlistType == .vod && media.endList && media.segments.count == 6)
+                #expect(abs(media.totalDuration - 12) < 0.05, "\(media.totalDuration)")
+                let isText = master.renditions.contains { $0.uri == uri && $0.type == .subtitles }
+                if isText {
+                    #expect(media.segments.allSatisfy { $0.map == nil && $0.uri.contains(".vtt?") })
+                } else {
+                    let map = try #require(media.segments.first?.map)
+                    #expect(map.uri.contains("/init.mp4?fastly_token="))
+                    #expect(media.segments.allSatisfy { $0.uri.contains(".m4s?fastly_token=") })
+                }
+            }
+        }
+    }
+
+    @Test("CMAF files: video/mp4 and audio/mp4, Repr-Digest and a strong ETag of the body, init then fragments in order")
+    func segmentsAndDigests() async throws {
+        try await withApp { app, _ in
+            let master = try MasterPlaylist(parsing: try app.get(url: try app.video(Fixture.clearVideo).sources[1].src).text())
+            for (uri, type) in [(master.variants[0].uri, "video/mp4"), (try #require(master.renditions.first?.uri), "audio/mp4")] {
+                let media = try app.mediaPlaylist(url: uri)
+                var previousEnd: UInt64?
+                for (index, segment) in media.segments.enumerated() {
+                    if let map = segment.map {
+                        let initResponse = try app.get(url: map.uri)
+                        #expect(initResponse.status == 200 && initResponse.headers["Content-Type"] == type)
+                        #expect(Array(try initResponse.bytes()[4 ..< 8]) == Array("ftyp".utf8))
+                        try Self.expectDigest(initResponse)
+                    }
+                    let response = try app.get(url: segment.uri)
+                    #expect(response.status == 200 && response.headers["Content-Type"] == type)
+                    try Self.expectDigest(response)
+                    let fragment = try BoxReader.fragment(try response.bytes())
+                    #expect(fragment.sequenceNumber == UInt32(index + 1))
+                    if let previousEnd { #expect(fragment.baseDecodeTime == previousEnd, "segment \(index) of \(type)") }
+                    previousEnd = fragment.baseDecodeTime + fragment.duration
+                }
+            }
+        }
+    }
+
+    static func expectDigest(_ response: HTTPResponse, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let body = try response.bytes()
+        let digest = ReprDigest(of: body)
+        #expect(response.headers["Repr-Digest"] == digest.headerValue, sourceLocation: sourceLocation)
+        #expect(response.headers["ETag"] == digest.etag && response.headers["ETag"]?.hasPrefix("W/") == false, sourceLocation: sourceLocation)
+    }
+
+    @Test("bad URLs: an edited token, another video's folder, a segment past the end, an unknown file: the documented 4xx with the error array")
+    func badRequests() async throws {
+        try await withApp { app, _ in
+            let clear = try app.video(Fixture.clearVideo)
+            let mpd = try app.get(url: clear.sources[2].src)
+            let text = try mpd.text()
+            let token = try #require(text.firstMatch(of: /fastly_token=([^"]+)"/)?.1)
+            let base = try #require(text.firstMatch(of: /<BaseURL>([^<]+)<\/BaseURL>/)?.1)
+            let rendition = try #require(text.firstMatch(of: /Representation id="([^"]+)"/)?.1)
+            let segment = "\(base)\(rendition)/0.m4s?fastly_token=\(token)"
+            #expect(try app.get(url: segment).status == 200)
+            // An edited token.
+            let edited = segment.replacingOccurrences(of: "fastly_token=N", with: "fastly_token=M")
+            try expectError(try app.get(url: edited), 403, "ACCESS_DENIED", "TOKEN_VALIDATION")
+            // The folder token does not open another video's folder, nor climbs out of its own.
+            let other = try app.video(Fixture.marathonVideo)
+            let otherMPD = try app.get(url: other.sources[2].src).text()
+            let otherBase = try #require(otherMPD.firstMatch(of: /<BaseURL>([^<]+)<\/BaseURL>/)?.1)
+            let otherRendition = try #require(otherMPD.firstMatch(of: /Representation id="([^"]+)"/)?.1)
+            try expectError(try app.get(url: "\(otherBase)\(otherRendition)/0.m4s?fastly_token=\(token)"), 403, "ACCESS_DENIED", "TOKEN_VALIDATION")
+            // (A path with dot segments is refused before any route, by the request parser.)
+            #expect(throws: (any Error).self) { try app.get(url: "\(base)\(rendition)/../../x/0.m4s?fastly_token=\(token)") }
+            // Past the end, not a segment name, the wrong encryption's folder: 404.
+            try expectError(try app.get(url: "\(base)\(rendition)/6.m4s?fastly_token=\(token)"), 404, "NOT_FOUND", nil)
+            try expectError(try app.get(url: "\(base)\(rendition)/-1.m4s?fastly_token=\(token)"), 404, "NOT_FOUND", nil)
+            try expectError(try app.get(url: "\(base)\(rendition)/0.ts?fastly_token=\(token)"), 404, "NOT_FOUND", nil)
+            // No token at all.
+            try expectError(try app.get(url: "\(base)\(rendition)/0.m4s"), 403, "ACCESS_DENIED", "TOKEN_REQUIRED")
+            // A v2 manifest of a FairPlay video (its CMAF needs cbcs) or with another codecs label: 404.
+            let bad = clear.sources[1].src.replacingOccurrences(of: "avc1_mp4a", with: "avc1_hvc1_mp4a")
+            try expectError(try app.get(url: bad), 403, "ACCESS_DENIED", "TOKEN_VALIDATION")
+        }
+    }
+
+    @Test("a video that repeats its asset: times keep increasing across passes, audio never overlaps, the MPD timeline and HLS durations add up")
+    func repeatedPasses() async throws {
+        try await withApp { app, _ in
+            let video = try app.video(Fixture.marathonVideo)
+            let catalogVideo = try #require(app.catalog.videos[Fixture.marathonVideo])
+            #expect(catalogVideo.repeatCount == 600)
+            let master = try MasterPlaylist(parsing: try app.get(url: video.sources[1].src).text())
+            let videoMedia = try app.mediaPlaylist(url: master.variants[0].uri)
+            let audioMedia = try app.mediaPlaylist(url: try #require(master.renditions.first { $0.type == .audio }?.uri))
+            #expect(videoMedia.segments.count == 3600 && audioMedia.segments.count == 3600)
+            #expect(abs(videoMedia.totalDuration - 7200) < 0.01, "\(videoMedia.totalDuration)")
+            #expect(abs(audioMedia.totalDuration - videoMedia.totalDuration) < 0.05, "\(audioMedia.totalDuration)")
+            #expect(!videoMedia.segments.contains { $0.discontinuity })
+            // Video: pass 1 starts exactly 12 s after pass 0; the last segment is pass 599's.
+            let v5 = try BoxReader.fragment(try app.get(url: videoMedia.segments[5].uri).bytes())
+            let v6 = try BoxReader.fragment(try app.get(url: videoMedia.segments[6].uri).bytes())
+            let last = try BoxReader.fragment(try app.get(url: videoMedia.segments[3599].uri).bytes())
+            #expect(v6.baseDecodeTime == v5.baseDecodeTime + v5.duration)
+            #expect(v6.baseDecodeTime == 1_080_000)
+            #expect(last.baseDecodeTime == 599 * 1_080_000 + v5.baseDecodeTime)
+            #expect(last.sequenceNumber == 3600)
+            // Audio: a pass's last fragment ends by the time the next pass begins (its overhanging frame left out).
+            let a5 = try BoxReader.fragment(try app.get(url: audioMedia.segments[5].uri).bytes())
+            let a6 = try BoxReader.fragment(try app.get(url: audioMedia.segments[6].uri).bytes())
+            let aLast = try BoxReader.fragment(try app.get(url: audioMedia.segments[3599].uri).bytes())
+            #expect(a5.baseDecodeTime + a5.duration <= a6.baseDecodeTime)
+            #expect(a6.baseDecodeTime - (a5.baseDecodeTime + a5.duration) < 1024)
+            #expect(aLast.sampleCount == a5.sampleCount + 1)
+            // DASH: the video timeline is one run; each audio set's covers all 3600 segments.
+            let mpd = try app.get(url: video.sources[2].src).text()
+            #expect(mpd.contains(#"<S t="7200" d="180000" r="3599"/>"#))
+            #expect(mpd.contains(#"mediaPresentationDuration="PT7200.000S""#))
+        }
+    }
+
+    @Test("CMAF HLS subtitle segments carry their timestamp map on the CMAF timeline, moved on by whole passes")
+    func subtitleTimestampMap() async throws {
+        try await withApp { app, _ in
+            let video = try app.video(Fixture.marathonVideo)
+            let master = try MasterPlaylist(parsing: try app.get(url: video.sources[1].src).text())
+            let subtitles = try app.mediaPlaylist(url: try #require(master.renditions.first { $0.type == .subtitles }?.uri))
+            #expect(subtitles.segments.count == 3600)
+            let first = try app.get(url: subtitles.segments[0].uri)
+            #expect(first.status == 200 && first.headers["Content-Type"] == "text/vtt; charset=utf-8")
+            try Self.expectDigest(first)
+            // The TS form maps LOCAL 0 to MPEGTS 126000 (the first video frame); the CMAF timeline starts at the earliest DTS, 118800.
+            #expect(try first.text().contains("X-TIMESTAMP-MAP=MPEGTS:7200,LOCAL:00:00:00.000"))
+            #expect(try app.get(url: subtitles.segments[6].uri).text().contains("X-TIMESTAMP-MAP=MPEGTS:1087200,LOCAL:00:00:00.000"))
+        }
+    }
+}
+
+/// Just enough of a media segment's boxes to check its numbering and times.
+enum BoxReader {
+    struct FragmentInfo {
+        var sequenceNumber: UInt32
+        var baseDecodeTime: UInt64
+        var duration: UInt64
+        var sampleCount: Int
+    }
+
+    static func fragment(_ bytes: [UInt8]) throws -> FragmentInfo {
+        let moof = try #require(find("moof", in: bytes, range: 0 ..< bytes.count))
+        let mfhd = try #require(find("mfhd", in: bytes, range: moof))
+        let traf = try #require(find("traf", in: bytes, range: moof))
+        let tfhd = try #require(find("tfhd", in: bytes, range: traf))
+        let tfdt = try #require(find("tfdt", in: bytes, range: traf))
+        let trun = try #require(find("trun", in: bytes, range: traf))
+        let tfhdFlags = u32(bytes, tfhd.lowerBound) & 0xFF_FFFF
+        var defaultDuration: UInt64 = 0
+        var offset = tfhd.lowerBound + 8
+        if tfhdFlags & 0x01 != 0 { offset += 8 }
+        if tfhdFlags & 0x02 != 0 { offset += 4 }
+        if tfhdFlags & 0x08 != 0 { defaultDuration = UInt64(u32(bytes, offset)) }
+        let time = bytes[tfdt.lowerBound] == 1 ? UInt64(u32(bytes, tfdt.lowerBound + 4)) << 32 | UInt64(u32(bytes, tfdt.lowerBound + 8))
+            : UInt64(u32(bytes, tfdt.lowerBound + 4))
+        let flags = u32(bytes, trun.lowerBound) & 0xFF_FFFF
+        let count = Int(u32(bytes, trun.lowerBound + 4))
+        var cursor = trun.lowerBound + 8
+        if flags & 0x01 != 0 { cursor += 4 }
+        if flags & 0x04 != 0 { cursor += 4 }
+        let fields = [0x100, 0x200, 0x400, 0x800].filter { flags & $0 != 0 }.count
+        var duration: UInt64 = 0
+        for _ in 0 ..< count {
+            duration += flags & 0x100 != 0 ? UInt64(u32(bytes, cursor)) : defaultDuration
+            cursor += 4 * fields
+        }
+        return FragmentInfo(sequenceNumber: u32(bytes, mfhd.lowerBound + 4), baseDecodeTime: time, duration: duration, sampleCount: count)
+    }
+
+    /// The body range (after the 8-byte header) of the first box of `type` directly inside `range`.
+    static func find(_ type: String, in bytes: [UInt8], range: Range<Int>) -> Range<Int>? {
+        var offset = range.lowerBound
+        while offset + 8 <= range.upperBound {
+            let size = Int(u32(bytes, offset))
+            guard size >= 8, offset + size <= range.upperBound else { return nil }
+            if String(decoding: bytes[offset + 4 ..< offset + 8], as: UTF8.self) == type { return offset + 8 ..< offset + size }
+            offset += size
+        }
+        return nil
+    }
+
+    static func u32(_ bytes: [UInt8], _ offset: Int) -> UInt32 {
+        UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
+    }
+}
