@@ -4,7 +4,8 @@ APT_PACKAGES := libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev 
 # Only the tests need these: schemathesis' virtualenv, the dashboard's headless browser, and the
 # PostgreSQL server the store tests start in a temporary folder (TestKit's TestPostgres) and the nginx
 # the balancer test puts in front of two instances; gnutls-cli (the TLS profile's test) and testssl.sh.
-TEST_APT_PACKAGES := python3-venv chromium iproute2 postgresql nginx gnutls-bin testssl.sh
+TEST_APT_PACKAGES := python3-venv chromium iproute2 postgresql nginx gnutls-bin testssl.sh \
+	gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav
 
 # At most this many tests run at once (Swift Testing's own limit; unset, it starts every test at
 # once). The suite's tests mostly wait on servers, children and timers, but many do seconds of

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
 import MicroHTTP
 import MockBackend
 import TestKit
@@ -297,5 +300,89 @@ enum BoxReader {
 
     static func u32(_ bytes: [UInt8], _ offset: Int) -> UInt32 {
         UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
+    }
+}
+
+extension CMAFDeliveryTests {
+    /// What DASH-IF's Interoperability Points (IOP 4.3, 3.2) and the live profile (ISO/IEC
+    /// 23009-1 8.4) ask of a static MPD, checked element by element.
+    @Test("the MPD is what DASH-IF asks of a static live-profile MPD: durations, one timeline per set, ids, codecs, languages, roles")
+    func mpdFollowsDASHIF() async throws {
+        try await withApp { app, _ in
+            for id in [Fixture.clearVideo, Fixture.marathonVideo] {
+                let video = try app.video(id)
+                let document = try XMLDocument(data: Data(try app.get(url: video.sources[2].src).bytes()))
+                let mpd = try #require(document.rootElement())
+                #expect(mpd.name == "MPD" && mpd.uri == "urn:mpeg:dash:schema:mpd:2011")
+                #expect(Self.attr(mpd, "type") == "static")
+                #expect(Self.attr(mpd, "profiles") == "urn:mpeg:dash:profile:isoff-live:2011")
+                let total = try #require(Self.seconds(Self.attr(mpd, "mediaPresentationDuration")))
+                #expect(abs(total - Double(video.duration ?? 0) / 1000) < 0.001)
+                #expect(Self.seconds(Self.attr(mpd, "minBufferTime")) != nil)
+                let periods = mpd.elements(forName: "Period")
+                #expect(periods.count == 1)
+                let sets = periods.first?.elements(forName: "AdaptationSet") ?? []
+                #expect(sets.map { Self.attr($0, "contentType") } == ["video", "audio", "audio", "audio", "text", "text", "text"])
+                var ids = Set<String>()
+                for set in sets {
+                    let type = Self.attr(set, "contentType") ?? ""
+                    #expect(Self.attr(set, "mimeType") == (type == "text" ? "text/vtt" : "\(type)/mp4"))
+                    #expect(Self.attr(set.elements(forName: "Role").first, "schemeIdUri") == "urn:mpeg:dash:role:2011")
+                    if type != "video" { #expect(Self.attr(set, "lang")?.isEmpty == false) }
+                    let representations = set.elements(forName: "Representation")
+                    #expect(!representations.isEmpty)
+                    for representation in representations {
+                        let rid = try #require(Self.attr(representation, "id"))
+                        #expect(ids.insert(rid).inserted, "representation ids are unique in the period")
+                        #expect(Int(Self.attr(representation, "bandwidth") ?? "") ?? 0 > 0)
+                    }
+                    guard type != "text" else { continue }
+                    // Segments aligned and starting with a SAP of type 1; one template for the set.
+                    #expect(Self.attr(set, "segmentAlignment") == "true")
+                    #expect(Self.attr(set, "startWithSAP") == "1")
+                    for representation in representations {
+                        #expect(Self.attr(representation, "codecs")?.contains(".") == true)
+                        if type == "video" {
+                            for name in ["width", "height", "frameRate"] { #expect(Self.attr(representation, name) != nil) }
+                        } else {
+                            #expect(Self.attr(representation, "audioSamplingRate") == "48000")
+                        }
+                    }
+                    if type == "audio" { #expect(!set.elements(forName: "AudioChannelConfiguration").isEmpty) }
+                    let template = try #require(set.elements(forName: "SegmentTemplate").first)
+                    let timescale = try #require(Double(Self.attr(template, "timescale") ?? ""))
+                    #expect(Self.attr(template, "media")?.contains("$Number$") == true)
+                    #expect(Self.attr(template, "initialization")?.contains("$RepresentationID$") == true)
+                    // The timeline covers the whole presentation, without gaps or overlaps.
+                    let entries = template.elements(forName: "SegmentTimeline").first?.elements(forName: "S") ?? []
+                    var count = 0
+                    var end: Double?
+                    for entry in entries {
+                        let d = try #require(Double(Self.attr(entry, "d") ?? ""))
+                        let r = Double(Self.attr(entry, "r") ?? "0") ?? 0
+                        let t = Self.attr(entry, "t").flatMap { Double($0) }
+                        if let t, let end { #expect(t == end, "a gap or overlap in the \(type) timeline") }
+                        end = (t ?? end ?? 0) + d * (r + 1)
+                        count += Int(r) + 1
+                    }
+                    let catalogVideo = try #require(app.catalog.videos[id])
+                    #expect(count == 6 * catalogVideo.repeatCount)
+                    let offset = Double(Self.attr(template, "presentationTimeOffset") ?? "0") ?? 0
+                    let covered = ((end ?? 0) - offset) / timescale
+                    #expect(abs(covered - total) < 0.05, "\(type) timeline covers \(covered) s of \(total) s")
+                }
+            }
+        }
+    }
+
+    /// An attribute's value by its name (FoundationXML's own lookup misses some on an element that declares namespaces).
+    static func attr(_ element: XMLElement?, _ name: String) -> String? {
+        element?.attributes?.first { $0.name == name || $0.localName == name }?.stringValue
+    }
+
+    /// `PT12.000S` in seconds (the forms the mock writes: hours, minutes, seconds).
+    static func seconds(_ duration: String?) -> Double? {
+        guard let duration, let match = duration.wholeMatch(of: /PT(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?/) else { return nil }
+        return Double(match.1 ?? "0")! * 3600 + Double(match.2 ?? "0")! * 60 + Double(match.3 ?? "0")!
     }
 }

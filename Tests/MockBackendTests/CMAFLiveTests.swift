@@ -1,0 +1,97 @@
+import Foundation
+import MicroHTTP
+import MockBackend
+import TestKit
+import Testing
+import WireModels
+
+/// HLS v7 and DASH against a live server, read by clients this project did not write: ffmpeg
+/// (its HLS and DASH demuxers: the decoded frames and audio equal the TS form's), GStreamer's
+/// `hlsdemux2` and `dashdemux2` (played to the end), curl (ranges).
+@Suite("CMAF HLS v7 and DASH, live")
+struct CMAFLiveTests {
+    /// The hash column of ffmpeg's framemd5 of stream `map` of `input`.
+    static func frameHashes(_ input: [String], map: String) async throws -> [String] {
+        let output = try await Run.process("/usr/bin/ffmpeg", ["-nostdin", "-v", "error"] + input + ["-map", map, "-f", "framemd5", "-"])
+        #expect(output.exitCode == 0, "ffmpeg \(input): \(output.stderrText)")
+        return output.stdoutText.split(separator: "\n").filter { !$0.hasPrefix("#") }
+            .compactMap { $0.split(separator: ",").last.map { $0.trimmingCharacters(in: .whitespaces) } }
+    }
+
+    /// The fixture's TS segments of a rendition folder, as one ffmpeg `concat:` input.
+    static func tsInput(_ folder: String) -> [String] {
+        let files = (0 ..< 6).map { Fixture.mediaDirectory.appendingPathComponent(String(format: "\(folder)/seg_%03d.ts", $0)).path }
+        return ["-i", "concat:" + files.joined(separator: "|")]
+    }
+
+    @Test("ffmpeg decodes the same video frames and audio samples from HLS v7 and from DASH as from the TS fixtures")
+    func sameFramesAsTheTransportStreams() async throws {
+        try await withLiveServer { server in
+            let video = try await server.fetchVideo(Fixture.clearVideo)
+            let master = try MasterPlaylist(parsing: try await Curl.fetch(video.sources[1].src).text)
+            let videoPlaylist = try #require(master.variants.first { $0.resolution?.width == 416 }?.uri)
+            let audioPlaylist = try #require(master.renditions.first { $0.type == .audio && $0.language == "en" }?.uri)
+            let expectedVideo = try await Self.frameHashes(Self.tsInput("video/416x234"), map: "0:v:0")
+            let expectedAudio = try await Self.frameHashes(Self.tsInput("audio/en"), map: "0:a:0")
+            #expect(expectedVideo.count == 300)
+            #expect(try await Self.frameHashes(["-i", videoPlaylist], map: "0:v:0") == expectedVideo)
+            #expect(try await Self.frameHashes(["-i", audioPlaylist], map: "0:a:0") == expectedAudio)
+            let mpd = video.sources[2].src
+            #expect(try await Self.frameHashes(["-i", mpd], map: "0:v:0") == expectedVideo)
+            #expect(try await Self.frameHashes(["-i", mpd], map: "0:a:0") == expectedAudio)
+        }
+    }
+
+    /// Plays `uri` with GStreamer's playbin3 (hlsdemux2 / dashdemux2) into fake sinks as fast as
+    /// it can; returns whether it reached EOS without an error, and the last video PTS in seconds.
+    static func gstreamerPlay(_ uri: String) async throws -> (eos: Bool, lastVideoPTS: Double, log: String) {
+        let output = try await Run.process("/usr/bin/gst-launch-1.0", [
+            "-v", "playbin3", "uri=\(uri)",
+            "video-sink=fakesink name=vs sync=false silent=false", "audio-sink=fakesink name=as sync=false",
+            "text-sink=fakesink sync=false",
+        ])
+        let log = output.stdoutText + output.stderrText
+        let pts = log.split(separator: "\n").filter { $0.contains("(vs:sink)") }.compactMap { line -> Double? in
+            guard let match = line.firstMatch(of: /pts: (\d+):(\d+):(\d+\.\d+)/) else { return nil }
+            return Double(match.1)! * 3600 + Double(match.2)! * 60 + Double(match.3)!
+        }
+        return (output.exitCode == 0 && log.contains("Got EOS") && !log.contains("ERROR"), pts.max() ?? 0, log)
+    }
+
+    @Test("GStreamer (hlsdemux2, dashdemux2) plays clear CMAF HLS v7 and DASH to the end")
+    func gstreamerPlaysToTheEnd() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/gst-launch-1.0"),
+                     "gst-launch-1.0 is missing: make test-deps installs gstreamer1.0-tools and its plugins")
+        try await withLiveServer { server in
+            let video = try await server.fetchVideo(Fixture.clearVideo)
+            for source in [video.sources[1], video.sources[2]] {
+                let played = try await Self.gstreamerPlay(source.src)
+                #expect(played.eos, "\(source.src): \(played.log.suffix(2000))")
+                // The last frame is presented at 12.04 s (0.08 s + 299 frames of 0.04 s).
+                #expect(played.lastVideoPTS > 11.9, "\(source.src): last video PTS \(played.lastVideoPTS)")
+            }
+        }
+    }
+
+    @Test("CMAF files answer ranges (206 with Content-Range, 416 past the end) and conditional GETs, as every media file does")
+    func rangesAndConditionals() async throws {
+        try await withLiveServer { server in
+            let video = try await server.fetchVideo(Fixture.clearVideo)
+            let master = try MasterPlaylist(parsing: try await Curl.fetch(video.sources[1].src).text)
+            let media = try MediaPlaylist(parsing: try await Curl.fetch(master.variants[0].uri).text)
+            for url in [try #require(media.segments.first?.map?.uri), media.segments[1].uri] {
+                let whole = try await Curl.fetch(url)
+                #expect(whole.status == 200)
+                let size = whole.body.count
+                let part = try await Curl.fetch(url, ["-r", "10-99"])
+                #expect(part.status == 206 && part.body == Array(whole.body[10 ... 99]))
+                #expect(part.header("Content-Range") == "bytes 10-99/\(size)")
+                #expect(part.header("Repr-Digest") == whole.header("Repr-Digest"))
+                let past = try await Curl.fetch(url, ["-r", "\(size)-\(size + 10)"])
+                #expect(past.status == 416 && past.header("Content-Range") == "bytes */\(size)")
+                let etag = try #require(whole.header("ETag"))
+                #expect(try await Curl.fetch(url, ["-H", "If-None-Match: \(etag)"]).status == 304)
+            }
+        }
+    }
+}
