@@ -108,7 +108,7 @@ struct StaticURLDeliveryTests {
         }
     }
 
-    @Test("high.mp4 and low.mp4: the fixture's progressive MP4s (960x540 and 416x234 with audio), with ranges; manifest.mpd 404 as without DASH")
+    @Test("high.mp4 and low.mp4: the fixture's progressive MP4s (960x540 and 416x234 with audio), with ranges; manifest.mpd the DASH source's MPD, 404 without DASH delivery")
     func progressive() async throws {
         try await Self.withKey { server in
             let jwt = Self.token()
@@ -127,6 +127,19 @@ struct StaticURLDeliveryTests {
                 #expect(probe.exitCode == 0, "\(probe.stderrText)")
                 #expect(probe.stdoutText.contains("video,\(size)") && probe.stdoutText.contains("audio"), "\(probe.stdoutText)")
             }
+            // manifest.mpd: the same MPD as the video's DASH source, which ffprobe reads.
+            let mpd = try await Self.get(server, "\(Self.videos)/\(Fixture.clearVideo)/manifest.mpd?bcov_auth=\(jwt)")
+            #expect(mpd.status == 200 && mpd.header("Content-Type") == "application/dash+xml", "\(mpd.text.prefix(300))")
+            let video = try await server.fetchVideo(Fixture.clearVideo)
+            let signed = try await Curl.fetch(try #require(video.sources.first { $0.isDASH }?.src))
+            #expect(Self.untokened(signed.text) == Self.untokened(mpd.text))
+            let probe = try await Run.process("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_type", "-of", "csv=p=0",
+                                                                    server.baseURL + "\(Self.videos)/\(Fixture.clearVideo)/manifest.mpd?bcov_auth=\(jwt)"])
+            #expect(probe.exitCode == 0 && Set(probe.stdoutText.split(separator: "\n")) == ["video", "audio", "subtitle"], "\(probe.stderrText)")
+            // An account without DASH delivery: 404 with the sentence.
+            let patched = try await Contract.admin(server, "/_admin/v1/accounts/\(Fixture.northwind)",
+                                                   ["-X", "PATCH", "-H", "Content-Type: application/json", "--data-binary", #"{"delivery_formats":["hls_ts"]}"#])
+            #expect(patched.status == 200, "\(patched.text)")
             try Contract.expectError(try await Self.get(server, "\(Self.videos)/\(Fixture.clearVideo)/manifest.mpd?bcov_auth=\(jwt)"),
                                      404, "NOT_FOUND", nil)
             try Contract.expectError(try await Self.get(server, "\(Self.videos)/404404/manifest.mpd?bcov_auth=\(jwt)"),

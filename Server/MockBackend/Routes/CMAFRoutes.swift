@@ -38,18 +38,7 @@ extension MockBackendApp {
             return MediaResponse.bytes(body, digest: digest, contentType: playlistContentType)
         }
         router.add(["GET"], "/manifest/v2/dash/live-baseurl/:protection/:codecs/:account/:video/:label/manifest.mpd") { app, request, p in
-            let video = try app.cmafVideo(request, p, format: .dash)
-            let now = app.clock.now()
-            let ttl = app.catalog.accounts[video.accountID]?.manifestTokenTTL ?? 21600
-            let expiry = Links.expiry(now: now, ttl: ttl)
-            let mediaExpiry = Links.expiry(now: now, ttl: app.configuration.mediaTokenTTL)
-            let links = app.links(for: request)
-            let (body, digest) = try app.cmafBody("mpd|\(links.base)|\(video.id)|\(video.generation)|\(expiry.timeIntervalSince1970)|\(mediaExpiry.timeIntervalSince1970)",
-                                                  validUntil: min(Links.bucketEnd(now: now, ttl: ttl), Links.bucketEnd(now: now, ttl: app.configuration.mediaTokenTTL)),
-                                                  now: now) { () throws(HTTPError) in
-                Array(try app.dashManifest(video, links: links, mediaExpiry: mediaExpiry).render().utf8)
-            }
-            return MediaResponse.bytes(body, digest: digest, contentType: DASHManifest.contentType)
+            try app.dashManifestResponse(app.cmafVideo(request, p, format: .dash), request)
         }
         router.add(["GET"], "/media/v1/pmp4/static/clear/:account/:video/:name") { app, request, p in
             try app.links.verify(request, now: app.clock.now())
@@ -66,6 +55,22 @@ extension MockBackendApp {
             else { throw HTTPError.notFound(request) }
             return try app.cmafFileResponse(video, rendition, file: p["file"], request)
         }
+    }
+
+    /// The DASH MPD of `video`, its URLs on the base of the listener `request` came in on: the
+    /// signed MPD URL's answer and static URL delivery's `manifest.mpd`.
+    func dashManifestResponse(_ video: CatalogVideo, _ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
+        let now = clock.now()
+        let ttl = catalog.accounts[video.accountID]?.manifestTokenTTL ?? 21600
+        let expiry = Links.expiry(now: now, ttl: ttl)
+        let mediaExpiry = Links.expiry(now: now, ttl: configuration.mediaTokenTTL)
+        let links = links(for: request)
+        let (body, digest) = try cmafBody("mpd|\(links.base)|\(video.id)|\(video.generation)|\(expiry.timeIntervalSince1970)|\(mediaExpiry.timeIntervalSince1970)",
+                                          validUntil: min(Links.bucketEnd(now: now, ttl: ttl), Links.bucketEnd(now: now, ttl: configuration.mediaTokenTTL)),
+                                          now: now) { () throws(HTTPError) in
+            Array(try dashManifest(video, links: links, mediaExpiry: mediaExpiry).render().utf8)
+        }
+        return MediaResponse.bytes(body, digest: digest, contentType: DASHManifest.contentType)
     }
 
     /// Whether `video` has CMAF sources: clear videos. (AES-128 videos are HLSe over TS only,

@@ -11,7 +11,8 @@ import WireModels
 ///   (its rendition URLs are signed as usual);
 /// - `high.mp4`, `low.mp4`: progressive MP4 of the highest and lowest rendition (made once by
 ///   the fixture script; one pass over the asset, however often the video repeats it);
-/// - `manifest.mpd`: 404, as for an account without DASH delivery (the mock packages HLS only).
+/// - `manifest.mpd`: the DASH MPD, the same body as the signed one in `sources[].src` (404 when
+///   the account does not deliver DASH).
 ///
 /// Clear videos only: an AES-128 or FairPlay video answers 403 `ACCESS_DENIED`/`VIDEO_NOT_PLAYABLE`
 /// (its protected sources come from the Playback API, with their keys and licenses).
@@ -32,8 +33,11 @@ extension MockBackendApp {
         }
         router.add(["GET"], base + "manifest.mpd") { app, request, p in
             let video = try app.staticVideo(request, p)
-            throw HTTPError(404, PlaybackAPIErrorCode.notFound, nil,
-                            "Video \(video.id) has no DASH manifest: account \(video.accountID) is not set up for DASH delivery")
+            guard app.catalog.accounts[video.accountID]?.deliveryFormats.contains(.dash) == true, app.servesCMAF(video) else {
+                throw HTTPError(404, PlaybackAPIErrorCode.notFound, nil,
+                                "Video \(video.id) has no DASH manifest: account \(video.accountID) is not set up for DASH delivery")
+            }
+            return try app.dashManifestResponse(video, request)
         }
     }
 
