@@ -147,6 +147,30 @@ struct StaticURLDeliveryTests {
         }
     }
 
+    @Test("hls.vmap and dash.vmap: a VMAP whose content is the video's HLS master or DASH MPD, with a break at the start and at each AD cue point; 500 without vod.ssai")
+    func vmap() async throws {
+        try await Self.withKey { server in
+            let withSSAI = Self.token(#","vod":{"ssai":"ad-config-1"}"#)
+            for (name, manifest) in [("hls.vmap", "master.m3u8"), ("dash.vmap", "manifest.mpd")] {
+                let path = "\(Self.videos)/\(Fixture.clearVideo)/\(name)"
+                let answer = try await Self.get(server, path + "?bcov_auth=\(withSSAI)")
+                #expect(answer.status == 200 && answer.header("Content-Type") == "application/xml", "\(answer.text)")
+                #expect(answer.text.contains(#"<vmap:VMAP xmlns:vmap="http://www.iab.net/videosuite/vmap" version="1.0">"#))
+                #expect(answer.text.contains(#"<vmap:AdBreak timeOffset="start" breakType="linear" breakId="preroll">"#))
+                #expect(answer.text.contains(#"adconfig="ad-config-1""#))
+                let content = try #require(answer.text.firstMatch(of: /contenturi="([^"]+)"/)?.1)
+                #expect(String(content).contains("/\(manifest)?fastly_token="))
+                let stream = try await Curl.fetch(String(content).replacingOccurrences(of: "&amp;", with: "&"))
+                #expect(stream.status == 200, "\(content): \(stream.text.prefix(200))")
+                let breaks = answer.text.components(separatedBy: "<vmap:AdBreak ").count - 1
+                let cues = try await server.fetchVideo(Fixture.clearVideo).cuePoints.filter { $0.type == "AD" && $0.time > 0 }
+                #expect(breaks == 1 + Set(cues.map(\.time)).count)
+                try Contract.expectError(try await Self.get(server, path + "?bcov_auth=\(Self.token())"), 500, "SERVER_ERROR", nil)
+                try Contract.expectError(try await Self.get(server, path), 401, "ACCESS_DENIED", "TOKEN_REQUIRED")
+            }
+        }
+    }
+
     @Test("bcov_auth opens the Playback API's video get too, as a JWT header does")
     func playbackAPIQueryToken() async throws {
         try await Self.withKey { server in

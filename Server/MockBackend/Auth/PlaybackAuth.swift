@@ -19,6 +19,8 @@ struct PlaybackToken: Sendable {
     var userID: String?
     /// `dlimit`: that user's device limit.
     var deviceLimit: Int?
+    /// `vod.ssai`: the server-side ad insertion configuration a static URL VMAP is made for.
+    var ssaiConfigID: String?
 }
 
 /// Reads credentials the three ways the real Playback API accepts a policy key, and a JWT

@@ -136,7 +136,7 @@ final class PlaybackRestrictions: Sendable {
         guard exp > now else { throw invalid("Token expired at \(WireDate.string(from: exp))") }
         if let nbf = claims.nbf?.value, nbf > now { throw invalid("Token is not valid before \(WireDate.string(from: nbf))") }
         if let limit = claims.dlimit, limit <= 0 { throw invalid("dlimit must be a positive number") }
-        return PlaybackToken(contentID: claims.conid, userID: claims.uid, deviceLimit: claims.dlimit)
+        return PlaybackToken(contentID: claims.conid, userID: claims.uid, deviceLimit: claims.dlimit, ssaiConfigID: claims.vod?.ssai)
     }
 }
 
@@ -149,8 +149,12 @@ struct PlaybackClaims: JWTPayload {
     var dlimit: Int?
     var exp: ExpirationClaim?
     var nbf: NotBeforeClaim?
+    /// `vod`: `{"ssai": "<ad config id>"}`, which static URL VMAPs need.
+    var vod: VOD?
 
-    enum CodingKeys: String, CodingKey { case accid, conid, uid, dlimit, exp, nbf }
+    struct VOD: Codable, Sendable { var ssai: String? }
+
+    enum CodingKeys: String, CodingKey { case accid, conid, uid, dlimit, exp, nbf, vod }
 
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -173,6 +177,7 @@ struct PlaybackClaims: JWTPayload {
         }
         exp = try c.decodeIfPresent(ExpirationClaim.self, forKey: .exp)
         nbf = try c.decodeIfPresent(NotBeforeClaim.self, forKey: .nbf)
+        vod = try c.decodeIfPresent(VOD.self, forKey: .vod)
     }
 
     /// Claims are checked against the backend clock in `PlaybackRestrictions.verify`.
