@@ -2,6 +2,7 @@ import Foundation
 @testable import CMAF
 import SampleAES
 import TestKit
+import Testing
 
 /// The committed media fixtures under fixtures/media/bars, found from this file's location.
 enum MediaFixtures {
@@ -18,6 +19,19 @@ enum MediaFixtures {
     static func path(_ name: String) -> String { root.appendingPathComponent(name).path }
 
     static func bytes(_ name: String) throws -> [UInt8] { Array(try Data(contentsOf: root.appendingPathComponent(name))) }
+}
+
+/// The code of the CMAFError `body` throws; nil when it throws nothing (or another error,
+/// which is then recorded as an issue).
+func cmafErrorCode(_ body: () throws -> Void) -> CMAFError.Code? {
+    do {
+        try body()
+    } catch let error as CMAFError {
+        return error.code
+    } catch {
+        Issue.record("not a CMAFError: \(error)")
+    }
+    return nil
 }
 
 struct TestFailure: Error, CustomStringConvertible {
