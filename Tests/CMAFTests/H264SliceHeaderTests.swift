@@ -17,7 +17,8 @@ import Testing
     /// Reads every NAL unit of `units` in order (parameter sets into one table, slices
     /// against it) and compares each slice with the next traced "Slice Header" and each SPS
     /// with the next traced "Sequence Parameter Set".
-    static func check(_ units: [[UInt8]], against trace: [TracedStructure]) throws -> Checked {
+    /// `size` is the picture size every SPS must give, when known.
+    static func check(_ units: [[UInt8]], against trace: [TracedStructure], size: (width: Int, height: Int)? = nil) throws -> Checked {
         let slices = trace.filter { $0.name == "Slice Header" }
         // The first SPS of the trace may be the stream's extradata, printed before the packets.
         let spsTraces = trace.filter { $0.name == "Sequence Parameter Set" }
@@ -41,6 +42,7 @@ import Testing
                 if let depth = traced.value("bit_depth_luma_minus8") { #expect(depth == sps.bitDepthLumaMinus8) }
                 if let lsb = traced.value("log2_max_pic_order_cnt_lsb_minus4") { #expect(lsb == sps.log2MaxPicOrderCntLsb - 4) }
                 #expect(traced.value("frame_crop_bottom_offset") ?? 0 == sps.cropBottom)
+                if let size { #expect(sps.width == size.width && sps.height == size.height, "\(sps.width)x\(sps.height)") }
                 try sets.add(unit[...])
                 checked.parameterSets += 1
             case 8:
@@ -95,7 +97,7 @@ import Testing
         try await Tools.x264(file, Self.variants[variant] ?? [])
         let units = AnnexB.units(Array(try Data(contentsOf: file)))
         let trace = try await HeaderTrace.structures(of: file.path)
-        let checked = try Self.check(units, against: trace)
+        let checked = try Self.check(units, against: trace, size: (320, 180))
         #expect(checked.slices >= 25)
     }
 

@@ -1,3 +1,5 @@
+import Crypto
+import _CryptoExtras
 import Foundation
 @testable import CMAF
 import TestKit
@@ -202,9 +204,11 @@ import Testing
         }
     }
 
-    /// A 2 MB sample goes through each cipher in well under a second even in a debug build
-    /// (no per-byte work outside the AES calls): the bound is loose for a loaded machine,
-    /// the time is printed.
+    /// A 2 MB sample goes through the ciphers at the speed of the AES calls themselves, even
+    /// in a debug build (no per-byte work of its own). Absolute times mean little on a
+    /// machine another build shares, so each round also times one bare AES-CTR pass over
+    /// the same 2 MB as a yardstick, and the best round's six passes must stay within 30 of
+    /// those (a per-byte loop or allocation in Swift costs hundreds); the times are printed.
     @Test func twoMegabytesTakeMilliseconds() throws {
         let cipher = try SampleCipher(key: Self.key)
         let plain = randomBytes(2 << 20)
@@ -213,17 +217,26 @@ import Testing
             + [Subsample(clear: plain.count % 20480, protected: 0)]
         var sample = plain
         let clock = ContinuousClock()
-        let elapsed = try clock.measure {
-            try cipher.cbcs(&sample, subsamples: entries, iv: Self.constantIV, .encrypt)
-            try cipher.cbcs(&sample, subsamples: entries, iv: Self.constantIV, .decrypt)
-            try cipher.cenc(&sample, subsamples: entries, iv: [1, 2, 3, 4, 5, 6, 7, 8])
-            try cipher.cenc(&sample, subsamples: entries, iv: [1, 2, 3, 4, 5, 6, 7, 8])
-            try cipher.cbcsFullSample(&sample, iv: Self.constantIV, .encrypt)
-            try cipher.cbcsFullSample(&sample, iv: Self.constantIV, .decrypt)
+        var best: (ratio: Double, passes: Duration, yardstick: Duration) = (.infinity, .zero, .zero)
+        for _ in 0 ..< 5 {
+            let yardstick = try clock.measure {
+                let output = try AES._CTR.encrypt(plain, using: SymmetricKey(data: Self.key), nonce: AES._CTR.Nonce(nonceBytes: Self.constantIV))
+                #expect(output.count == plain.count)
+            }
+            let passes = try clock.measure {
+                try cipher.cbcs(&sample, subsamples: entries, iv: Self.constantIV, .encrypt)
+                try cipher.cbcs(&sample, subsamples: entries, iv: Self.constantIV, .decrypt)
+                try cipher.cenc(&sample, subsamples: entries, iv: [1, 2, 3, 4, 5, 6, 7, 8])
+                try cipher.cenc(&sample, subsamples: entries, iv: [1, 2, 3, 4, 5, 6, 7, 8])
+                try cipher.cbcsFullSample(&sample, iv: Self.constantIV, .encrypt)
+                try cipher.cbcsFullSample(&sample, iv: Self.constantIV, .decrypt)
+            }
+            let ratio = passes / max(yardstick, .microseconds(1))
+            if ratio < best.ratio { best = (ratio, passes, yardstick) }
         }
         #expect(sample == plain)
-        print("SampleCipher: six passes over 2 MB in \(elapsed)")
-        #expect(elapsed < .seconds(1))
+        print("SampleCipher: six passes over 2 MB in \(best.passes), one bare AES-CTR pass in \(best.yardstick) (best of five)")
+        #expect(best.ratio < 30)
     }
 
     @Test func ivSequenceCountsUpFromItsStart() throws {
