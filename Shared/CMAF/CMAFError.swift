@@ -1,43 +1,58 @@
-/// Why media could not be remuxed to CMAF, parsed or encrypted. Errors are values: malformed
-/// input never traps, it ends up here with a message that says what is wrong and where.
-public struct CMAFError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// A stable category. New codes may be added; switch with a `default`.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+/// Why a CMAF step (remuxing MPEG-TS, reading parameter sets and slice headers, laying out
+/// subsamples, encrypting or decrypting a sample) failed. Errors are values: these parsers read media
+/// bytes, so malformed input never traps or loops; it ends up here with a message that says
+/// what is wrong and where, and the AES implementation's error when it refused.
+package struct CMAFError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A stable category, so callers can tell bad media from a bad key without matching
+    /// messages. New codes may be added; switch with a `default`.
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         fileprivate enum Value: Hashable, Sendable {
-            case malformedTransportStream, unsupportedStream, malformedSample
-            case malformedParameterSet, malformedSlice, invalidKey, cipherFailure
+            case malformedTransportStream, malformedParameterSet, malformedSlice, malformedSample, unsupportedStream
+            case invalidKey, invalidPattern, cipherFailure
         }
         fileprivate let value: Value
 
-        /// The MPEG-TS input cannot be read (packets, program tables, PES headers).
-        public static let malformedTransportStream = Code(value: .malformedTransportStream)
-        /// Valid input of a kind CMAF packaging here does not handle (a codec, several streams).
-        public static let unsupportedStream = Code(value: .unsupportedStream)
-        /// An access unit, a frame or a sample whose bytes do not add up.
-        public static let malformedSample = Code(value: .malformedSample)
-        /// An SPS, PPS or VPS that cannot be parsed.
-        public static let malformedParameterSet = Code(value: .malformedParameterSet)
-        /// A slice header that cannot be parsed.
-        public static let malformedSlice = Code(value: .malformedSlice)
-        /// A key, key id or IV of the wrong size.
-        public static let invalidKey = Code(value: .invalidKey)
+        /// MPEG-TS input that cannot be remuxed: packets, program tables or PES headers that
+        /// cannot be read, a PES without times, a file that cannot be read.
+        package static let malformedTransportStream = Code(value: .malformedTransportStream)
+        /// An SPS, PPS or VPS that cannot be read: truncated, a value out of its range, an
+        /// exp-Golomb code longer than 32 bits.
+        package static let malformedParameterSet = Code(value: .malformedParameterSet)
+        /// A slice header that cannot be read, or one that names a parameter set never seen.
+        package static let malformedSlice = Code(value: .malformedSlice)
+        /// A sample whose NAL unit lengths do not add up to its size, or subsamples that do
+        /// not add up to the sample.
+        package static let malformedSample = Code(value: .malformedSample)
+        /// Valid media this layer does not handle (H.264 slice groups, HEVC screen-content
+        /// coding or layers above the base layer); the message says which.
+        package static let unsupportedStream = Code(value: .unsupportedStream)
+        /// The key or IV has the wrong size.
+        package static let invalidKey = Code(value: .invalidKey)
+        /// A crypt:skip pattern that is not two 4-bit block counts, or protects nothing.
+        package static let invalidPattern = Code(value: .invalidPattern)
         /// The AES implementation refused the operation.
-        public static let cipherFailure = Code(value: .cipherFailure)
+        package static let cipherFailure = Code(value: .cipherFailure)
 
-        public var description: String { "\(value)" }
+        package var description: String { "\(value)" }
     }
 
-    public let code: Code
-    public let message: String
-    public let underlying: (any Error & Sendable)?
+    /// The category of the failure.
+    package let code: Code
+    /// What went wrong, in words, with the bit or byte offset where it helps.
+    package let message: String
 
-    public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil) {
+    /// The AES implementation's error, when it refused.
+    package let underlying: (any Error & Sendable)?
+
+    /// Creates an error of `code` saying `message`.
+    package init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil) {
         self.code = code
         self.message = message
         self.underlying = underlying
     }
 
-    public static func == (lhs: CMAFError, rhs: CMAFError) -> Bool { lhs.code == rhs.code && lhs.message == rhs.message }
+    /// Equal when code and message are; the underlying error is not compared.
+    package static func == (lhs: CMAFError, rhs: CMAFError) -> Bool { lhs.code == rhs.code && lhs.message == rhs.message }
 
-    public var description: String { "CMAFError(\(code)): \(message)" }
+    package var description: String { "CMAFError(\(code)): \(message)" }
 }
