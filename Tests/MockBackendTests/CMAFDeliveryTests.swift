@@ -322,9 +322,16 @@ extension CMAFDeliveryTests {
                 let periods = mpd.elements(forName: "Period")
                 #expect(periods.count == 1)
                 let sets = periods.first?.elements(forName: "AdaptationSet") ?? []
-                #expect(sets.map { Self.attr($0, "contentType") } == ["video", "audio", "audio", "audio", "text", "text", "text"])
+                #expect(sets.map { Self.attr($0, "contentType") } == ["video", "audio", "audio", "audio", "text", "text", "text", "image"])
+                // The thumbnail sprites (DASH-IF IOP 6.2.6): one tile layout, a template of whole sprites.
+                let image = try #require(sets.last)
+                #expect(Self.attr(image, "mimeType") == "image/jpeg")
+                let tile = image.elements(forName: "Representation").first?.elements(forName: "EssentialProperty").first
+                #expect(Self.attr(tile, "schemeIdUri") == "http://dashif.org/guidelines/thumbnail_tile" && Self.attr(tile, "value") == "3x2")
+                let spriteTemplate = image.elements(forName: "SegmentTemplate").first
+                #expect(Self.attr(spriteTemplate, "duration") == "12" && Self.attr(spriteTemplate, "media")?.contains("tile_$Number$.jpg") == true)
                 var ids = Set<String>()
-                for set in sets {
+                for set in sets.dropLast() {
                     let type = Self.attr(set, "contentType") ?? ""
                     #expect(Self.attr(set, "mimeType") == (type == "text" ? "text/vtt" : "\(type)/mp4"))
                     #expect(Self.attr(set.elements(forName: "Role").first, "schemeIdUri") == "urn:mpeg:dash:role:2011")
@@ -384,5 +391,50 @@ extension CMAFDeliveryTests {
     static func seconds(_ duration: String?) -> Double? {
         guard let duration, let match = duration.wholeMatch(of: /PT(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?/) else { return nil }
         return Double(match.1 ?? "0")! * 3600 + Double(match.2 ?? "0")! * 60 + Double(match.3 ?? "0")!
+    }
+}
+
+extension CMAFDeliveryTests {
+    @Test("the thumbnail track: in text_tracks as the real API shapes it, a WebVTT cue per tile over the whole video, sprites served, an HLS image stream and playlist")
+    func thumbnailTrack() async throws {
+        try await withApp { app, _ in
+            // The raw entry: null id, language and asset, kind metadata, the tile size and a bit rate.
+            let raw = try JSONSerialization.jsonObject(with: Data(try app.playback("/accounts/\(Fixture.northwind)/videos/\(Fixture.clearVideo)").bytes()))
+            let tracks = try #require((raw as? [String: Any])?["text_tracks"] as? [[String: Any]])
+            let entry = try #require(tracks.last)
+            #expect(entry["id"] is NSNull && entry["srclang"] is NSNull && entry["asset_id"] is NSNull)
+            #expect(entry["label"] as? String == "thumbnails" && entry["kind"] as? String == "metadata" && entry["mime_type"] as? String == "text/webvtt")
+            #expect(entry["width"] as? Int == 160 && entry["height"] as? Int == 90 && (entry["bandwidth"] as? Int ?? 0) > 0)
+            let sprite = try Fixture.media("thumbnails/sprite_000.jpg")
+            for (id, passes) in [(Fixture.clearVideo, 1), (Fixture.marathonVideo, 600)] {
+                let video = try app.video(id)
+                let track = try #require(video.textTracks.first { $0.label == "thumbnails" })
+                let vtt = try app.get(url: track.src)
+                #expect(vtt.status == 200 && vtt.headers["Content-Type"] == "text/vtt; charset=utf-8")
+                let text = try vtt.text()
+                let cues = text.matches(of: /(\d\d:\d\d:\d\d\.\d\d\d) --> (\d\d:\d\d:\d\d\.\d\d\d)\n(\S+)#xywh=(\d+),(\d+),160,90/)
+                #expect(cues.count == 6 * passes)
+                #expect(cues.first.map { "\($0.1) \($0.2) \($0.4),\($0.5)" } == "00:00:00.000 00:00:02.000 0,0")
+                #expect(cues.last.map { "\($0.2) \($0.4),\($0.5)" } == (passes == 1 ? "00:00:12.000 320,90" : "02:00:00.000 320,90"))
+                // Every pass names the same sprite, which is the fixture's.
+                #expect(Set(cues.map { String($0.3) }).count == 1)
+                let served = try app.get(url: String(try #require(cues.first?.3)))
+                let servedBytes = try served.bytes()
+                #expect(served.status == 200 && served.headers["Content-Type"] == "image/jpeg" && servedBytes == sprite)
+            }
+            // HLS v7: the image stream (Roku's tag) and its image playlist of whole sprites.
+            let marathon = try app.video(Fixture.marathonVideo)
+            let master = try app.get(url: marathon.sources[1].src).text()
+            let imageLine = try #require(master.split(separator: "\n").first { $0.hasPrefix("#EXT-X-IMAGE-STREAM-INF:") })
+            #expect(imageLine.contains("RESOLUTION=160x90") && imageLine.contains(#"CODECS="jpeg""#))
+            let uri = try #require(imageLine.firstMatch(of: /URI="([^"]+)"/)?.1)
+            let images = try app.get(url: String(uri)).text()
+            #expect(images.contains("#EXT-X-IMAGES-ONLY") && images.contains("#EXT-X-TILES:RESOLUTION=160x90,LAYOUT=3x2,DURATION=2.000"))
+            let sprites = images.split(separator: "\n").filter { $0.hasPrefix("http") }
+            #expect(sprites.count == 600 && images.components(separatedBy: "#EXTINF:12.000,").count == 601)
+            #expect(try app.get(url: String(sprites[599])).status == 200)
+            try expectError(try app.get(url: String(sprites[599]).replacingOccurrences(of: "tile_600.jpg", with: "tile_601.jpg")), 404, "NOT_FOUND", nil)
+            try expectError(try app.get(url: String(sprites[0]).replacingOccurrences(of: "tile_1.jpg", with: "tile_01.jpg")), 404, "NOT_FOUND", nil)
+        }
     }
 }

@@ -277,6 +277,25 @@ struct IngestTests {
         #expect(codecs.isSuperset(of: ["h264", "aac"]), "\(codecs)")
         let duration = Double((json["format"] as? [String: Any])?["duration"] as? String ?? "") ?? 0
         #expect(abs(duration - 6) < 0.3, "\(duration)")
+        // Its CMAF sources too: HLS v7 and DASH, remuxed from the ingested segments, read by ffprobe.
+        for cmaf in video.sources where cmaf.extXVersion == "7" || cmaf.isDASH {
+            let probe = try await Run.process("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration:stream=codec_name",
+                                                                    "-of", "json", cmaf.src])
+            #expect(probe.exitCode == 0, "\(cmaf.src): \(probe.stderrText)")
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(probe.stdout)) as? [String: Any])
+            let codecs = Set(((json["streams"] as? [[String: Any]]) ?? []).compactMap { $0["codec_name"] as? String })
+            #expect(codecs.isSuperset(of: ["h264", "aac"]), "\(cmaf.src): \(codecs)")
+        }
+        #expect(video.sources.filter { $0.extXVersion == "7" || $0.isDASH }.count == 2)
+        // The thumbnail track captured at ingest: a tile every 5 s (at 0 and 5 s of the 6 s), each cue a sprite that is served.
+        let thumbnails = try #require(video.textTracks.first { $0.label == "thumbnails" })
+        #expect(thumbnails.kind == "metadata" && thumbnails.width == 160 && thumbnails.height == 90)
+        let vtt = try await Curl.fetch(thumbnails.src)
+        #expect(vtt.status == 200 && vtt.text.hasPrefix("WEBVTT"), "\(vtt.text.prefix(300))")
+        let cues = vtt.text.matches(of: /(\S+\.jpg)#xywh=(\d+),(\d+),160,90/)
+        #expect(cues.map { "\($0.2),\($0.3)" } == ["0,0", "160,0"], "\(vtt.text)")
+        let sprite = try await Curl.fetch(String(try #require(cues.first?.1)))
+        #expect(sprite.status == 200 && sprite.header("Content-Type") == "image/jpeg")
         guard let source else { return }
         // The 640x360 rendition decoded against the source, frame by frame from each one's start:
         // the transcode is lossy, so the stated bound is an average PSNR of at least 30 dB.

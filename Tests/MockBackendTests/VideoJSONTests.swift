@@ -136,7 +136,11 @@ struct VideoJSONTests {
     @Test("sideband text_tracks have src and sources, language, label, kind and one default")
     func textTracks() async throws {
         try await withApp { app, _ in
-            let video = try app.video(Fixture.clearVideo)
+            let wire = try app.video(Fixture.clearVideo)
+            // The sideband tracks first; the thumbnail track (CMAFDeliveryTests) last.
+            #expect(wire.textTracks.last?.label == "thumbnails")
+            var video = wire
+            video.textTracks.removeLast()
             let uuid = pathSegments(ofURL: try #require(video.sources.first?.src))[6]
             #expect(video.textTracks.map(\.srclang) == ["en", "fr", "de"])
             #expect(video.textTracks.map(\.label) == ["English", "Français", "Deutsch"])
@@ -155,8 +159,8 @@ struct VideoJSONTests {
                 #expect(try response.text().hasPrefix("WEBVTT"))
             }
             #expect(Set(video.textTracks.map(\.id)).count == 3)
-            // Videos without sideband tracks list none.
-            #expect(try app.video(Fixture.aesVideo).textTracks.isEmpty)
+            // Videos without sideband tracks list only the thumbnail track.
+            #expect(try app.video(Fixture.aesVideo).textTracks.map(\.label) == ["thumbnails"])
         }
     }
 

@@ -29,9 +29,19 @@ struct VideoRenderer: Sendable {
                              mimeType: TextTrack.webVTT, isDefault: index == 0, assetID: id)
         }
         // Tracks added through the CMS API by URL come after the asset's, as given.
-        let textTracks = sideband + video.remoteTextTracks.map { track in
+        var textTracks = sideband + video.remoteTextTracks.map { track in
             TextTrack(id: track.id, accountID: video.accountID, src: track.src, sources: [SourceURL(src: track.src)], srclang: track.srclang,
                       label: track.label ?? track.srclang, kind: track.kind, mimeType: TextTrack.webVTT, isDefault: track.isDefault, assetID: nil)
+        }
+        // The thumbnail track last, in the real answer's shape: no id, language or asset.
+        if let track = ThumbnailTrack(video) {
+            var thumbnails = TextTrack(id: "", accountID: video.accountID,
+                                       src: links.signed(Links.thumbnailTrackPath(video), expiresAt: manifestExpiry), srclang: "",
+                                       label: TextTrack.thumbnailsLabel, kind: TextTrack.metadata, mimeType: TextTrack.thumbnailsMimeType)
+            thumbnails.width = track.thumbnails.width
+            thumbnails.height = track.thumbnails.height
+            thumbnails.bandwidth = track.bandwidth
+            textTracks.append(thumbnails)
         }
         return Video(
             id: video.id, accountID: video.accountID, name: video.name, description: video.description,

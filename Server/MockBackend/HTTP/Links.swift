@@ -93,6 +93,27 @@ struct Links: Sendable {
         "/media/v1/pmp4/static/clear/\(video.accountID)/\(video.uuid)/\(name).mp4"
     }
 
+    /// The thumbnail track's WebVTT (signed, as Brightcove's `thumbnail/v1/…/thumbnail.webvtt`).
+    static func thumbnailTrackPath(_ video: CatalogVideo) -> String {
+        "/thumbnail/v1/\(video.accountID)/\(video.uuid)/\(StableID.uuid("thumbnails:\(video.id)"))/thumbnail.webvtt"
+    }
+
+    /// A sprite of the thumbnail track, numbered from 1 (public, like posters).
+    static func spritePath(_ video: CatalogVideo, _ track: ThumbnailTrack, number: Int) -> String {
+        "/image/v1/sprite/\(video.accountID)/\(video.uuid)/\(spriteIntervalLabel(track))/thumbnails/\(track.layout)/tile_\(number).jpg"
+    }
+
+    /// "2s": a thumbnail track's tile interval in sprite paths.
+    static func spriteIntervalLabel(_ track: ThumbnailTrack) -> String {
+        let interval = track.thumbnails.interval
+        return interval == interval.rounded() ? "\(Int(interval))s" : "\(interval)s"
+    }
+
+    /// The HLS v7 image playlist of the thumbnail track's sprites.
+    static func imagePlaylistPath(_ video: CatalogVideo) -> String {
+        "/manifest/v2/hls/v7/\(video.protection.rawValue)/\(codecsLabel(video))/\(video.accountID)/\(video.uuid)/thumbnails/\(segmentLabel(video))/images.m3u8"
+    }
+
     /// "2s": the segment duration label in manifest paths.
     static func segmentLabel(_ video: CatalogVideo) -> String { "\(Int(video.asset.segmentDuration.rounded()))s" }
 

@@ -112,7 +112,7 @@ struct IngestRequest: Codable, Sendable, Equatable {
             guard !url.hasSuffix("/") else { throw CMSError(400, "BAD_CALLBACKS", "callbacks[\(index)] ends in '/': \(url)") }
             callbacks.append(url)
         }
-        return IngestRequest(masterURL: masterURL, profile: profile.name, priority: priority, captureImages: images.isEmpty,
+        return IngestRequest(masterURL: masterURL, profile: profile.name, priority: priority, captureImages: capture ?? images.isEmpty,
                              posterURL: images["poster"], thumbnailURL: images["thumbnail"], textTracks: textTracks, callbacks: callbacks)
     }
 

@@ -114,6 +114,26 @@ struct IngestTranscoder {
             guard image.status == 0 else { throw IngestFailure("ImageError", "cannot make the \(label): \(image.stderrTail)") }
         }
 
+        // The thumbnail track's sprites, when images are captured (capture-images, true unless a poster or
+        // thumbnail is supplied): a 160x90 tile every 5 s, or 10 s from an hour on (as Dynamic Delivery
+        // makes them), 5x2 tiles per sprite.
+        var thumbnailsJSON: [String: Any]?
+        if request.captureImages {
+            let interval = probe.duration >= 3600 ? 10 : 5
+            try? fm.createDirectory(at: directory.appendingPathComponent("thumbnails"), withIntermediateDirectories: true)
+            let tiles = "fps=1/\(interval):round=down,scale=160:90:force_original_aspect_ratio=decrease,pad=160:90:(ow-iw)/2:(oh-ih)/2,setsar=1,"
+                + "tile=5x2,format=yuvj420p"
+            let sprites = try tools.run("ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-i", source.path, "-map", "0:v:0",
+                                                   "-vf", tiles, "-q:v", "4", directory.appendingPathComponent("thumbnails/sprite_%03d.jpg").path])
+            guard sprites.status == 0 else { throw IngestFailure("ImageError", "cannot make the thumbnail sprites: \(sprites.stderrTail)") }
+            let made = ((try? fm.contentsOfDirectory(atPath: directory.appendingPathComponent("thumbnails").path)) ?? [])
+                .filter { $0.hasPrefix("sprite_") && $0.hasSuffix(".jpg") }.sorted()
+            if !made.isEmpty {
+                thumbnailsJSON = ["interval": Double(interval), "width": 160, "height": 90, "columns": 5, "rows": 2,
+                                  "sprites": made.map { "thumbnails/\($0)" }]
+            }
+        }
+
         // Text tracks: fetched, checked, kept whole (sideband) and cut into the video's segments.
         var subtitleJSON: [[String: Any]] = []
         for track in request.textTracks {
@@ -136,9 +156,10 @@ struct IngestTranscoder {
                                  "sideband": "subtitles/\(track.srclang).vtt"])
         }
 
-        let manifest: [String: Any] = ["name": directory.lastPathComponent, "segment_duration": Double(Self.segmentSeconds),
+        var manifest: [String: Any] = ["name": directory.lastPathComponent, "segment_duration": Double(Self.segmentSeconds),
                                        "segment_count": count, "mpegts_start": mpegtsStart, "video": videoJSON, "audio": audioJSON,
                                        "subtitles": subtitleJSON, "poster": "poster.jpg", "thumbnail": "thumbnail.jpg"]
+        if let thumbnailsJSON { manifest["thumbnails"] = thumbnailsJSON }
         guard let data = try? JSONSerialization.data(withJSONObject: manifest, options: [.prettyPrinted, .sortedKeys]) else {
             throw IngestFailure("InternalError", "cannot encode asset.json")
         }

@@ -32,6 +32,9 @@ struct DASHManifest: Sendable {
     var texts: [TextTrack]
     /// The MPD's `BaseURL`: the video's media folder for its DASH encryption.
     var baseURL: String
+    /// The thumbnail track's sprites as an image adaptation set (DASH-IF `thumbnail_tile`), when
+    /// they follow one another on the timeline; `spriteURL` is the template with `$Number$`.
+    var thumbnails: (track: ThumbnailTrack, spriteURL: String)?
     /// The percent-encoded token every media URL carries.
     var token: String
     /// Where presentation time zero is on the tracks' timeline (90 kHz): the first video frame,
@@ -85,6 +88,16 @@ struct DASHManifest: Sendable {
             xml += "      </Representation>\n"
             xml += "    </AdaptationSet>\n"
             setID += 1
+        }
+        if let (track, url) = thumbnails {
+            let (duration, timescale) = track.spriteDuration == track.spriteDuration.rounded()
+                ? (Int(track.spriteDuration), 1) : (Int((track.spriteDuration * 1000).rounded()), 1000)
+            xml += "    <AdaptationSet id=\"\(setID)\" contentType=\"image\" mimeType=\"image/jpeg\">\n"
+            xml += "      <SegmentTemplate media=\"\(DASHManifest.escape(url))\" duration=\"\(duration)\" timescale=\"\(timescale)\" startNumber=\"1\"/>\n"
+            xml += "      <Representation id=\"thumbnails\" bandwidth=\"\(track.bandwidth)\" width=\"\(track.spriteWidth)\" height=\"\(track.spriteHeight)\">\n"
+            xml += "        <EssentialProperty schemeIdUri=\"http://dashif.org/guidelines/thumbnail_tile\" value=\"\(track.layout)\"/>\n"
+            xml += "      </Representation>\n"
+            xml += "    </AdaptationSet>\n"
         }
         xml += "  </Period>\n</MPD>\n"
         return xml

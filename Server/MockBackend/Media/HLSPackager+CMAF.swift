@@ -10,9 +10,16 @@ extension HLSPackager {
     /// The v7 master playlist; `track` gives a video or audio rendition's CMAF track.
     func cmafMaster(_ video: CatalogVideo, key: ContentKey?, track: (RenditionRef) -> PackagedTrack?, expiresAt: Date,
                     links: Links) -> MasterPlaylist {
-        master(video, key: key, version: 7, rates: { ref in
+        var playlist = master(video, key: key, version: 7, rates: { ref in
             track(ref).map { ($0.peakRate, $0.averageRate) } ?? (0, 0)
         }, uri: { links.signed(Links.cmafRenditionPath(video, $0), expiresAt: expiresAt) })
+        if let thumbnails = ThumbnailTrack(video), thumbnails.hasImageStream {
+            // Roku's image stream; players that do not know the tag skip it.
+            playlist.otherTags.append("#EXT-X-IMAGE-STREAM-INF:BANDWIDTH=\(thumbnails.bandwidth),"
+                + "RESOLUTION=\(thumbnails.thumbnails.width)x\(thumbnails.thumbnails.height),CODECS=\"jpeg\","
+                + "URI=\"\(links.signed(Links.imagePlaylistPath(video), expiresAt: expiresAt))\"")
+        }
+        return playlist
     }
 
     /// A rendition's v7 media playlist. `track` is the rendition's CMAF track, or for

@@ -37,6 +37,19 @@ struct MediaAsset: Sendable {
         var sidebandPath: String
     }
 
+    /// The scrubbing previews of the thumbnail track: one tile every `interval` seconds of a
+    /// pass, `columns` × `rows` tiles of `width` × `height` per sprite JPEG, sprites in order.
+    struct Thumbnails: Sendable {
+        var interval: Double
+        var width: Int
+        var height: Int
+        var columns: Int
+        var rows: Int
+        var spritePaths: [String]
+
+        var tilesPerSprite: Int { columns * rows }
+    }
+
     var name: String
     var segmentDuration: Double
     var mpegtsStart: Int
@@ -51,6 +64,9 @@ struct MediaAsset: Sendable {
     /// The progressive MP4s static URL delivery serves, by name (`high`, `low`): remuxed once by
     /// the fixture script from the highest and lowest video rendition with the first audio.
     var progressivePaths: [String: String] = [:]
+    /// The thumbnail track's sprites; nil when the asset has none (made before they were, or
+    /// ingested with images supplied instead of captured).
+    var thumbnails: Thumbnails?
     /// The `Repr-Digest` of every file above, each hashed on first use and kept (shared by
     /// every copy of this value: the files never change while serving).
     let fileDigests = FileDigests()
@@ -97,6 +113,15 @@ struct MediaAsset: Sendable {
         for (name, file) in manifest.progressive ?? [:] {
             guard ["high", "low"].contains(name) else { throw CatalogError(.invalidAsset, "asset \(manifest.name): progressive rendition '\(name)' is not high or low") }
             asset.progressivePaths[name] = try existingFile(directory.appendingPathComponent(file)).path
+        }
+        if let t = manifest.thumbnails {
+            guard t.interval > 0, t.width > 0, t.height > 0, t.columns > 0, t.rows > 0, !t.sprites.isEmpty else {
+                throw CatalogError(.invalidAsset, "asset \(manifest.name): thumbnails need a positive interval, tile size and layout, and sprites")
+            }
+            asset.thumbnails = Thumbnails(interval: t.interval, width: t.width, height: t.height, columns: t.columns, rows: t.rows,
+                                          spritePaths: try t.sprites.map { file throws(CatalogError) in
+                                              try existingFile(directory.appendingPathComponent(file)).path
+                                          })
         }
         guard !asset.video.isEmpty else { throw CatalogError(.invalidAsset, "asset \(manifest.name) has no video rendition") }
         let counts = Set((asset.video.map(\.segments.count)) + asset.audio.map(\.segments.count) + asset.subtitles.map(\.segments.count))
@@ -145,6 +170,9 @@ private struct AssetManifest: Decodable {
     var images: [String: String]?
     /// Progressive MP4s, `"high": "mp4/high.mp4"`, `"low": …`.
     var progressive: [String: String]?
+    /// The thumbnail track's sprites.
+    var thumbnails: Thumbnails?
+    struct Thumbnails: Decodable { var interval: Double; var width, height, columns, rows: Int; var sprites: [String] }
 }
 
 /// An image size as image URLs write it: `1920x1080`, digits without leading zeros.

@@ -79,7 +79,7 @@ extension MockBackendApp {
 
     /// Checks for v2 manifest URLs: the token for this path, a video of this account with this
     /// protection, codecs and segment label, whose account delivers `format`.
-    private func cmafVideo(_ request: HTTPRequest, _ p: RouteParameters, format: DeliveryFormat) throws(HTTPError) -> CatalogVideo {
+    func cmafVideo(_ request: HTTPRequest, _ p: RouteParameters, format: DeliveryFormat) throws(HTTPError) -> CatalogVideo {
         try links.verify(request, now: clock.now())
         guard let video = catalog.video(uuid: p["video"]), video.accountID == p["account"], servesCMAF(video),
               catalog.accounts[video.accountID]?.deliveryFormats.contains(format) == true,
@@ -138,8 +138,11 @@ extension MockBackendApp {
                                           url: links.url(Links.textTrackPath(video, language: track.language)))
         }
         let firstVideo = videos.first?.track.pass.first?.earliestPresentationTime ?? 0
+        let thumbnails = ThumbnailTrack(video).flatMap { track in
+            track.hasImageStream ? (track, links.url(Links.spritePath(video, track, number: 0)).replacingOccurrences(of: "tile_0.jpg", with: "tile_$Number$.jpg")) : nil
+        }
         return DASHManifest(video: video, videos: videos, audios: audios, texts: texts, baseURL: links.url(prefix),
-                            token: links.prefixToken(prefix, expiresAt: mediaExpiry), presentationStart90k: firstVideo)
+                            thumbnails: thumbnails, token: links.prefixToken(prefix, expiresAt: mediaExpiry), presentationStart90k: firstVideo)
     }
 
     /// `init.mp4`, `{n}.m4s` or (subtitles) `{n}.vtt` of a rendition.
