@@ -21,7 +21,7 @@ import Testing
 
     @Test(arguments: ["video/416x234", "video/960x540", "audio/en"])
     func remuxedTrackDecodesToTheSameFrames(_ dir: String) async throws {
-        let track = try TrackRemuxer.demux(segments: Self.segments(dir), width: 416, height: 234)
+        let track = try TrackRemuxer.demux(segments: Self.segments(dir))
         let fragments = track.fragments(origin: 118_800)
         #expect(fragments.count == 6)
         let folder = try TemporaryDirectory()
@@ -44,7 +44,7 @@ extension RemuxTests {
     func dump() throws {
         let folder = URL(fileURLWithPath: ProcessInfo.processInfo.environment["CMAF_DUMP"]!)
         for dir in ["video/416x234", "audio/en"] {
-            let track = try TrackRemuxer.demux(segments: Self.segments(dir), width: 416, height: 234)
+            let track = try TrackRemuxer.demux(segments: Self.segments(dir))
             let name = dir.replacingOccurrences(of: "/", with: "-")
             try Data(InitSegment.bytes(track.format)).write(to: folder.appendingPathComponent("\(name)-init.mp4"))
             for (index, fragment) in track.fragments(origin: 118_800).enumerated() {

@@ -56,9 +56,15 @@ struct CMAFDeliveryTests {
             // The JSON keys are the real API's.
             let raw = try app.playback("/accounts/\(Fixture.northwind)/videos/\(Fixture.clearVideo)").text()
             #expect(raw.contains(#""avg_bitrate":"#) && raw.contains(#""container":"MP4""#) && raw.contains(#""profiles":"#))
-            // Protected videos: HLSe and FairPlay have their TS HLS only (FairPlay's CMAF comes with cbcs), never an MP4.
+            // Protected videos: HLSe has its TS HLS only; FairPlay CMAF too (HLS v7 cbcs with the FairPlay keys, DASH cenc
+            // with ClearKey); neither lists an MP4.
             #expect(Self.kinds(try app.video(Fixture.aesVideo)) == ["hls5"])
-            #expect(Self.kinds(try app.video(Fixture.fairPlayVideo)) == ["hls5"])
+            let fairPlay = try app.video(Fixture.fairPlayVideo)
+            #expect(Self.kinds(fairPlay) == ["hls5", "hls7", "dash"])
+            #expect(fairPlay.sources[1].fairPlay == fairPlay.sources[0].fairPlay && fairPlay.sources[1].fairPlay != nil)
+            #expect(pathSegments(ofURL: fairPlay.sources[2].src)[4] == "bccenc")
+            let clearKey = try #require(fairPlay.sources[2].keySystems?["org.w3.clearkey"]?.licenseURL)
+            #expect(pathSegments(ofURL: clearKey).prefix(3) == ["license", "v1", "clearkey"])
             // A video that repeats its asset lists no MP4 (the file holds one pass).
             #expect(Self.kinds(try app.video(Fixture.marathonVideo)) == ["hls5", "hls7", "dash"])
         }

@@ -95,3 +95,80 @@ struct CMAFLiveTests {
         }
     }
 }
+
+extension CMAFLiveTests {
+    /// POSTs a ClearKey request for `kids` to `url`; the response and, on 200, the JSON.
+    static func clearKey(_ url: String, kids: [String], type: String = "temporary", _ options: [String] = []) async throws -> (CurlResponse, [String: Any]?) {
+        let body = try JSONSerialization.data(withJSONObject: ["kids": kids, "type": type])
+        let response = try await Curl.fetch(url, ["-X", "POST", "-H", "Content-Type: application/json",
+                                                  "--data-binary", String(decoding: body, as: UTF8.self)] + options)
+        return (response, try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
+    }
+
+    /// base64url without padding → hex.
+    static func hex(base64URL text: String) -> String? {
+        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while standard.count % 4 != 0 { standard += "=" }
+        return Data(base64Encoded: standard).map { $0.map { String(format: "%02x", $0) }.joined() }
+    }
+
+    @Test("a FairPlay video's CMAF: HLS v7 cbcs (SAMPLE-AES, the test key) and DASH cenc (the key from the ClearKey license) decrypt to the TS form's frames")
+    func protectedCMAFDecrypts() async throws {
+        try await withLiveServer({ $0.plainSampleAESKeysForTesting = true }) { server in
+            let video = try await server.fetchVideo(Fixture.fairPlayVideo)
+            let expectedVideo = try await Self.frameHashes(Self.tsInput("video/416x234"), map: "0:v:0")
+            let expectedAudio = try await Self.frameHashes(Self.tsInput("audio/en"), map: "0:a:0")
+            // HLS v7: ffmpeg's HLS demuxer fetches the identity key and hands it to the mov demuxer (cbcs).
+            let master = try MasterPlaylist(parsing: try await Curl.fetch(video.sources[1].src).text)
+            let videoPlaylist = try #require(master.variants.first { $0.resolution?.width == 416 }?.uri)
+            let media = try await Curl.fetch(videoPlaylist).text
+            #expect(media.contains("#EXT-X-KEY:METHOD=SAMPLE-AES") && media.contains("/cbcs/") && !media.contains("IV="), "\(media.prefix(600))")
+            #expect(try await Self.frameHashes(["-i", videoPlaylist], map: "0:v:0") == expectedVideo)
+            let audioPlaylist = try #require(master.renditions.first { $0.type == .audio && $0.language == "en" }?.uri)
+            #expect(try await Self.frameHashes(["-i", audioPlaylist], map: "0:a:0") == expectedAudio)
+            // The init segment signals it: an encv entry with its tenc.
+            let initURL = try #require(MediaPlaylist(parsing: media).segments.first?.map?.uri)
+            let initBody = try await Curl.fetch(initURL).body
+            #expect(initBody.firstRange(of: Array("encv".utf8)) != nil && initBody.firstRange(of: Array("tenc".utf8)) != nil)
+
+            // DASH: the MPD's default_KID, a ClearKey license for it, then ffmpeg's DASH demuxer with that key.
+            let mpdURL = video.sources[2].src
+            let mpd = try await Curl.fetch(mpdURL).text
+            let kid = try #require(mpd.firstMatch(of: /cenc:default_KID="([0-9a-f-]{36})"/)?.1)
+            let kidBytes = String(kid).replacingOccurrences(of: "-", with: "")
+            let kidB64 = Data(stride(from: 0, to: 32, by: 2).map { UInt8(kidBytes.dropFirst($0).prefix(2), radix: 16)! })
+                .base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            let licenseURL = try #require(video.sources[2].keySystems?["org.w3.clearkey"]?.licenseURL)
+            #expect(mpd.contains("<dashif:laurl>\(licenseURL.replacingOccurrences(of: "&", with: "&amp;"))</dashif:laurl>"))
+            let (answer, json) = try await Self.clearKey(licenseURL, kids: [kidB64])
+            #expect(answer.status == 200 && answer.header("Content-Type") == "application/json", "\(answer.text)")
+            let jwk = try #require((json?["keys"] as? [[String: Any]])?.first)
+            #expect(jwk["kty"] as? String == "oct" && jwk["kid"] as? String == kidB64)
+            let k = try #require(jwk["k"] as? String)
+            #expect(!k.contains("=") && !k.contains("+") && !k.contains("/"))
+            let keyHex = try #require(Self.hex(base64URL: k))
+            #expect(try await Self.frameHashes(["-cenc_decryption_key", keyHex, "-i", mpdURL], map: "0:v:0") == expectedVideo)
+            #expect(try await Self.frameHashes(["-cenc_decryption_key", keyHex, "-i", mpdURL], map: "0:a:0") == expectedAudio)
+        }
+    }
+
+    @Test("the ClearKey license server refuses what it should, with the error array: malformed JSON, padded or unknown key ids, an edited token, a revoked key")
+    func clearKeyRefusals() async throws {
+        try await withLiveServer { server in
+            let video = try await server.fetchVideo(Fixture.fairPlayVideo)
+            let url = try #require(video.sources[2].keySystems?["org.w3.clearkey"]?.licenseURL)
+            let post = { (body: String) in try await Curl.fetch(url, ["-X", "POST", "--data-binary", body]) }
+            try Contract.expectError(try await post("{not json"), 400, "BAD_REQUEST", "INVALID_BODY")
+            try Contract.expectError(try await post(#"{"kids":[]}"#), 400, "BAD_REQUEST", "INVALID_BODY")
+            try Contract.expectError(try await post(#"{"kids":["AAECAwQFBgcICQoLDA0ODw=="]}"#), 400, "BAD_REQUEST", "INVALID_KEY_ID")
+            try Contract.expectError(try await post(#"{"kids":["AAECAwQFBgcICQoLDA0ODw"],"type":"x"}"#), 400, "BAD_REQUEST", "INVALID_BODY")
+            try Contract.expectError(try await post(#"{"kids":["AAECAwQFBgcICQoLDA0ODw"]}"#), 404, "NOT_FOUND", "KEY_NOT_FOUND")
+            let edited = url.replacingOccurrences(of: "fastly_token=N", with: "fastly_token=M")
+            try Contract.expectError(try await Curl.fetch(edited, ["-X", "POST", "--data-binary", #"{"kids":["AAECAwQFBgcICQoLDA0ODw"]}"#]),
+                                     403, "ACCESS_DENIED", "TOKEN_VALIDATION")
+            // A clear video has no ClearKey license server.
+            let clear = url.replacingOccurrences(of: try #require(pathSegments(ofURL: url).last), with: "00000000-0000-0000-0000-000000000000")
+            #expect(try await Curl.fetch(clear, ["-X", "POST", "--data-binary", "{}"]).status == 403)
+        }
+    }
+}

@@ -66,14 +66,17 @@ struct VideoRenderer: Sendable {
             sources.append(VideoSource(src: links.signed(Links.masterPath(video), expiresAt: manifestExpiry),
                                        extXVersion: "5", codecs: "avc1,mp4a", keySystems: keySystems))
         }
-        let cmaf = video.protection == .clear
+        // CMAF: clear, or FairPlay (HLS v7 cbcs with the same FairPlay keys; DASH cenc with ClearKey); HLSe is TS only.
+        let cmaf = video.protection != .aes128
         if cmaf, formats.contains(.cmafHLS) {
             sources.append(VideoSource(src: links.signed(Links.cmafMasterPath(video), expiresAt: manifestExpiry),
                                        extXVersion: "7", codecs: "avc1,mp4a", keySystems: keySystems))
         }
         if cmaf, formats.contains(.dash) {
+            let clearKey = video.protection == .fairplay
+                ? [KeySystem.clearKey: KeySystem(licenseURL: links.signed(Links.clearKeyLicensePath(video), expiresAt: mediaExpiry))] : nil
             sources.append(VideoSource(type: VideoSource.dashType, src: links.signed(Links.dashManifestPath(video), expiresAt: manifestExpiry),
-                                       codecs: "avc1,mp4a", profiles: VideoSource.dashLiveProfile))
+                                       codecs: "avc1,mp4a", profiles: VideoSource.dashLiveProfile, keySystems: clearKey))
         }
         if video.protection == .clear, video.repeatCount == 1, formats.contains(.mp4) {
             for (name, rendition) in [("high", video.asset.video.last), ("low", video.asset.video.first)] {

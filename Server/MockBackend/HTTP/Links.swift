@@ -38,6 +38,11 @@ struct Links: Sendable {
         "/license/v1/fairplay/\(video.accountID)/\(video.uuid)/\(keyID)"
     }
 
+    /// The W3C ClearKey license server of a DRM video's DASH source (its cenc key).
+    static func clearKeyLicensePath(_ video: CatalogVideo) -> String {
+        "/license/v1/clearkey/\(video.accountID)/\(video.uuid)"
+    }
+
     static func certificatePath(accountID: String) -> String { "/license/v1/fairplay_app_cert/\(accountID)" }
 
     /// The raw SAMPLE-AES key of a FairPlay video, only with `plainSampleAESKeysForTesting`.

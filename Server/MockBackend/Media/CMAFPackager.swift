@@ -58,11 +58,30 @@ final class CMAFPackager: Sendable {
         return track
     }
 
-    /// The media segment `index` (over all passes) of `ref`, and its digest.
-    func segment(_ video: CatalogVideo, _ ref: RenditionRef, index: Int) throws(CMAFError) -> (bytes: [UInt8], digest: ReprDigest) {
-        let repeated = try track(video, ref).repeated(video.repeatCount)
-        let bytes = MediaSegment.bytes(repeated.fragment(index), sequenceNumber: UInt32(index + 1))
-        return (bytes, digest(of: bytes, id: "\(video.asset.name)|\(ref.kind.rawValue)|\(ref.index)|\(index)|clear"))
+    /// The init segment of `ref` encrypted as `encryption` says, and its digest.
+    func initSegment(_ video: CatalogVideo, _ ref: RenditionRef, _ encryption: CMAFEncryption) throws(CMAFError) -> (bytes: [UInt8], digest: ReprDigest) {
+        let track = try track(video, ref)
+        let bytes = try encryption.encryptor(track.format, ref).map { InitSegment.bytes(track.format, protection: $0.protection(psshBoxes: encryption.psshBoxes)) }
+            ?? track.initSegment
+        return (bytes, digest(of: bytes, id: "\(video.asset.name)|\(ref.kind.rawValue)|\(ref.index)|init|\(encryption.cacheName)"))
+    }
+
+    /// The media segment `index` (over all passes) of `ref`, encrypted as `encryption` says,
+    /// and its digest. Encrypted per request (AES over a segment costs less than its hashing).
+    func segment(_ video: CatalogVideo, _ ref: RenditionRef, index: Int,
+                 _ encryption: CMAFEncryption) throws(CMAFError) -> (bytes: [UInt8], digest: ReprDigest) {
+        let track = try track(video, ref)
+        let repeated = track.repeated(video.repeatCount)
+        var fragment = repeated.fragment(index)
+        var information: FragmentEncryption?
+        if let encryptor = try encryption.encryptor(track.format, ref) {
+            // Sample numbers over the whole track (a pass's left-out sample keeps its number), for unique cenc IVs.
+            let perPass = track.pass.reduce(0) { $0 + $1.samples.count }
+            let before = track.pass.prefix(index % track.pass.count).reduce(0) { $0 + $1.samples.count }
+            (fragment, information) = try encryptor.encrypt(fragment, firstSample: UInt64(index / track.pass.count * perPass + before))
+        }
+        let bytes = MediaSegment.bytes(fragment, sequenceNumber: UInt32(index + 1), encryption: information)
+        return (bytes, digest(of: bytes, id: "\(video.asset.name)|\(ref.kind.rawValue)|\(ref.index)|\(index)|\(encryption.cacheName)"))
     }
 
     /// The digest of `bytes`, kept under `id` (a body made the same way every time).
@@ -93,9 +112,8 @@ final class CMAFPackager: Sendable {
     private func demux(_ asset: MediaAsset, _ ref: RenditionRef) throws(CMAFError) -> DemuxedTrack {
         switch ref.kind {
         case .video:
-            let rendition = asset.video[ref.index]
-            let segments = try rendition.segments.map { file throws(CMAFError) in try CMAFPackager.read(file.path) }
-            return try TrackRemuxer.demux(segments: segments, width: rendition.width, height: rendition.height)
+            let segments = try asset.video[ref.index].segments.map { file throws(CMAFError) in try CMAFPackager.read(file.path) }
+            return try TrackRemuxer.demux(segments: segments)
         case .audio:
             let rendition = asset.audio[ref.index]
             let segments = try rendition.segments.map { file throws(CMAFError) in try CMAFPackager.read(file.path) }

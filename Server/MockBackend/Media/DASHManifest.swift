@@ -32,6 +32,14 @@ struct DASHManifest: Sendable {
     var texts: [TextTrack]
     /// The MPD's `BaseURL`: the video's media folder for its DASH encryption.
     var baseURL: String
+    /// A DRM video's Common Encryption: its cenc key's id and the ClearKey license URL.
+    struct Protection {
+        var key: ContentKey
+        var licenseURL: String
+    }
+
+    /// Set for a DRM video: every audio and video set carries its `ContentProtection`.
+    var protection: Protection?
     /// The thumbnail track's sprites as an image adaptation set (DASH-IF `thumbnail_tile`), when
     /// they follow one another on the timeline; `spriteURL` is the template with `$Number$`.
     var thumbnails: (track: ThumbnailTrack, spriteURL: String)?
@@ -44,7 +52,8 @@ struct DASHManifest: Sendable {
     func render() -> String {
         var xml = """
         <?xml version="1.0" encoding="UTF-8"?>
-        <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" xmlns:cenc="urn:mpeg:cenc:2013" profiles="\(DASHManifest.profile)" \
+        <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" xmlns:cenc="urn:mpeg:cenc:2013" xmlns:dashif="https://dashif.org/" \
+        xmlns:clearkey="http://dashif.org/guidelines/clearKey" profiles="\(DASHManifest.profile)" \
         type="static" mediaPresentationDuration="\(DASHManifest.duration(Double(video.durationMilliseconds) / 1000))" \
         minBufferTime="PT2.000S">
           <Period id="0" start="PT0S">
@@ -57,6 +66,7 @@ struct DASHManifest: Sendable {
             xml += "    <AdaptationSet id=\"\(setID)\" contentType=\"video\" mimeType=\"video/mp4\" segmentAlignment=\"true\" startWithSAP=\"1\""
                 + " maxWidth=\"\(widest?.width ?? 0)\" maxHeight=\"\(widest?.height ?? 0)\" par=\"16:9\">\n"
             xml += "      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"main\"/>\n"
+            xml += contentProtection()
             xml += template(first.track)
             for representation in videos {
                 let rendition = video.asset.video[representation.ref.index]
@@ -73,6 +83,7 @@ struct DASHManifest: Sendable {
             xml += "      <Label>\(DASHManifest.escape(label))</Label>\n"
             xml += "      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"\(position == 0 ? "main" : "alternate")\"/>\n"
             xml += "      <AudioChannelConfiguration schemeIdUri=\"urn:mpeg:dash:23003:3:audio_channel_configuration:2011\" value=\"\(DASHManifest.escape(channels))\"/>\n"
+            xml += contentProtection()
             xml += template(representation.track)
             xml += "      <Representation id=\"\(representation.ref.uuid)\" bandwidth=\"\(representation.track.peakRate)\""
                 + " codecs=\"\(representation.codecs)\" audioSamplingRate=\"\(representation.track.format.sampleRate)\"/>\n"
@@ -101,6 +112,27 @@ struct DASHManifest: Sendable {
         }
         xml += "  </Period>\n</MPD>\n"
         return xml
+    }
+
+    /// DASH-IF's content protection signalling for a cenc set: the mp4protection descriptor with
+    /// `cenc:default_KID` (as in `tenc`, lowercase, dashed, never byte-swapped), the W3C ClearKey
+    /// descriptor with its license URL (`dashif:laurl` and the legacy `clearkey:Laurl`), and the
+    /// common-system `pssh` the init segments carry.
+    private func contentProtection() -> String {
+        guard let protection else { return "" }
+        let url = DASHManifest.escape(protection.licenseURL)
+        let pssh = Data(TrackProtection.pssh(systemID: TrackProtection.commonSystemID, keyIDs: [protection.key.keyIDBytes])).base64EncodedString()
+        return """
+              <ContentProtection schemeIdUri="urn:mpeg:dash:mp4protection:2011" value="cenc" cenc:default_KID="\(protection.key.keyID)"/>
+              <ContentProtection schemeIdUri="urn:uuid:e2719d58-a985-b3c9-781a-b030af78d30e" value="ClearKey1.0">
+                <dashif:laurl>\(url)</dashif:laurl>
+                <clearkey:Laurl Lic_type="EME-1.0">\(url)</clearkey:Laurl>
+              </ContentProtection>
+              <ContentProtection schemeIdUri="urn:uuid:1077efec-c0b2-4d02-ace3-3c1e52e2fb4b" value="cenc">
+                <cenc:pssh>\(pssh)</cenc:pssh>
+              </ContentProtection>
+
+        """
     }
 
     /// The `SegmentTemplate` of an adaptation set (every representation of it has the same

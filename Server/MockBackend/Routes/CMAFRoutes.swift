@@ -49,11 +49,11 @@ extension MockBackendApp {
         }
         router.add(["GET"], "/media/v2/cmaf/:scheme/:account/:video/:rendition/:file") { app, request, p in
             try app.links.verify(request, now: app.clock.now())
-            guard let video = app.catalog.video(uuid: p["video"]), video.accountID == p["account"],
-                  app.servesCMAF(video), p["scheme"] == HLSPackager.cmafScheme(video),
+            guard let video = app.catalog.video(uuid: p["video"]), video.accountID == p["account"], app.servesCMAF(video),
+                  let encryption = CMAFEncryption.named(p["scheme"], video: video, key: app.contentKeys[video.id]),
                   let rendition = app.catalog.rendition(uuid: p["rendition"], of: video)
             else { throw HTTPError.notFound(request) }
-            return try app.cmafFileResponse(video, rendition, file: p["file"], request)
+            return try app.cmafFileResponse(video, rendition, encryption, file: p["file"], request)
         }
     }
 
@@ -73,9 +73,9 @@ extension MockBackendApp {
         return MediaResponse.bytes(body, digest: digest, contentType: DASHManifest.contentType)
     }
 
-    /// Whether `video` has CMAF sources: clear videos. (AES-128 videos are HLSe over TS only,
-    /// as Brightcove serves HLSe; FairPlay videos get theirs with `cbcs`.)
-    func servesCMAF(_ video: CatalogVideo) -> Bool { video.protection == .clear }
+    /// Whether `video` has CMAF sources: clear and FairPlay videos (HLS cbcs, DASH cenc with
+    /// ClearKey). AES-128 videos are HLSe over TS only, as Brightcove serves HLSe.
+    func servesCMAF(_ video: CatalogVideo) -> Bool { video.protection != .aes128 }
 
     /// Checks for v2 manifest URLs: the token for this path, a video of this account with this
     /// protection, codecs and segment label, whose account delivers `format`.
@@ -122,7 +122,7 @@ extension MockBackendApp {
 
     /// The DASH MPD of `video`: its media folder signed until `mediaExpiry` in the templates.
     private func dashManifest(_ video: CatalogVideo, links: Links, mediaExpiry: Date) throws(HTTPError) -> DASHManifest {
-        let scheme = HLSPackager.cmafScheme(video)
+        let scheme = video.protection == .clear ? "clear" : "cenc"
         let prefix = Links.cmafMediaPrefix(video, scheme: scheme)
         let videos = try video.videoRenditions.map { ref throws(HTTPError) in
             DASHManifest.Representation(ref: ref, codecs: video.asset.video[ref.index].codecs, track: try cmafTrack(video, ref))
@@ -141,12 +141,20 @@ extension MockBackendApp {
         let thumbnails = ThumbnailTrack(video).flatMap { track in
             track.hasImageStream ? (track, links.url(Links.spritePath(video, track, number: 0)).replacingOccurrences(of: "tile_0.jpg", with: "tile_$Number$.jpg")) : nil
         }
+        var protection: DASHManifest.Protection?
+        if video.protection == .fairplay {
+            guard let key = contentKeys[video.id]?.commonEncryptionKey else {
+                throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "no content key for this video")
+            }
+            protection = DASHManifest.Protection(key: key, licenseURL: links.signed(Links.clearKeyLicensePath(video), expiresAt: mediaExpiry))
+        }
         return DASHManifest(video: video, videos: videos, audios: audios, texts: texts, baseURL: links.url(prefix),
-                            thumbnails: thumbnails, token: links.prefixToken(prefix, expiresAt: mediaExpiry), presentationStart90k: firstVideo)
+                            protection: protection, thumbnails: thumbnails, token: links.prefixToken(prefix, expiresAt: mediaExpiry),
+                            presentationStart90k: firstVideo)
     }
 
     /// `init.mp4`, `{n}.m4s` or (subtitles) `{n}.vtt` of a rendition.
-    private func cmafFileResponse(_ video: CatalogVideo, _ rendition: RenditionRef, file: String,
+    private func cmafFileResponse(_ video: CatalogVideo, _ rendition: RenditionRef, _ encryption: CMAFEncryption, file: String,
                                   _ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
         if rendition.kind == .subtitles {
             guard let number = MockBackendApp.segmentNumber(file, kind: .subtitles), number < video.segmentCount else {
@@ -155,19 +163,23 @@ extension MockBackendApp {
             return try cmafSubtitleResponse(video, rendition, number: number)
         }
         let contentType = rendition.kind == .video ? "video/mp4" : "audio/mp4"
+        let number: Int?
         if file == "init.mp4" {
-            let track = try cmafTrack(video, rendition)
-            let digest = cmaf.digest(of: track.initSegment, id: "\(video.asset.name)|\(rendition.kind.rawValue)|\(rendition.index)|init|clear")
-            return MediaResponse.bytes(track.initSegment, digest: digest, contentType: contentType)
+            number = nil
+        } else {
+            guard file.hasSuffix(".m4s"), let n = MockBackendApp.segmentNumber(String(file.dropLast(4)) + ".ts", kind: .video),
+                  n < video.segmentCount else { throw HTTPError.notFound(request) }
+            number = n
         }
-        guard file.hasSuffix(".m4s"), let number = MockBackendApp.segmentNumber(String(file.dropLast(4)) + ".ts", kind: .video),
-              number < video.segmentCount else { throw HTTPError.notFound(request) }
         _ = try cmafTrack(video, rendition)
-        do {
-            let (bytes, digest) = try cmaf.segment(video, rendition, index: number)
+        do throws(CMAFError) {
+            let (bytes, digest) = if let number { try cmaf.segment(video, rendition, index: number, encryption) }
+                else { try cmaf.initSegment(video, rendition, encryption) }
             return MediaResponse.bytes(bytes, digest: digest, contentType: contentType)
         } catch {
-            throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "cannot package the segment: \(error.message)")
+            logger.error("cannot package \(file) of \(video.asset.name) \(rendition.kind.rawValue) \(rendition.index): \(error)")
+            // Protected media is never served clear: a segment that cannot be encrypted is a 500.
+            throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "cannot package the file: \(error.message)")
         }
     }
 

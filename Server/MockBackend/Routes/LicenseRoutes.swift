@@ -5,8 +5,9 @@ import MicroHTTP
 import WireModels
 import Logging
 
-/// Key delivery: the HLSe (AES-128) key endpoint, and the FairPlay certificate and license
-/// endpoints (docs/license-protocol.md). The license rules are `LicensePolicy`.
+/// Key delivery: the HLSe (AES-128) key endpoint, the FairPlay certificate and license
+/// endpoints (docs/license-protocol.md), and the W3C ClearKey license server of DRM videos' DASH
+/// sources. The license rules, the same for both, are `LicensePolicy`.
 extension MockBackendApp {
     static func addLicenseRoutes(to router: inout Router<MockBackendApp>) {
         router.add(["GET"], "/license/v1/aes128/:account/:video/:key") { app, request, p in
@@ -18,6 +19,10 @@ extension MockBackendApp {
         router.add(["POST"], "/license/v1/fairplay/:account/:video/:key") { app, request, p in
             try app.links.verify(request, now: app.clock.now())
             return try app.fairPlayLicense(request, accountID: p["account"], videoUUID: p["video"], keyID: p["key"])
+        }
+        router.add(["POST"], "/license/v1/clearkey/:account/:video") { app, request, p in
+            try app.links.verify(request, now: app.clock.now())
+            return try app.clearKeyLicense(request, accountID: p["account"], videoUUID: p["video"])
         }
     }
 
@@ -200,5 +205,111 @@ extension MockBackendApp {
         } catch {
             throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "The CKC could not be built: \(error.message)")
         }
+    }
+
+    // MARK: ClearKey licenses
+
+    /// A W3C Clear Key license request (EME's `{"kids":[…],"type":…}`) for a DRM video's cenc key,
+    /// decided by the same policy as a FairPlay acquisition: the playback-restriction token's
+    /// user and device limit (the device named by `X-Device-ID`), `X-BC-CRT-CONFIG` purchase and
+    /// rental terms, `persistent-license` (or `X-BOLT-OFFLINE-LICENSE`) for offline, revocation,
+    /// the movable clock and the request log. The answer is EME's JWK set (base64url without
+    /// padding, as Chromium requires); the terms, which a JWK set cannot carry, come as headers.
+    private func clearKeyLicense(_ request: HTTPRequest, accountID: String, videoUUID: String) throws(HTTPError) -> HTTPResponse {
+        guard let video = catalog.video(uuid: videoUUID), video.accountID == accountID, video.protection == .fairplay else {
+            throw HTTPError(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.videoNotFound, "No DRM video \(videoUUID) in account \(accountID)")
+        }
+        guard let key = contentKeys[video.id]?.commonEncryptionKey else {
+            throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "no content key for this video")
+        }
+        let body = try ClearKeyRequest(request.body)
+        guard body.keyIDs.allSatisfy({ $0 == key.keyIDBytes }) else {
+            let asked = body.keyIDs.map(ClearKeyRequest.base64URL).joined(separator: ", ")
+            throw HTTPError(404, PlaybackAPIErrorCode.notFound, "KEY_NOT_FOUND",
+                            "Video \(video.id) has no key \(asked); its DASH key id is \(ClearKeyRequest.base64URL(key.keyIDBytes)) (\(key.keyID))")
+        }
+        let now = clock.now()
+        let user = try restrictedUser(request, accountID: accountID, video: video, now: now)
+        let device = request.headers["X-Device-ID"]?.trimmingCharacters(in: .whitespaces)
+        if let device, !ServerPlaybackContext.isValidDeviceID(device) {
+            throw .badRequest("INVALID_DEVICE_ID", "X-Device-ID must be 1-128 characters of A-Z a-z 0-9 . _ : -")
+        }
+        if user != nil, device == nil {
+            throw .badRequest("DEVICE_ID_REQUIRED", "The token limits this user's devices: send X-Device-ID, the device's stable id, so the limit can count it")
+        }
+        // What a FairPlay SPC carries, from the request itself: a ClearKey request has no device identity or nonce of its own.
+        let context = ServerPlaybackContext(kind: .acquire, accountID: accountID, contentKeyID: key.keyID, licenseID: nil,
+                                            deviceID: device ?? "clearkey-browser", nonce: SecureBytes.random(16), createdAt: now, clientKey: [])
+        let licenseRequest = LicenseRequest(context: context, videoID: video.id, offline: body.persistent || Self.offlineHeader(request),
+                                            profile: Self.profileHeader(request), user: user, idempotencyKey: try Self.idempotencyKey(request))
+        let sessionType = body.persistent ? "persistent-license" : "temporary"
+        return .later { [self] answer in
+            licenses.submit(licenseRequest, accountID: accountID, now: now) { stored in
+                answer {
+                    do {
+                        switch try self.decision(stored) {
+                        case .refuse(let refusal): throw refusal
+                        case .release: return HTTPResponse(status: 204)
+                        case .issue(let record, _):
+                            let license: [String: Any] = ["keys": [["kty": "oct", "k": ClearKeyRequest.base64URL(key.key),
+                                                                    "kid": ClearKeyRequest.base64URL(key.keyIDBytes)]],
+                                                          "type": sessionType]
+                            let json = (try? JSONSerialization.data(withJSONObject: license, options: [.sortedKeys])).map(Array.init) ?? []
+                            var response = HTTPResponse.bytes(json, contentType: "application/json")
+                            response.headers.add("Cache-Control", "no-store")
+                            response.headers.add("X-License-ID", record.terms.licenseID)
+                            if let end = record.terms.rentalEnd { response.headers.add("X-License-Rental-End", WireDate.string(from: end)) }
+                            if let play = record.terms.playDuration { response.headers.add("X-License-Play-Duration", String(Int(play))) }
+                            return response
+                        }
+                    } catch {
+                        return APIResponse.error(for: error, request: request, logger: self.logger)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A W3C Clear Key license request (EME, "Clear Key": `{"kids":["<base64url>",…],"type":"temporary"}`).
+struct ClearKeyRequest: Sendable {
+    var keyIDs: [[UInt8]]
+    /// `type` is `persistent-license`.
+    var persistent: Bool
+
+    init(_ body: [UInt8]) throws(HTTPError) {
+        let example = #"Send {"kids":["<base64url key id>"],"type":"temporary"} (EME Clear Key)"#
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
+            throw .badRequest("INVALID_BODY", "The body is not a JSON object. \(example)")
+        }
+        guard let kids = object["kids"] as? [String], !kids.isEmpty, kids.count <= 16 else {
+            throw .badRequest("INVALID_BODY", "kids must be an array of 1 to 16 key ids. \(example)")
+        }
+        keyIDs = try kids.map { kid throws(HTTPError) in
+            guard let bytes = ClearKeyRequest.decodeBase64URL(kid), bytes.count == 16 else {
+                throw .badRequest("INVALID_KEY_ID", "'\(kid)' is not a 16-byte key id in base64url without padding")
+            }
+            return bytes
+        }
+        switch object["type"] {
+        case nil, "temporary" as String: persistent = false
+        case "persistent-license" as String: persistent = true
+        default: throw .badRequest("INVALID_BODY", "type must be temporary or persistent-license. \(example)")
+        }
+    }
+
+    /// base64url without padding (EME: "'-' and '_' MUST be used instead of '+' and '/'", no '=').
+    static func base64URL(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// The bytes of base64url text (without padding; standard characters and padding refused, as Chromium refuses them).
+    static func decodeBase64URL(_ text: String) -> [UInt8]? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0)
+                                                   || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }) else { return nil }
+        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while standard.utf8.count % 4 != 0 { standard += "=" }
+        return Data(base64Encoded: standard).map(Array.init)
     }
 }

@@ -5,8 +5,8 @@ package struct TrackFormat: Sendable, Equatable {
     package enum Codec: Sendable, Equatable {
         /// H.264: the SPS and PPS NAL units (no start code, no length), for `avcC`.
         case avc(sps: [UInt8], pps: [UInt8])
-        /// HEVC: the whole `hvcC` record (ISO/IEC 14496-15 8.3.3).
-        case hevc(configuration: [UInt8])
+        /// HEVC: the VPS, SPS and PPS NAL units, and the `hvcC` record made of them (ISO/IEC 14496-15 8.3.3).
+        case hevc(vps: [UInt8], sps: [UInt8], pps: [UInt8], configuration: [UInt8])
         /// AAC: the AudioSpecificConfig (ISO/IEC 14496-3 1.6.2.1), for `esds`.
         case aac(audioSpecificConfig: [UInt8])
     }
@@ -61,7 +61,7 @@ extension TrackFormat {
                 entry.u16(0xFFFF) // pre_defined = -1
                 switch codec {
                 case let .avc(sps, pps): entry.box("avcC") { TrackFormat.writeAVCConfiguration(&$0, sps: sps, pps: pps) }
-                case let .hevc(configuration): entry.box("hvcC") { $0.append(configuration) }
+                case let .hevc(_, _, _, configuration): entry.box("hvcC") { $0.append(configuration) }
                 case .aac: break
                 }
             } else {
@@ -75,7 +75,8 @@ extension TrackFormat {
         }
     }
 
-    /// `avcC` (ISO/IEC 14496-15 5.3.3.1): one SPS and one PPS, 4-byte NAL lengths.
+    /// `avcC` (ISO/IEC 14496-15 5.3.3.1): one SPS and one PPS, 4-byte NAL lengths, and for the
+    /// High profiles the chroma format and bit depths the record then carries.
     static func writeAVCConfiguration(_ writer: inout BoxWriter, sps: [UInt8], pps: [UInt8]) {
         writer.u8(1)
         writer.u8(sps.count > 1 ? sps[1] : 0) // profile_idc
@@ -86,6 +87,21 @@ extension TrackFormat {
         writer.u16(UInt16(sps.count)); writer.append(sps)
         writer.u8(1)
         writer.u16(UInt16(pps.count)); writer.append(pps)
+        if let parsed = try? H264SPS(nal: sps[...]), [100, 110, 122, 144].contains(parsed.profileIDC) {
+            writer.u8(0xFC | UInt8(parsed.chromaFormatIDC & 3))
+            writer.u8(0xF8 | UInt8(parsed.bitDepthLumaMinus8 & 7))
+            writer.u8(0xF8 | UInt8(parsed.bitDepthChromaMinus8 & 7))
+            writer.u8(0) // numOfSequenceParameterSetExt
+        }
+    }
+
+    /// The parameter sets of a video track, for slice headers (subsamples); nil for audio.
+    package func parameterSets() throws(CMAFError) -> VideoParameterSets? {
+        switch codec {
+        case let .avc(sps, pps): .h264(try H264ParameterSets([sps, pps]))
+        case let .hevc(vps, sps, pps, _): .hevc(try HEVCParameterSets([vps, sps, pps]))
+        case .aac: nil
+        }
     }
 
     /// `esds` (ISO/IEC 14496-1 7.2.6.5): an ES descriptor with the AAC decoder configuration.

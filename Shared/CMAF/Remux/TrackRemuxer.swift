@@ -69,12 +69,8 @@ package enum TrackRemuxer {
     /// The same for HEVC: VPS, SPS, PPS (in `hvcC`) and access unit delimiters.
     static let hevcOutOfBand: Set<UInt8> = [32, 33, 34, 35]
 
-    /// Demuxes `segments` (a rendition's TS segments, in order). Video needs its picture size
-    /// (`width`, `height`); HEVC its `hvcC` record (`hevcConfiguration`).
-    package static func demux(segments: [[UInt8]], width: Int = 0, height: Int = 0,
-                              hevcConfiguration: (_ vps: [UInt8], _ sps: [UInt8], _ pps: [UInt8]) throws(CMAFError) -> [UInt8] = { _, _, _ throws(CMAFError) in
-                                  throw CMAFError(.unsupportedStream, "no HEVC configuration builder")
-                              }) throws(CMAFError) -> DemuxedTrack {
+    /// Demuxes `segments` (a rendition's TS segments, in order). The picture size is the SPS's.
+    package static func demux(segments: [[UInt8]]) throws(CMAFError) -> DemuxedTrack {
         var kind: ElementaryStream.Kind?
         var units: [[ElementaryStream.Unit]] = []
         for segment in segments {
@@ -89,14 +85,13 @@ package enum TrackRemuxer {
         let unwrap = Unwrapper(first: units.first?.first?.dts ?? 0)
         switch kind {
         case .h264, .hevc:
-            return try video(units, hevc: kind == .hevc, unwrap: unwrap, width: width, height: height, hevcConfiguration: hevcConfiguration)
+            return try video(units, hevc: kind == .hevc, unwrap: unwrap)
         case .adtsAAC:
             return try audio(units, unwrap: unwrap)
         }
     }
 
-    private static func video(_ segments: [[ElementaryStream.Unit]], hevc: Bool, unwrap: Unwrapper, width: Int, height: Int,
-                              hevcConfiguration: (_ vps: [UInt8], _ sps: [UInt8], _ pps: [UInt8]) throws(CMAFError) -> [UInt8]) throws(CMAFError) -> DemuxedTrack {
+    private static func video(_ segments: [[ElementaryStream.Unit]], hevc: Bool, unwrap: Unwrapper) throws(CMAFError) -> DemuxedTrack {
         var parameterSets: [UInt8: [UInt8]] = [:]
         var out: [[AccessUnit]] = []
         for segment in segments {
@@ -130,16 +125,21 @@ package enum TrackRemuxer {
             out.append(units)
         }
         let codec: TrackFormat.Codec
+        let width: Int, height: Int
         if hevc {
             guard let vps = parameterSets[32], let sps = parameterSets[33], let pps = parameterSets[34] else {
                 throw CMAFError(.malformedSample, "the HEVC rendition carries no VPS, SPS and PPS")
             }
-            codec = .hevc(configuration: try hevcConfiguration(vps, sps, pps))
+            codec = .hevc(vps: vps, sps: sps, pps: pps, configuration: try HEVCDecoderConfiguration.record(vps: vps, sps: sps, pps: pps))
+            let parsed = try HEVCSPS(nal: sps[...])
+            (width, height) = (parsed.width, parsed.height)
         } else {
             guard let sps = parameterSets[7], let pps = parameterSets[8] else {
                 throw CMAFError(.malformedSample, "the H.264 rendition carries no SPS and PPS")
             }
             codec = .avc(sps: sps, pps: pps)
+            let parsed = try H264SPS(nal: sps[...])
+            (width, height) = (parsed.width, parsed.height)
         }
         guard out.first?.first?.isSync == true else {
             throw CMAFError(.malformedSample, "the rendition's first frame is not a sync frame: a CMAF track must start with one")

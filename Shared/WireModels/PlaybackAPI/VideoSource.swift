@@ -77,20 +77,26 @@ public struct VideoSource: Codable, Sendable, Equatable {
 public struct KeySystem: Codable, Sendable, Equatable {
     /// Key-system id of FairPlay Streaming.
     public static let fairPlay = "com.apple.fps.1_0"
+    /// Key-system id of W3C Clear Key (EME), a DRM video's DASH source on the mock.
+    public static let clearKey = "org.w3.clearkey"
 
     /// Where to POST the SPC for a CKC (carries a `fastly_token`).
     public var keyRequestURL: String?
     /// Where to GET the application certificate.
     public var certificateURL: String?
+    /// Where to POST a license request (Widevine, PlayReady and Clear Key entries).
+    public var licenseURL: String?
 
     /// Creates a key-system entry.
-    public init(keyRequestURL: String? = nil, certificateURL: String? = nil) {
+    public init(keyRequestURL: String? = nil, certificateURL: String? = nil, licenseURL: String? = nil) {
         self.keyRequestURL = keyRequestURL
         self.certificateURL = certificateURL
+        self.licenseURL = licenseURL
     }
 
     enum CodingKeys: String, CodingKey {
         case keyRequestURL = "key_request_url"
         case certificateURL = "certificate_url"
+        case licenseURL = "license_url"
     }
 }
