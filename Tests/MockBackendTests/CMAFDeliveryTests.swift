@@ -444,3 +444,45 @@ extension CMAFDeliveryTests {
         }
     }
 }
+
+extension CMAFDeliveryTests {
+    @Test("a DRM video's MPD signals cenc as DASH-IF asks: default_KID as in every init segment's tenc, the ClearKey descriptor and license URL, the common pssh the init segments carry")
+    func protectedMPD() async throws {
+        try await withApp { app, _ in
+            let video = try app.video(Fixture.fairPlayVideo)
+            let mpd = try app.get(url: video.sources[2].src).text()
+            let document = try XMLDocument(data: Data(mpd.utf8))
+            let sets = try #require(document.rootElement()?.elements(forName: "Period").first?.elements(forName: "AdaptationSet"))
+            let media = sets.filter { ["video", "audio"].contains(Self.attr($0, "contentType")) }
+            #expect(media.count == 4)
+            let base = try #require(mpd.firstMatch(of: /<BaseURL>([^<]+)<\/BaseURL>/)?.1)
+            let token = try #require(mpd.firstMatch(of: /media="\$RepresentationID\$\/\$Number\$\.m4s\?fastly_token=([^"]+)"/)?.1)
+            for set in media {
+                let descriptors = set.elements(forName: "ContentProtection")
+                #expect(descriptors.map { Self.attr($0, "schemeIdUri") } == ["urn:mpeg:dash:mp4protection:2011",
+                                                                           "urn:uuid:e2719d58-a985-b3c9-781a-b030af78d30e",
+                                                                           "urn:uuid:1077efec-c0b2-4d02-ace3-3c1e52e2fb4b"])
+                let kid = try #require(Self.attr(descriptors.first, "default_KID"))
+                #expect(kid.wholeMatch(of: /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/) != nil)
+                #expect(Self.attr(descriptors.first, "value") == "cenc")
+                let laurl = descriptors[1].elements(forName: "dashif:laurl").first?.stringValue
+                #expect(laurl == video.sources[2].keySystems?["org.w3.clearkey"]?.licenseURL)
+                let pssh = try #require(descriptors[2].elements(forName: "cenc:pssh").first?.stringValue.flatMap { Data(base64Encoded: $0) })
+                // Each representation's init segment: encv/enca, tenc with this KID, and the same pssh.
+                for representation in set.elements(forName: "Representation") {
+                    let id = try #require(Self.attr(representation, "id"))
+                    let initSegment = try app.get(url: "\(base)\(id)/init.mp4?fastly_token=\(token)")
+                    #expect(initSegment.status == 200)
+                    let bytes = try initSegment.bytes()
+                    let tenc = try #require(bytes.firstRange(of: Array("tenc".utf8)))
+                    // tenc: version/flags (4), reserved, pattern, isProtected, IV size, then the KID.
+                    let tencKID = Array(bytes[tenc.upperBound + 8 ..< tenc.upperBound + 24]).map { String(format: "%02x", $0) }.joined()
+                    #expect(tencKID == kid.replacingOccurrences(of: "-", with: ""))
+                    #expect(bytes[tenc.upperBound + 7] == 8, "cenc: 8-byte IVs per sample")
+                    #expect(bytes.firstRange(of: Array(pssh)) != nil, "the init segment carries the MPD's pssh")
+                    #expect(bytes.firstRange(of: Array("encv".utf8)) != nil || bytes.firstRange(of: Array("enca".utf8)) != nil)
+                }
+            }
+        }
+    }
+}
