@@ -140,7 +140,8 @@ enum Describe {
             }
             if let expiry = URLToken.expiry(ofURL: source.src) { lines.append("    URL expires \(WireDate.string(from: expiry))") }
         }
-        if !video.textTracks.isEmpty { lines.append("  sideband subtitles: " + video.textTracks.map(\.srclang).joined(separator: ", ")) }
+        let subtitles = video.textTracks.filter { !$0.isThumbnailTrack }
+        if !subtitles.isEmpty { lines.append("  sideband subtitles: " + subtitles.map(\.srclang).joined(separator: ", ")) }
         return lines.joined(separator: "\n")
     }
 
@@ -149,7 +150,7 @@ enum Describe {
                                        "offline_enabled": video.canBeDownloaded]
         if let ref = video.referenceID { document["reference_id"] = ref }
         document["sources"] = video.sources.map { $0.src }
-        document["sideband_subtitles"] = video.textTracks.map(\.srclang)
+        document["sideband_subtitles"] = video.textTracks.filter { !$0.isThumbnailTrack }.map(\.srclang)
         return document
     }
 }

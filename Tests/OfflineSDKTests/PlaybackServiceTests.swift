@@ -25,7 +25,7 @@ struct PlaybackServiceTests {
             #expect(byID.duration == 12)
             #expect(byID.properties["duration"] == .number(12000))
             #expect(byID.properties["ad_keys"] == .null)
-            #expect(byID.textTracks.map(\.srclang) == ["en", "fr", "de"])
+            #expect(byID.textTracks.filter { !$0.isThumbnailTrack }.map(\.srclang) == ["en", "fr", "de"])
             let clear = try await service.findVideo(id: "6415818918105")
             #expect(!clear.canBeDownloaded)
             #expect(!clear.usesFairPlay)

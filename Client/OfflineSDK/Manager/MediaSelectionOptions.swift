@@ -107,7 +107,7 @@ enum MediaOptionCatalog {
             }
         }
         // The track a subtitle language would be downloaded from: the first with a file per language.
-        for track in video.textTracks where sidebandTrack(track.srclang, of: video)?.id == track.id {
+        for track in video.textTracks where !track.isThumbnailTrack && sidebandTrack(track.srclang, of: video)?.id == track.id {
             options.append(MediaSelectionOption(mediaType: "subtitles", characteristics: [.legible], languageTag: track.srclang,
                                                 displayName: track.label.isEmpty ? track.srclang : track.label,
                                                 isDefault: track.isDefault, source: .sideband))
@@ -117,7 +117,7 @@ enum MediaOptionCatalog {
 
     /// The sideband text track serving `language`, if the video has one.
     static func sidebandTrack(_ language: String, of video: PlaybackVideo) -> TextTrack? {
-        video.textTracks.first { RenditionChooser.language($0.srclang, matches: language) && !$0.src.isEmpty }
+        video.textTracks.first { !$0.isThumbnailTrack && RenditionChooser.language($0.srclang, matches: language) && !$0.src.isEmpty }
     }
 
     static func encode(_ options: [MediaSelectionOption]) throws -> Data {

@@ -90,7 +90,8 @@ struct CMSVideoBody: Encodable {
         try c.encodeNil(forKey: .sharing)
         try c.encode(video.state.rawValue, forKey: .state)
         try c.encode(entry.tags ?? [], forKey: .tags)
-        try c.encode(rendered?.textTracks ?? [], forKey: .textTracks)
+        // The tracks the CMS API manages: not the thumbnail track, which delivery makes.
+        try c.encode(rendered?.textTracks.filter { !$0.isThumbnailTrack } ?? [], forKey: .textTracks)
         try c.encode(entry.updatedAt, forKey: .updatedAt)
         try c.encode(["type": "unknown"], forKey: .updatedBy)
         try c.encode(entry.offlineEnabled, forKey: .offlineEnabled)

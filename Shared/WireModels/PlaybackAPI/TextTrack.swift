@@ -31,6 +31,9 @@ public struct TextTrack: Codable, Sendable, Equatable {
     public var mimeType: String
     /// Whether the track is selected by default.
     public var isDefault: Bool
+    /// Whether this is Dynamic Delivery's thumbnail track (scrubbing previews, `kind` metadata,
+    /// label `thumbnails`, no language): not a subtitle or caption track.
+    public var isThumbnailTrack: Bool { kind == TextTrack.metadata && label == TextTrack.thumbnailsLabel && srclang.isEmpty }
     /// The thumbnail track's tile size and bit rate (nil for other tracks, and then left out).
     public var width: Int?
     public var height: Int?
