@@ -60,7 +60,7 @@ struct DownloadFailureTests {
         let arrivals = Arrivals()
         let server = try fileServer(folder.path, holding: Gate()) { arrivals.arrived($0.target) }
         defer { server.shutdown() }
-        let engine = TransferEngine()
+        let engine = TransferEngine(configuration: .holdingAnswers)
         let destination = folder.file("seg.ts")
         try write([1, 2, 3], to: destination + ".part")
         let job = FileDownload(url: server.url("/files/src.ts"), destination: destination)
@@ -85,7 +85,7 @@ struct DownloadFailureTests {
         let arrivals = Arrivals()
         let server = try fileServer(folder.path, holding: Gate()) { arrivals.arrived($0.target) }
         defer { server.shutdown() }
-        var configuration = TransferEngine.Configuration()
+        var configuration = TransferEngine.Configuration.holdingAnswers
         configuration.maxConcurrentTransfers = 1
         let engine = TransferEngine(configuration: configuration)
         let jobs = (0..<3).map { FileDownload(url: server.url("/files/src.ts?n=\($0)"), destination: folder.file("\($0).ts")) }
@@ -163,5 +163,17 @@ struct DownloadFailureTests {
         #expect(error.code == .writeFailed)
         #expect(server.requests.count == 1)
         #expect(!fileExists(target), "the engine does not make the folder again")
+    }
+}
+
+extension TransferEngine.Configuration {
+    /// The defaults, but held downloads never stall out: the servers of these tests hold their
+    /// answers until the test lets them go, and on a starved machine (a whole suite beside CPU
+    /// hogs) that took longer than the default 30 s stall timeout, which failed the held download
+    /// and let a queued one start (`cancelByIDAndCancelAllStopQueuedAndRunningDownloads` saw it).
+    static var holdingAnswers: TransferEngine.Configuration {
+        var configuration = TransferEngine.Configuration()
+        configuration.stallTimeout = .seconds(3600)
+        return configuration
     }
 }

@@ -35,9 +35,10 @@ struct DownloadTests {
         return (server, highest)
     }
 
-    /// An engine running `transfers` downloads at once over up to 16 connections.
+    /// An engine running `transfers` downloads at once over up to 16 connections; its held
+    /// downloads never stall out (`holdingAnswers`).
     private func engine(transfers: Int) -> TransferEngine {
-        var configuration = TransferEngine.Configuration()
+        var configuration = TransferEngine.Configuration.holdingAnswers
         configuration.maxConcurrentTransfers = transfers
         configuration.maxTotalConnections = 16
         configuration.maxHostConnections = 16
@@ -234,7 +235,7 @@ struct DownloadTests {
         let arrivals = Arrivals()
         let server = try fileServer(folder.path, holding: Gate()) { arrivals.arrived($0.target) }
         defer { server.shutdown() }
-        let engine = TransferEngine()
+        let engine = TransferEngine(configuration: .holdingAnswers)
         // Cancelled while waiting for the answer: the empty .part made for it goes.
         let destination = folder.file("out/cancelled.ts")
         let task = Task { try await engine.download(FileDownload(url: server.url("/files/none.ts"), destination: destination)) }
