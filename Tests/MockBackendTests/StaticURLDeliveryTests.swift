@@ -1,4 +1,5 @@
 import Foundation
+import LicenseProtocol
 import MicroHTTP
 import MockBackend
 import TestKit
@@ -95,16 +96,63 @@ struct StaticURLDeliveryTests {
         }
     }
 
-    @Test("DRM-protected videos (AES-128, FairPlay) are not served by static URL: 403 ACCESS_DENIED/VIDEO_NOT_PLAYABLE")
-    func protectedRefused() async throws {
-        try await Self.withKey { server in
+    @Test("DRM on static URLs: the masters and MPDs of AES-128 and FairPlay videos, their FairPlay and ClearKey licenses and the certificate with the JWT; never an MP4")
+    func protectedStatic() async throws {
+        try await withApp { app, _ in
+            let registration = try JSONSerialization.data(withJSONObject: ["id": TestKeys.kid, "public_key": TestKeys.publicKeyPEM])
+            let registered = try app.request("POST", "/_admin/v1/accounts/\(Fixture.northwind)/playback-keys",
+                                             headers: [("Content-Type", "application/json")], body: Array(registration))
+            try #require(registered.status == 201, "\(registered.debugText)")
             let jwt = Self.token()
+            let auth = "?bcov_auth=\(jwt)"
             for video in [Fixture.aesVideo, Fixture.fairPlayVideo] {
-                for name in ["master.m3u8", "high.mp4", "low.mp4"] {
-                    try Contract.expectError(try await Self.get(server, "\(Self.videos)/\(video)/\(name)?bcov_auth=\(jwt)"),
-                                             403, "ACCESS_DENIED", "VIDEO_NOT_PLAYABLE")
+                for name in ["high.mp4", "low.mp4"] {
+                    try expectError(try app.request("GET", "\(Self.videos)/\(video)/\(name)\(auth)"), 403, "ACCESS_DENIED", "VIDEO_NOT_PLAYABLE")
                 }
             }
+            // The masters: HLSe with its signed key URL, FairPlay with its skd:// session key.
+            let aes = try app.request("GET", "\(Self.videos)/\(Fixture.aesVideo)/master.m3u8\(auth)")
+            #expect(aes.status == 200)
+            let aesMedia = try app.mediaPlaylist(url: try #require(MasterPlaylist(parsing: aes.text()).variants.first?.uri))
+            #expect(aesMedia.segments.first?.key?.method == .aes128)
+            let fairPlay = try app.request("GET", "\(Self.videos)/\(Fixture.fairPlayVideo)/master.m3u8\(auth)")
+            let fairPlayText = try fairPlay.text()
+            #expect(fairPlay.status == 200 && fairPlayText.contains(#"URI="skd://"#))
+            // The MPD of the FairPlay video (cenc, ClearKey); HLSe has no DASH.
+            let mpd = try app.request("GET", "\(Self.videos)/\(Fixture.fairPlayVideo)/manifest.mpd\(auth)")
+            let mpdText = try mpd.text()
+            #expect(mpd.status == 200 && mpdText.contains(#"cenc:default_KID=""#))
+            try expectError(try app.request("GET", "\(Self.videos)/\(Fixture.aesVideo)/manifest.mpd\(auth)"), 404, "NOT_FOUND", nil)
+            // The certificate, then a FairPlay license for the video's key: the same CKC exchange, with the JWT.
+            let certificate = try app.request("GET", "/playback/v1/accounts/\(Fixture.northwind)/fairplay_app_cert\(auth)")
+            let signedCertificate = try app.request("GET", "/license/v1/fairplay_app_cert/\(Fixture.northwind)")
+            let certificateBytes = try certificate.bytes(), signedCertificateBytes = try signedCertificate.bytes()
+            #expect(certificate.status == 200 && certificateBytes == signedCertificateBytes)
+            try expectError(try app.request("GET", "/playback/v1/accounts/\(Fixture.northwind)/fairplay_app_cert"), 401, "ACCESS_DENIED", "TOKEN_REQUIRED")
+            let client = try LicenseTestClient(app)
+            let pending = try client.makeRequest()
+            let answer = try app.request("POST", "\(Self.videos)/\(Fixture.fairPlayVideo)/licenses/fairplay\(auth)",
+                                         headers: [("Content-Type", "application/json")] + LicenseTestClient.offline(LicenseProfile(.purchase)),
+                                         body: try pending.body())
+            #expect(answer.status == 200, "\(answer.debugText)")
+            let license = try pending.open(try answer.bytes())
+            #expect(license.terms.videoID == Fixture.fairPlayVideo)
+            try expectError(try app.request("POST", "\(Self.videos)/\(Fixture.aesVideo)/licenses/fairplay\(auth)", body: try pending.body()),
+                            404, "NOT_FOUND", "VIDEO_NOT_FOUND")
+            // ClearKey, for the MPD's key id: the same key as the DASH source's license URL gives.
+            let kid = try #require(mpdText.firstMatch(of: /cenc:default_KID="([0-9a-f-]{36})"/)?.1).replacingOccurrences(of: "-", with: "")
+            let kidB64 = Data(stride(from: 0, to: 32, by: 2).map { UInt8(kid.dropFirst($0).prefix(2), radix: 16)! }).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            let body = Array(#"{"kids":["\#(kidB64)"]}"#.utf8)
+            let byStatic = try app.request("POST", "\(Self.videos)/\(Fixture.fairPlayVideo)/licenses/cenc/clearkey\(auth)", body: body)
+            let signedURL = try #require(try app.video(Fixture.fairPlayVideo).sources.first { $0.isDASH }?.keySystems?["org.w3.clearkey"]?.licenseURL)
+            let bySigned = try app.request("POST", try app.target(of: signedURL), body: body)
+            #expect(byStatic.status == 200 && bySigned.status == 200, "\(byStatic.debugText)")
+            let key = { (response: HTTPResponse) throws -> String? in
+                ((try JSONSerialization.jsonObject(with: Data(response.bytes())) as? [String: Any])?["keys"] as? [[String: Any]])?.first?["k"] as? String
+            }
+            let staticKey = try key(byStatic), signedKey = try key(bySigned)
+            #expect(staticKey != nil && staticKey == signedKey)
         }
     }
 

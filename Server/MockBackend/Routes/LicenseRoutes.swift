@@ -49,7 +49,7 @@ extension MockBackendApp {
     }
 
     /// The account's FairPlay application certificate (DER).
-    private func fairPlayCertificate(_ request: HTTPRequest, accountID: String) throws(HTTPError) -> HTTPResponse {
+    func fairPlayCertificate(_ request: HTTPRequest, accountID: String) throws(HTTPError) -> HTTPResponse {
         guard let account = catalog.accounts[accountID] else { throw HTTPError.notFound(request) }
         guard account.fairPlay, let identity = certificates.identity(accountID: account.id) else {
             throw HTTPError(422, "UNPROCESSABLE_ENTITY", "FAIRPLAY_NOT_CONFIGURED", "Account \(account.id) has no FairPlay application certificate")
@@ -81,7 +81,7 @@ extension MockBackendApp {
     /// connection waits for the decision's commit suspended, not on an MHD thread (with the
     /// default two threads, two licenses waiting for a commit held every other request up),
     /// and the CKC is signed on an MHD thread once it is resumed.
-    private func fairPlayLicense(_ request: HTTPRequest, accountID: String, videoUUID: String,
+    func fairPlayLicense(_ request: HTTPRequest, accountID: String, videoUUID: String,
                                  keyID: String) throws(HTTPError) -> HTTPResponse {
         let target = try fairPlayTarget(accountID: accountID, videoUUID: videoUUID, keyID: keyID)
         let body = try Self.licenseRequestBody(request.body)
@@ -215,7 +215,7 @@ extension MockBackendApp {
     /// rental terms, `persistent-license` (or `X-BOLT-OFFLINE-LICENSE`) for offline, revocation,
     /// the movable clock and the request log. The answer is EME's JWK set (base64url without
     /// padding, as Chromium requires); the terms, which a JWK set cannot carry, come as headers.
-    private func clearKeyLicense(_ request: HTTPRequest, accountID: String, videoUUID: String) throws(HTTPError) -> HTTPResponse {
+    func clearKeyLicense(_ request: HTTPRequest, accountID: String, videoUUID: String) throws(HTTPError) -> HTTPResponse {
         guard let video = catalog.video(uuid: videoUUID), video.accountID == accountID, video.protection == .fairplay else {
             throw HTTPError(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.videoNotFound, "No DRM video \(videoUUID) in account \(accountID)")
         }

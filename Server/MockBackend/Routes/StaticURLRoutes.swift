@@ -17,13 +17,35 @@ import WireModels
 /// - `hls.vmap`, `dash.vmap`: a VMAP for server-side ad insertion (`VMAPDocument`) whose content is
 ///   the HLS master or the DASH MPD; the JWT must carry `vod.ssai`, without it the documented 500.
 ///
-/// Clear videos only: an AES-128 or FairPlay video answers 403 `ACCESS_DENIED`/`VIDEO_NOT_PLAYABLE`
-/// (its protected sources come from the Playback API, with their keys and licenses).
+/// - `licenses/fairplay`, `licenses/cenc/clearkey`, `../fairplay_app_cert`: the licenses and the
+///   certificate of DRM videos, authorised by the same JWT, as the real static URLs serve DRM VOD.
+///
+/// Manifests and VMAPs serve every protection (AES-128 keys and ClearKey license URLs are signed
+/// inside them; FairPlay's `skd://` key is licensed at `licenses/fairplay`). The progressive MP4s
+/// are clear videos' only: a protected video's answer 403 `ACCESS_DENIED`/`VIDEO_NOT_PLAYABLE`,
+/// as DRM videos have no MP4 renditions on the real service.
 extension MockBackendApp {
     static func addStaticURLRoutes(to router: inout Router<MockBackendApp>) {
         let base = "/playback/v1/accounts/:account/videos/:video/"
         router.add(["GET"], base + "master.m3u8") { app, request, p in
-            try app.masterPlaylistResponse(app.staticVideo(request, p), request)
+            try app.masterPlaylistResponse(app.staticVideo(request, p, protected: true), request)
+        }
+        router.add(["POST"], base + "licenses/fairplay") { app, request, p in
+            let video = try app.staticVideo(request, p, protected: true)
+            guard video.protection == .fairplay, let key = app.contentKeys[video.id] else {
+                throw HTTPError(404, PlaybackAPIErrorCode.notFound, PlaybackAPIErrorCode.videoNotFound, "Video \(video.id) is not a FairPlay video")
+            }
+            return try app.fairPlayLicense(request, accountID: video.accountID, videoUUID: video.uuid, keyID: key.keyID)
+        }
+        router.add(["POST"], base + "licenses/cenc/clearkey") { app, request, p in
+            let video = try app.staticVideo(request, p, protected: true)
+            return try app.clearKeyLicense(request, accountID: video.accountID, videoUUID: video.uuid)
+        }
+        router.add(["GET"], "/playback/v1/accounts/:account/fairplay_app_cert") { app, request, p in
+            try app.refuseDuplicateParameters(request)
+            _ = try PlaybackAuth.authenticateToken(request, accountID: p["account"], catalog: app.catalog,
+                                                   restrictions: app.restrictions, now: app.clock.now())
+            return try app.fairPlayCertificate(request, accountID: p["account"])
         }
         for name in ["high", "low"] {
             router.add(["GET"], base + name + ".mp4") { app, request, p in
@@ -35,7 +57,7 @@ extension MockBackendApp {
             }
         }
         router.add(["GET"], base + "manifest.mpd") { app, request, p in
-            let video = try app.staticVideo(request, p)
+            let video = try app.staticVideo(request, p, protected: true)
             guard app.catalog.accounts[video.accountID]?.deliveryFormats.contains(.dash) == true, app.servesCMAF(video) else {
                 throw HTTPError(404, PlaybackAPIErrorCode.notFound, nil,
                                 "Video \(video.id) has no DASH manifest: account \(video.accountID) is not set up for DASH delivery")
@@ -49,7 +71,7 @@ extension MockBackendApp {
     /// `hls.vmap` or `dash.vmap`: the JWT's `vod.ssai` names the ad configuration; the content
     /// URL is the video's signed master or MPD.
     private func vmapResponse(_ request: HTTPRequest, _ p: RouteParameters, dash: Bool) throws(HTTPError) -> HTTPResponse {
-        let (video, caller) = try staticVideoAndCaller(request, p)
+        let (video, caller) = try staticVideoAndCaller(request, p, protected: true)
         guard let adConfig = caller.token?.ssaiConfigID, !adConfig.isEmpty else {
             throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil,
                             "A VMAP needs a JWT whose vod.ssai claim names an SSAI ad configuration; this token has none")
@@ -68,21 +90,23 @@ extension MockBackendApp {
     }
 
     /// The checks every static URL shares, in the Playback API's order: no repeated parameters,
-    /// a token that verifies for the account, a video it may see, and clear content.
-    private func staticVideo(_ request: HTTPRequest, _ p: RouteParameters) throws(HTTPError) -> CatalogVideo {
-        try staticVideoAndCaller(request, p).video
+    /// a token that verifies for the account, a video it may see, and clear content unless
+    /// `protected` ones are served too.
+    private func staticVideo(_ request: HTTPRequest, _ p: RouteParameters, protected: Bool = false) throws(HTTPError) -> CatalogVideo {
+        try staticVideoAndCaller(request, p, protected: protected).video
     }
 
     /// The same, with the caller the token made (its claims).
-    private func staticVideoAndCaller(_ request: HTTPRequest, _ p: RouteParameters) throws(HTTPError) -> (video: CatalogVideo, caller: PlaybackCaller) {
+    private func staticVideoAndCaller(_ request: HTTPRequest, _ p: RouteParameters,
+                                      protected: Bool) throws(HTTPError) -> (video: CatalogVideo, caller: PlaybackCaller) {
         try refuseDuplicateParameters(request)
         let caller = try PlaybackAuth.authenticateToken(request, accountID: p["account"], catalog: catalog,
                                                         restrictions: restrictions, now: clock.now())
         let video = try playbackVideo(caller, p["video"])
-        guard video.protection == .clear else {
+        guard protected || video.protection == .clear else {
             throw HTTPError(403, PlaybackAPIErrorCode.accessDenied, PlaybackAPIErrorCode.videoNotPlayable,
-                            "Static URL delivery serves clear videos only; video \(video.id) is \(video.protection.rawValue): "
-                                + "fetch it from the Playback API for its protected sources")
+                            "Video \(video.id) is \(video.protection.rawValue): protected videos have no progressive MP4; "
+                                + "play its master.m3u8 or manifest.mpd")
         }
         return (video, caller)
     }
