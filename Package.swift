@@ -189,7 +189,7 @@ let package = Package(
         // Fuzzing: one libFuzzer binary for every parser that reads bytes from the network or the
         // disk (FUZZ_TARGET picks the parser); scripts/fuzz.sh builds it with -sanitize=fuzzer,address.
         // A plain build makes it a replayer of saved inputs.
-        .executableTarget(name: "FuzzTargets", dependencies: ["WireModels", "LicenseProtocol", "SampleAES", "MicroHTTP",
+        .executableTarget(name: "FuzzTargets", dependencies: ["WireModels", "LicenseProtocol", "SampleAES", "CMAF", "MicroHTTP",
                                                               .product(name: "Crypto", package: "swift-crypto")],
                           path: "Fuzz", exclude: ["corpus", "dictionaries"], swiftSettings: swiftSettings),
 

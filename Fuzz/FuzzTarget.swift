@@ -11,7 +11,7 @@ struct FuzzTarget: Sendable {
     static let all: [FuzzTarget] = [
         PlaylistTargets.master, PlaylistTargets.media, TokenTarget.target, PlaybackJSONTarget.target,
         LicenseTargets.spc, LicenseTargets.ckc, LicenseTargets.crt, LicenseTargets.storedLicense,
-        SampleAESTarget.target, RequestTargetTarget.target,
+        SampleAESTarget.target, CMAFTarget.target, RequestTargetTarget.target,
     ]
 
     /// The target FUZZ_TARGET names; exits with the list of names if it names none.

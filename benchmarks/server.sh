@@ -4,8 +4,11 @@
 # Builds release, starts mock-backend twice (quiet: 2 threads, warnings-only log; and with its
 # default settings, every request logged at info to a file) and nginx (2 workers,
 # sendfile, no access log) on loopback ports serving the same fixture segment, and runs
-# `wrk -t2 -c32` against each, for a clear segment and a cached SAMPLE-AES (FairPlay) one, and
-# the clear segment over HTTPS (the mock's local-CA certificate, served by both).
+# `wrk -t2 -c32` against each, for a clear segment and a cached SAMPLE-AES (FairPlay) one, a CMAF
+# media segment and init segment (clear, and the FairPlay video's cbcs one; nginx serves a copy of
+# the mock's bytes), and the clear segment over HTTPS (the mock's local-CA certificate, served by
+# both). CMAF is packaged on first use: the first request (cold) and the median of the next 20
+# (warm) are timed with curl.
 # Prints requests/s, p99 latency and the ratio to nginx.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,6 +60,7 @@ http {
         listen 127.0.0.1:$nginx_port;
         root $PWD/fixtures/media;
         location /cache/ { alias $work/data/cache/; }
+        location /cmaf/ { alias $work/nginx-root/cmaf/; }
     }
     server {
         listen 127.0.0.1:$nginx_tls_port ssl;
@@ -100,6 +104,35 @@ fps_cached=$(cd "$work/data/cache" && find sample-aes -name '*.ts' -size "${fps_
 nginx_fps="http://127.0.0.1:$nginx_port/cache/$fps_cached"
 [ "$(curl -sf "$nginx_fps" | cmp - <(curl -sf "$fps_segment") && echo same)" = same ] || { echo "nginx does not serve the same SAMPLE-AES file"; exit 1; }
 
+# CMAF (HLS v7): the 960x540 rendition's init segment and first media segment, clear and cbcs.
+# The first request of each rendition packages it (cold); nginx serves the bytes the mock served.
+cmaf_segment_of() {  # video id -> "init-url segment-url" of its 960x540 CMAF rendition
+    local v7 media
+    v7=$(curl -sf -H "BCOV-Policy: $key" "$base/playback/v1/accounts/$account/videos/$1" |
+        python3 -c 'import json,sys; print([s["src"] for s in json.load(sys.stdin)["sources"] if s.get("ext_x_version") == "7"][0])')
+    media=$(curl -sf "$v7" | grep -A1 'RESOLUTION=960x540' | tail -1)
+    curl -sf "$media" >"$work/cmaf-media.m3u8"
+    echo "$(grep -o 'EXT-X-MAP:URI="[^"]*' "$work/cmaf-media.m3u8" | cut -d'"' -f2) $(grep -v '^#' "$work/cmaf-media.m3u8" | head -1)"
+}
+mkdir -p "$work/nginx-root/cmaf"
+timed() { curl -sf -o /dev/null -w '%{time_total}\n' "$1"; }
+warm_median() { for _ in $(seq 20); do timed "$1"; done | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+read -r cmaf_init cmaf_segment <<<"$(cmaf_segment_of 6415818918101)"
+cmaf_cold=$(timed "$cmaf_segment")
+cmaf_warm=$(warm_median "$cmaf_segment")
+read -r cbcs_init cbcs_segment <<<"$(cmaf_segment_of 6415818918103)"
+cbcs_cold=$(timed "$cbcs_segment")
+cbcs_warm=$(warm_median "$cbcs_segment")
+curl -sf "$cmaf_segment" -o "$work/nginx-root/cmaf/0.m4s"
+curl -sf "$cmaf_init" -o "$work/nginx-root/cmaf/init.mp4"
+curl -sf "$cbcs_segment" -o "$work/nginx-root/cmaf/cbcs.m4s"
+chmod -R a+rX "$work/nginx-root"
+nginx_cmaf="http://127.0.0.1:$nginx_port/cmaf/0.m4s"
+nginx_cmaf_init="http://127.0.0.1:$nginx_port/cmaf/init.mp4"
+nginx_cbcs="http://127.0.0.1:$nginx_port/cmaf/cbcs.m4s"
+cmp <(curl -sf "$nginx_cmaf") <(curl -sf "$cmaf_segment") || { echo "nginx does not serve the same CMAF segment"; exit 1; }
+cmp <(curl -sf "$nginx_cbcs") <(curl -sf "$cbcs_segment") || { echo "nginx does not serve the same cbcs segment"; exit 1; }
+
 run_wrk() {  # url [header] -> "requests/s p99-ms"
     local out
     if [ -n "${2:-}" ]; then out=$(wrk -t2 -c32 -d"${duration}s" --latency -H "$2" "$1"); else out=$(wrk -t2 -c32 -d"${duration}s" --latency "$1"); fi
@@ -140,6 +173,12 @@ for _ in $(seq "$rounds"); do
     record fps "$fps_segment"
     record nginx_tls "$nginx_tls_segment"
     record tls "$secure_segment"
+    record nginx_cmaf "$nginx_cmaf"
+    record cmaf "$cmaf_segment"
+    record nginx_cmaf_init "$nginx_cmaf_init"
+    record cmaf_init "$cmaf_init"
+    record nginx_cbcs "$nginx_cbcs"
+    record cbcs "$cbcs_segment"
 done
 for _ in $(seq "$rounds"); do record api "$base/playback/v1/accounts/$account/videos/6415818918101" "BCOV-Policy: $key"; done
 row() {  # label name [reference-name]
@@ -157,4 +196,11 @@ row "mock-backend: SAMPLE-AES segment" fps nginx_fps
 row "mock-backend: Playback API video" api
 row "nginx: segment over HTTPS" nginx_tls nginx_tls
 row "mock-backend: segment over HTTPS" tls nginx_tls
+row "nginx: CMAF media segment" nginx_cmaf nginx_cmaf
+row "mock-backend: CMAF media segment (clear)" cmaf nginx_cmaf
+row "nginx: CMAF init segment" nginx_cmaf_init nginx_cmaf_init
+row "mock-backend: CMAF init segment" cmaf_init nginx_cmaf_init
+row "nginx: CMAF cbcs segment (a copy)" nginx_cbcs nginx_cbcs
+row "mock-backend: CMAF cbcs segment" cbcs nginx_cbcs
+echo "CMAF segment $(stat -c %s "$work/nginx-root/cmaf/0.m4s") bytes: first request (packages the rendition) ${cmaf_cold}s, then median ${cmaf_warm}s; cbcs: ${cbcs_cold}s, then ${cbcs_warm}s"
 echo "default-settings mock logged $(grep -c 'GET /media/' "$work/err-default") request lines"
