@@ -41,6 +41,7 @@ test: test-deps
 	OFFLINE_SDK_POOL_CHECK=trap $(SWIFT) test --skip-build
 	$(GENERATE_DOCS)
 	scripts/dashboard-browser-test.sh
+	scripts/m3u8-readers.sh
 	scripts/testssl.sh
 	scripts/schemathesis.sh
 	SCHEMATHESIS_DATABASE=postgres scripts/schemathesis.sh
