@@ -53,7 +53,11 @@ def master(url, cmaf, fairplay):
     playlist = m3u8.loads(fetch(url), uri=url)
     check(playlist.is_variant, f"{url}: not read as a master playlist")
     check(playlist.version == (7 if cmaf else 5), f"{url}: version {playlist.version}")
-    check(len(playlist.playlists) == 3, f"{url}: {len(playlist.playlists)} variants, not 3")
+    # The H.264 ladder; CMAF adds the HEVC one (hvc1).
+    variants = 6 if cmaf else 3
+    check(len(playlist.playlists) == variants, f"{url}: {len(playlist.playlists)} variants, not {variants}")
+    hevc = [v for v in playlist.playlists if v.stream_info.codecs.startswith("hvc1.")]
+    check(len(hevc) == (3 if cmaf else 0), f"{url}: {len(hevc)} HEVC variants")
     for variant in playlist.playlists:
         info = variant.stream_info
         check(info.bandwidth > 0 and info.average_bandwidth and info.codecs and info.resolution and info.frame_rate,

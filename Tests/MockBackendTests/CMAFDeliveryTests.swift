@@ -35,11 +35,12 @@ struct CMAFDeliveryTests {
             let clear = try app.video(Fixture.clearVideo)
             #expect(Self.kinds(clear) == ["hls5", "hls7", "dash", "mp4", "mp4"])
             let v7 = clear.sources[1]
-            #expect(v7.codecs == "avc1,mp4a" && v7.type == VideoSource.hlsType)
+            // The account delivers HEVC and the asset has a ladder: "hvc" in the URL, as Brightcove's HEVC sources.
+            #expect(v7.codecs == "avc1,hvc1,mp4a" && v7.type == VideoSource.hlsType)
             #expect(pathSegments(ofURL: v7.src).prefix(5) == ["manifest", "v2", "hls", "v7", "clear"])
-            #expect(pathSegments(ofURL: v7.src).contains("avc1_mp4a"))
+            #expect(pathSegments(ofURL: v7.src).contains("avc1_hvc1_mp4a"))
             let dash = clear.sources[2]
-            #expect(dash.profiles == "urn:mpeg:dash:profile:isoff-live:2011" && dash.type == "application/dash+xml")
+            #expect(dash.profiles == "urn:mpeg:dash:profile:isoff-live:2011" && dash.type == "application/dash+xml" && dash.codecs == "avc1,hvc1,mp4a")
             #expect(pathSegments(ofURL: dash.src).prefix(5) == ["manifest", "v2", "dash", "live-baseurl", "clear"])
             #expect(URL(string: dash.src)?.lastPathComponent == "manifest.mpd")
             // The MP4s: no type, their real size, picture and bit rate; the file is served at the URL.
@@ -86,6 +87,12 @@ struct CMAFDeliveryTests {
             }
             #expect(try Self.patchAccount(app, ["delivery_formats": NSNull()]).status == 200)
             #expect(Self.kinds(try app.video(Fixture.clearVideo)) == ["hls5", "hls7", "dash", "mp4", "mp4"])
+            // Without HEVC delivery the v2 sources carry the H.264 ladder alone.
+            #expect(try Self.patchAccount(app, ["delivery_formats": ["hls_ts", "hls_cmaf", "dash", "mp4"]]).status == 200)
+            let h264 = try app.video(Fixture.clearVideo)
+            #expect(h264.sources[1].codecs == "avc1,mp4a" && pathSegments(ofURL: h264.sources[1].src).contains("avc1_mp4a"))
+            let master = try MasterPlaylist(parsing: try app.get(url: h264.sources[1].src).text())
+            #expect(master.variants.allSatisfy { $0.codecs?.hasPrefix("avc1.") == true } && master.variants.count == 3)
         }
     }
 
@@ -101,7 +108,7 @@ struct CMAFDeliveryTests {
             #expect {
                 try Catalog.load(from: file)
             } throws: { error in
-                "\(error)".contains("delivery format 'smooth' is not one of hls_ts, hls_cmaf, dash, mp4")
+                "\(error)".contains("delivery format 'smooth' is not one of hls_ts, hls_cmaf, dash, mp4, hevc")
             }
         }
     }
@@ -115,8 +122,12 @@ struct CMAFDeliveryTests {
             let master = try MasterPlaylist(parsing: try masterResponse.text())
             let tsMaster = try app.master(Fixture.clearVideo)
             #expect(master.version == 7)
-            #expect(master.variants.map(\.resolution) == tsMaster.variants.map(\.resolution))
-            #expect(master.variants.map(\.codecs) == tsMaster.variants.map(\.codecs))
+            // The H.264 ladder as in the TS form, then the HEVC one (hvc1, the codec string from its SPS); never HEVC in TS.
+            #expect(master.variants.prefix(3).map(\.resolution) == tsMaster.variants.map(\.resolution))
+            #expect(master.variants.prefix(3).map(\.codecs) == tsMaster.variants.map(\.codecs))
+            #expect(master.variants.dropFirst(3).map(\.resolution) == tsMaster.variants.map(\.resolution))
+            #expect(master.variants.dropFirst(3).compactMap(\.codecs) == ["hvc1.1.6.L60.90,mp4a.40.2", "hvc1.1.6.L63.90,mp4a.40.2", "hvc1.1.6.L90.90,mp4a.40.2"])
+            #expect(tsMaster.variants.allSatisfy { $0.codecs?.hasPrefix("avc1.") == true })
             #expect(master.renditions.map(\.language) == tsMaster.renditions.map(\.language))
             for variant in master.variants { #expect(variant.averageBandwidth ?? 0 > 0 && variant.frameRate == 25) }
             for uri in master.variants.map(\.uri) + master.renditions.compactMap(\.uri) {
@@ -197,7 +208,7 @@ struct CMAFDeliveryTests {
             // No token at all.
             try expectError(try app.get(url: "\(base)\(rendition)/0.m4s"), 403, "ACCESS_DENIED", "TOKEN_REQUIRED")
             // A v2 manifest of a FairPlay video (its CMAF needs cbcs) or with another codecs label: 404.
-            let bad = clear.sources[1].src.replacingOccurrences(of: "avc1_mp4a", with: "avc1_hvc1_mp4a")
+            let bad = clear.sources[1].src.replacingOccurrences(of: "avc1_hvc1_mp4a", with: "avc1_mp4a")
             try expectError(try app.get(url: bad), 403, "ACCESS_DENIED", "TOKEN_VALIDATION")
         }
     }
@@ -328,7 +339,10 @@ extension CMAFDeliveryTests {
                 let periods = mpd.elements(forName: "Period")
                 #expect(periods.count == 1)
                 let sets = periods.first?.elements(forName: "AdaptationSet") ?? []
-                #expect(sets.map { Self.attr($0, "contentType") } == ["video", "audio", "audio", "audio", "text", "text", "text", "image"])
+                #expect(sets.map { Self.attr($0, "contentType") } == ["video", "video", "audio", "audio", "audio", "text", "text", "text", "image"])
+                // The H.264 set is the main one; the HEVC ladder is a set of its own.
+                #expect(sets.prefix(2).map { Self.attr($0.elements(forName: "Role").first, "value") } == ["main", "alternate"])
+                #expect(sets[1].elements(forName: "Representation").allSatisfy { Self.attr($0, "codecs")?.hasPrefix("hvc1.") == true })
                 // The thumbnail sprites (DASH-IF IOP 6.2.6): one tile layout, a template of whole sprites.
                 let image = try #require(sets.last)
                 #expect(Self.attr(image, "mimeType") == "image/jpeg")
@@ -454,7 +468,7 @@ extension CMAFDeliveryTests {
             let document = try XMLDocument(data: Data(mpd.utf8))
             let sets = try #require(document.rootElement()?.elements(forName: "Period").first?.elements(forName: "AdaptationSet"))
             let media = sets.filter { ["video", "audio"].contains(Self.attr($0, "contentType")) }
-            #expect(media.count == 4)
+            #expect(media.count == 5)
             let base = try #require(mpd.firstMatch(of: /<BaseURL>([^<]+)<\/BaseURL>/)?.1)
             let token = try #require(mpd.firstMatch(of: /media="\$RepresentationID\$\/\$Number\$\.m4s\?fastly_token=([^"]+)"/)?.1)
             for set in media {

@@ -39,6 +39,11 @@ struct CMAFLiveTests {
             let mpd = video.sources[2].src
             #expect(try await Self.frameHashes(["-i", mpd], map: "0:v:0") == expectedVideo)
             #expect(try await Self.frameHashes(["-i", mpd], map: "0:a:0") == expectedAudio)
+            // The HEVC ladder: the same frames as its TS fixture (which no TS source lists).
+            let expectedHEVC = try await Self.frameHashes(Self.tsInput("video-hevc/416x234"), map: "0:v:0")
+            #expect(expectedHEVC.count == 300)
+            let hevcPlaylist = try #require(master.variants.first { $0.resolution?.width == 416 && $0.codecs?.hasPrefix("hvc1") == true }?.uri)
+            #expect(try await Self.frameHashes(["-i", hevcPlaylist], map: "0:v:0") == expectedHEVC)
         }
     }
 
@@ -126,6 +131,9 @@ extension CMAFLiveTests {
             #expect(try await Self.frameHashes(["-i", videoPlaylist], map: "0:v:0") == expectedVideo)
             let audioPlaylist = try #require(master.renditions.first { $0.type == .audio && $0.language == "en" }?.uri)
             #expect(try await Self.frameHashes(["-i", audioPlaylist], map: "0:a:0") == expectedAudio)
+            // HEVC cbcs too (slice headers of 2-byte NAL headers left clear).
+            let hevcPlaylist = try #require(master.variants.first { $0.resolution?.width == 640 && $0.codecs?.hasPrefix("hvc1") == true }?.uri)
+            #expect(try await Self.frameHashes(["-i", hevcPlaylist], map: "0:v:0") == (try await Self.frameHashes(Self.tsInput("video-hevc/640x360"), map: "0:v:0")))
             // The init segment signals it: an encv entry with its tenc.
             let initURL = try #require(MediaPlaylist(parsing: media).segments.first?.map?.uri)
             let initBody = try await Curl.fetch(initURL).body

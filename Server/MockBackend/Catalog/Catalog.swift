@@ -19,7 +19,8 @@ public struct Account: Sendable {
 
 /// Which rendition of a video a URL names.
 enum RenditionKind: String, Sendable {
-    case video, audio, subtitles
+    /// H.264 (`asset.video`), HEVC (`asset.hevc`: CMAF sources only), audio, subtitles.
+    case video, hevc, audio, subtitles
 }
 
 /// A rendition of a catalog video as it appears in URLs: its stable uuid and which
@@ -53,6 +54,9 @@ public struct CatalogVideo: Sendable {
     /// How many times the asset is played back to back (1 = once).
     public var repeatCount: Int
     var videoRenditions: [RenditionRef]
+    /// The HEVC ladder of the CMAF sources (the same sizes as `videoRenditions` that the asset has in
+    /// HEVC); empty when the asset has none or the account does not deliver HEVC.
+    var hevcRenditions: [RenditionRef] = []
     var audioRenditions: [RenditionRef]
     var subtitleRenditions: [RenditionRef]
     /// The asset's subtitles offered as sideband text tracks (indices; empty: none).
@@ -91,7 +95,9 @@ public struct CatalogVideo: Sendable {
     /// The duration in milliseconds.
     public var durationMilliseconds: Int { Int((asset.duration * Double(repeatCount) * 1000).rounded()) }
     /// All renditions (video, audio, subtitles).
-    var allRenditions: [RenditionRef] { videoRenditions + audioRenditions + subtitleRenditions }
+    var allRenditions: [RenditionRef] { videoRenditions + hevcRenditions + audioRenditions + subtitleRenditions }
+    /// The video renditions of the CMAF sources: the H.264 ladder, then the HEVC one.
+    var cmafVideoRenditions: [RenditionRef] { videoRenditions + hevcRenditions }
 }
 
 /// A playlist as the catalog defines it.
@@ -188,7 +194,7 @@ public struct Catalog: Sendable {
             return try addIncomplete(entry)
         }
         guard incompleteVideos[entry.id] == nil else { throw CatalogError(.invalidCatalog, "duplicate video id \(entry.id)") }
-        var video = try Self.makeVideo(entry, asset: try assets.asset(named: assetName))
+        var video = try Self.makeVideo(entry, asset: try assets.asset(named: assetName), hevc: account.deliveryFormats.contains(.hevc))
         video.generation = generation
         videos[video.id] = video
         videoOrder.append(video.id)
@@ -236,7 +242,7 @@ public struct Catalog: Sendable {
         if let ref = entry.referenceID { playlistByReference["\(entry.accountID)/\(ref)"] = entry.id }
     }
 
-    private static func makeVideo(_ entry: CatalogFile.Video, asset: MediaAsset) throws(CatalogError) -> CatalogVideo {
+    private static func makeVideo(_ entry: CatalogFile.Video, asset: MediaAsset, hevc: Bool) throws(CatalogError) -> CatalogVideo {
         let repeatCount = entry.repeatCount ?? 1
         guard repeatCount >= 1 else { throw CatalogError(.invalidCatalog, "video \(entry.id): repeat must be at least 1") }
         let languages = entry.audioLanguages ?? asset.audio.map(\.language)
@@ -290,6 +296,11 @@ public struct Catalog: Sendable {
             createdAt: try date(entry.createdAt, "video \(entry.id) created_at"),
             updatedAt: try date(entry.updatedAt, "video \(entry.id) updated_at"),
             publishedAt: try date(entry.publishedAt, "video \(entry.id) published_at"))
+        if hevc {
+            made.hevcRenditions = asset.hevc.indices.filter { renditionNames.contains(asset.hevc[$0].name) }.map {
+                RenditionRef(uuid: StableID.uuid("rendition:\(entry.id):hevc:\(asset.hevc[$0].name)"), kind: .hevc, index: $0)
+            }
+        }
         made.state = entry.state ?? .active
         made.startsAt = window?.starts
         made.endsAt = window?.ends
@@ -353,6 +364,7 @@ extension CatalogVideo {
     func renditionName(_ rendition: RenditionRef) -> String {
         switch rendition.kind {
         case .video: asset.video.indices.contains(rendition.index) ? asset.video[rendition.index].name : rendition.uuid
+        case .hevc: asset.hevc.indices.contains(rendition.index) ? "hevc:" + asset.hevc[rendition.index].name : rendition.uuid
         case .audio: asset.audio.indices.contains(rendition.index) ? "audio:" + asset.audio[rendition.index].language : rendition.uuid
         case .subtitles: asset.subtitles.indices.contains(rendition.index) ? "subtitles:" + asset.subtitles[rendition.index].language : rendition.uuid
         }

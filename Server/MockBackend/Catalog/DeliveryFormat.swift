@@ -1,4 +1,5 @@
-/// A kind of source a Dynamic Delivery account serves (catalog accounts' `delivery_formats`).
+/// A kind of source a Dynamic Delivery account serves (catalog accounts' `delivery_formats`),
+/// and HEVC delivery.
 /// An account lists every one by default, as a real Dynamic Delivery account does; the
 /// Playback API's `sources` and the manifests follow the account's list.
 public enum DeliveryFormat: String, Sendable, CaseIterable, Codable, Comparable {
@@ -10,6 +11,9 @@ public enum DeliveryFormat: String, Sendable, CaseIterable, Codable, Comparable 
     case dash
     /// Progressive MP4 sources (`high.mp4`, `low.mp4`) for clear videos.
     case mp4
+    /// HEVC delivery: the asset's HEVC ladder (`hvc1`) beside the H.264 one in the CMAF sources
+    /// (their URLs then carry `avc1_hvc1_mp4a`), never in TS HLS.
+    case hevc
 
     public static func < (lhs: DeliveryFormat, rhs: DeliveryFormat) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!

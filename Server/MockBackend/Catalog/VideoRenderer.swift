@@ -70,13 +70,13 @@ struct VideoRenderer: Sendable {
         let cmaf = video.protection != .aes128
         if cmaf, formats.contains(.cmafHLS) {
             sources.append(VideoSource(src: links.signed(Links.cmafMasterPath(video), expiresAt: manifestExpiry),
-                                       extXVersion: "7", codecs: "avc1,mp4a", keySystems: keySystems))
+                                       extXVersion: "7", codecs: Links.codecsSummary(video), keySystems: keySystems))
         }
         if cmaf, formats.contains(.dash) {
             let clearKey = video.protection == .fairplay
                 ? [KeySystem.clearKey: KeySystem(licenseURL: links.signed(Links.clearKeyLicensePath(video), expiresAt: mediaExpiry))] : nil
             sources.append(VideoSource(type: VideoSource.dashType, src: links.signed(Links.dashManifestPath(video), expiresAt: manifestExpiry),
-                                       codecs: "avc1,mp4a", profiles: VideoSource.dashLiveProfile, keySystems: clearKey))
+                                       codecs: Links.codecsSummary(video), profiles: VideoSource.dashLiveProfile, keySystems: clearKey))
         }
         if video.protection == .clear, video.repeatCount == 1, formats.contains(.mp4) {
             for (name, rendition) in [("high", video.asset.video.last), ("low", video.asset.video.first)] {

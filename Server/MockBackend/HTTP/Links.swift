@@ -60,8 +60,12 @@ struct Links: Sendable {
 
     // MARK: Dynamic Delivery v2: CMAF HLS v7 and DASH, one set of CMAF segments per rendition
 
-    /// The codecs label of v2 manifest paths (`avc1_mp4a`; an HEVC ladder adds `hvc1`).
-    static func codecsLabel(_ video: CatalogVideo) -> String { "avc1_mp4a" }
+    /// The codecs label of v2 manifest paths: `avc1_mp4a`, or `avc1_hvc1_mp4a` with an HEVC ladder
+    /// ("HEVC sources contain the string hvc in the URL", as Brightcove's Android guide says).
+    static func codecsLabel(_ video: CatalogVideo) -> String { video.hevcRenditions.isEmpty ? "avc1_mp4a" : "avc1_hvc1_mp4a" }
+
+    /// The v2 sources' `codecs`: `avc1,mp4a` or `avc1,hvc1,mp4a`.
+    static func codecsSummary(_ video: CatalogVideo) -> String { video.hevcRenditions.isEmpty ? "avc1,mp4a" : "avc1,hvc1,mp4a" }
 
     static func cmafMasterPath(_ video: CatalogVideo) -> String {
         "/manifest/v2/hls/v7/\(video.protection.rawValue)/\(codecsLabel(video))/\(video.accountID)/\(video.uuid)/\(segmentLabel(video))/master.m3u8"

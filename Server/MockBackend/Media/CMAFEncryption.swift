@@ -43,7 +43,12 @@ enum CMAFEncryption: Sendable, Equatable {
     /// The encryptor of a track with format `format` for rendition `ref`; nil when clear.
     func encryptor(_ format: TrackFormat, _ ref: RenditionRef) throws(CMAFError) -> FragmentEncryptor? {
         // A cenc IV's upper half tells the renditions apart, so no two samples under one key share an IV.
-        let salt = UInt32(ref.kind == .video ? 0x7669_0000 : 0x6175_0000) | UInt32(ref.index & 0xFFFF)
+        let kind: UInt32 = switch ref.kind {
+        case .video: 0x7669_0000
+        case .hevc: 0x6865_0000
+        case .audio, .subtitles: 0x6175_0000
+        }
+        let salt = kind | UInt32(ref.index & 0xFFFF)
         switch self {
         case .clear: return nil
         case .cbcs(let key):

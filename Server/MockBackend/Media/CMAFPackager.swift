@@ -33,9 +33,21 @@ struct PackagedTrack: Sendable {
 final class CMAFPackager: Sendable {
     private let tracks = Locked<[String: PackagedTrack]>([:])
     private let origins = Locked<[String: Int64]>([:])
-    /// Digests of the segments served, by asset, track, number and key: a segment's bytes are
-    /// made per request (cheap), hashing them again for every request would not be.
+    /// Digests of the bodies served (init segments, WebVTT, image playlists), by what made them.
     private let digests = Locked<[String: ReprDigest]>([:])
+    /// Media segments made (serialized, and encrypted for cbcs and cenc), kept with their digest,
+    /// as the TS form keeps its encrypted segments, but in memory: a segment is made on its first
+    /// request and served as is after. At most `segmentBudget` bytes; the oldest go first.
+    private let segments = Locked<SegmentCache>(SegmentCache())
+    private let segmentBudget: Int
+
+    init(segmentBudget: Int = 256 << 20) { self.segmentBudget = segmentBudget }
+
+    private struct SegmentCache {
+        var bodies: [String: (bytes: [UInt8], digest: ReprDigest)] = [:]
+        var order: [String] = []
+        var size = 0
+    }
 
     /// The CMAF track of `ref` (a video or audio rendition) of `video`'s asset.
     func track(_ video: CatalogVideo, _ ref: RenditionRef) throws(CMAFError) -> PackagedTrack {
@@ -67,9 +79,28 @@ final class CMAFPackager: Sendable {
     }
 
     /// The media segment `index` (over all passes) of `ref`, encrypted as `encryption` says,
-    /// and its digest. Encrypted per request (AES over a segment costs less than its hashing).
+    /// and its digest: made on first request, then kept (within the budget).
     func segment(_ video: CatalogVideo, _ ref: RenditionRef, index: Int,
                  _ encryption: CMAFEncryption) throws(CMAFError) -> (bytes: [UInt8], digest: ReprDigest) {
+        let id = "\(video.asset.name)|\(video.repeatCount)|\(ref.kind.rawValue)|\(ref.index)|\(index)|\(encryption.cacheName)"
+        if let made = segments.withLock({ $0.bodies[id] }) { return made }
+        let made = try makeSegment(video, ref, index: index, encryption)
+        let budget = segmentBudget
+        segments.withLock { cache in
+            guard cache.bodies[id] == nil else { return }
+            cache.bodies[id] = made
+            cache.order.append(id)
+            cache.size += made.bytes.count
+            while cache.size > budget, !cache.order.isEmpty {
+                let oldest = cache.order.removeFirst()
+                cache.size -= cache.bodies.removeValue(forKey: oldest)?.bytes.count ?? 0
+            }
+        }
+        return made
+    }
+
+    private func makeSegment(_ video: CatalogVideo, _ ref: RenditionRef, index: Int,
+                             _ encryption: CMAFEncryption) throws(CMAFError) -> (bytes: [UInt8], digest: ReprDigest) {
         let track = try track(video, ref)
         let repeated = track.repeated(video.repeatCount)
         var fragment = repeated.fragment(index)
@@ -81,7 +112,7 @@ final class CMAFPackager: Sendable {
             (fragment, information) = try encryptor.encrypt(fragment, firstSample: UInt64(index / track.pass.count * perPass + before))
         }
         let bytes = MediaSegment.bytes(fragment, sequenceNumber: UInt32(index + 1), encryption: information)
-        return (bytes, digest(of: bytes, id: "\(video.asset.name)|\(ref.kind.rawValue)|\(ref.index)|\(index)|\(encryption.cacheName)"))
+        return (bytes, ReprDigest(of: bytes))
     }
 
     /// The digest of `bytes`, kept under `id` (a body made the same way every time).
@@ -111,8 +142,9 @@ final class CMAFPackager: Sendable {
 
     private func demux(_ asset: MediaAsset, _ ref: RenditionRef) throws(CMAFError) -> DemuxedTrack {
         switch ref.kind {
-        case .video:
-            let segments = try asset.video[ref.index].segments.map { file throws(CMAFError) in try CMAFPackager.read(file.path) }
+        case .video, .hevc:
+            let rendition = ref.kind == .video ? asset.video[ref.index] : asset.hevc[ref.index]
+            let segments = try rendition.segments.map { file throws(CMAFError) in try CMAFPackager.read(file.path) }
             return try TrackRemuxer.demux(segments: segments)
         case .audio:
             let rendition = asset.audio[ref.index]

@@ -28,6 +28,8 @@ struct DASHManifest: Sendable {
 
     var video: CatalogVideo
     var videos: [Representation]
+    /// The HEVC ladder: an adaptation set of its own (a set never mixes codecs a player cannot switch between).
+    var hevc: [Representation] = []
     var audios: [(Representation, language: String, label: String, channels: String)]
     var texts: [TextTrack]
     /// The MPD's `BaseURL`: the video's media folder for its DASH encryption.
@@ -61,15 +63,17 @@ struct DASHManifest: Sendable {
 
         """
         var setID = 0
-        if let first = videos.first {
-            let widest = videos.max { $0.track.format.width < $1.track.format.width }?.track.format
+        // The H.264 ladder (the main set), then the HEVC one (an alternate a player picks if it decodes hvc1).
+        for (ladder, role) in [(videos, "main"), (hevc, "alternate")] {
+            guard let first = ladder.first else { continue }
+            let widest = ladder.max { $0.track.format.width < $1.track.format.width }?.track.format
             xml += "    <AdaptationSet id=\"\(setID)\" contentType=\"video\" mimeType=\"video/mp4\" segmentAlignment=\"true\" startWithSAP=\"1\""
                 + " maxWidth=\"\(widest?.width ?? 0)\" maxHeight=\"\(widest?.height ?? 0)\" par=\"16:9\">\n"
-            xml += "      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"main\"/>\n"
+            xml += "      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"\(role)\"/>\n"
             xml += contentProtection()
             xml += template(first.track)
-            for representation in videos {
-                let rendition = video.asset.video[representation.ref.index]
+            for representation in ladder {
+                let rendition = representation.ref.kind == .hevc ? video.asset.hevc[representation.ref.index] : video.asset.video[representation.ref.index]
                 xml += "      <Representation id=\"\(representation.ref.uuid)\" bandwidth=\"\(representation.track.peakRate)\""
                     + " codecs=\"\(representation.codecs)\" width=\"\(rendition.width)\" height=\"\(rendition.height)\""
                     + " frameRate=\"\(DASHManifest.frameRate(rendition.frameRate))\" sar=\"1:1\" scanType=\"progressive\"/>\n"

@@ -10,9 +10,9 @@ extension HLSPackager {
     /// The v7 master playlist; `track` gives a video or audio rendition's CMAF track.
     func cmafMaster(_ video: CatalogVideo, key: ContentKey?, track: (RenditionRef) -> PackagedTrack?, expiresAt: Date,
                     links: Links) -> MasterPlaylist {
-        var playlist = master(video, key: key, version: 7, rates: { ref in
+        var playlist = master(video, key: key, version: 7, videoRenditions: video.cmafVideoRenditions, rates: { ref in
             track(ref).map { ($0.peakRate, $0.averageRate) } ?? (0, 0)
-        }, uri: { links.signed(Links.cmafRenditionPath(video, $0), expiresAt: expiresAt) })
+        }, codecs: { track($0)?.format.codecString ?? "" }, uri: { links.signed(Links.cmafRenditionPath(video, $0), expiresAt: expiresAt) })
         if let thumbnails = ThumbnailTrack(video), thumbnails.hasImageStream {
             // Roku's image stream; players that do not know the tag skip it.
             playlist.otherTags.append("#EXT-X-IMAGE-STREAM-INF:BANDWIDTH=\(thumbnails.bandwidth),"

@@ -14,15 +14,17 @@ struct HLSPackager: Sendable {
 
     /// The master playlist of the TS form, its URLs from `links`. `key` is the video's content key (needed for FairPlay's session key).
     func master(_ video: CatalogVideo, key: ContentKey?, expiresAt: Date, links: Links) -> MasterPlaylist {
-        master(video, key: key, version: 5, rates: { ref in
+        master(video, key: key, version: 5, videoRenditions: video.videoRenditions, rates: { ref in
             let segments = HLSPackager.files(video, ref)
             return (HLSPackager.peakRate(segments), HLSPackager.averageRate(segments))
-        }, uri: { links.signed(Links.renditionPath(video, $0), expiresAt: expiresAt) })
+        }, codecs: { video.asset.video[$0.index].codecs }, uri: { links.signed(Links.renditionPath(video, $0), expiresAt: expiresAt) })
     }
 
-    /// A master playlist of either form: `rates` gives a rendition's peak and average bit rates,
-    /// `uri` its media playlist's URL.
-    func master(_ video: CatalogVideo, key: ContentKey?, version: Int, rates: (RenditionRef) -> (peak: Int, average: Int),
+    /// A master playlist of either form, a variant per video rendition of `videoRenditions`:
+    /// `rates` gives a rendition's peak and average bit rates, `codecs` a video rendition's codec
+    /// string, `uri` its media playlist's URL.
+    func master(_ video: CatalogVideo, key: ContentKey?, version: Int, videoRenditions: [RenditionRef],
+                rates: (RenditionRef) -> (peak: Int, average: Int), codecs: (RenditionRef) -> String,
                 uri: (RenditionRef) -> String) -> MasterPlaylist {
         let asset = video.asset
         let audio = video.audioRenditions.map { asset.audio[$0.index] }
@@ -44,13 +46,13 @@ struct HLSPackager: Sendable {
                 type: .subtitles, groupID: HLSPackager.subtitleGroup, language: track.language, name: track.name,
                 isDefault: position == 0, autoselect: true, uri: uri(ref)))
         }
-        let variants = video.videoRenditions.map { ref in
-            let track = asset.video[ref.index]
+        let variants = videoRenditions.map { ref in
+            let track = ref.kind == .hevc ? asset.hevc[ref.index] : asset.video[ref.index]
             let (peak, average) = rates(ref)
             return VariantStream(
                 bandwidth: peak + audioPeak,
                 averageBandwidth: average + audioAverage,
-                codecs: [track.codecs, audioCodecs].compactMap { $0 }.joined(separator: ","),
+                codecs: [codecs(ref), audioCodecs].compactMap { $0 }.joined(separator: ","),
                 resolution: Resolution(width: track.width, height: track.height),
                 frameRate: track.frameRate,
                 audio: audio.isEmpty ? nil : HLSPackager.audioGroup,
@@ -113,6 +115,7 @@ struct HLSPackager: Sendable {
     static func files(_ video: CatalogVideo, _ ref: RenditionRef) -> [SegmentFile] {
         switch ref.kind {
         case .video: video.asset.video[ref.index].segments
+        case .hevc: video.asset.hevc[ref.index].segments
         case .audio: video.asset.audio[ref.index].segments
         case .subtitles: video.asset.subtitles[ref.index].segments
         }

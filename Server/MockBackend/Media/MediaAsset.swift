@@ -54,6 +54,9 @@ struct MediaAsset: Sendable {
     var segmentDuration: Double
     var mpegtsStart: Int
     var video: [VideoRendition]
+    /// The HEVC ladder (`video-hevc/`), served only in CMAF sources; `codecs` is empty here (the
+    /// CMAF track gives it, from its SPS).
+    var hevc: [VideoRendition] = []
     var audio: [AudioRendition]
     var subtitles: [SubtitleRendition]
     var posterPath: String
@@ -114,6 +117,9 @@ struct MediaAsset: Sendable {
             guard ["high", "low"].contains(name) else { throw CatalogError(.invalidAsset, "asset \(manifest.name): progressive rendition '\(name)' is not high or low") }
             asset.progressivePaths[name] = try existingFile(directory.appendingPathComponent(file)).path
         }
+        asset.hevc = try (manifest.hevc ?? []).map { v throws(CatalogError) in
+            VideoRendition(name: v.name, width: v.width, height: v.height, frameRate: v.frame_rate, codecs: "", segments: try segments(v.dir))
+        }
         if let t = manifest.thumbnails {
             guard t.interval > 0, t.width > 0, t.height > 0, t.columns > 0, t.rows > 0, !t.sprites.isEmpty else {
                 throw CatalogError(.invalidAsset, "asset \(manifest.name): thumbnails need a positive interval, tile size and layout, and sprites")
@@ -124,7 +130,8 @@ struct MediaAsset: Sendable {
                                           })
         }
         guard !asset.video.isEmpty else { throw CatalogError(.invalidAsset, "asset \(manifest.name) has no video rendition") }
-        let counts = Set((asset.video.map(\.segments.count)) + asset.audio.map(\.segments.count) + asset.subtitles.map(\.segments.count))
+        let counts = Set((asset.video.map(\.segments.count)) + asset.hevc.map(\.segments.count) + asset.audio.map(\.segments.count)
+            + asset.subtitles.map(\.segments.count))
         guard counts.count == 1 else {
             throw CatalogError(.invalidAsset, "asset \(manifest.name): renditions have different segment counts \(counts.sorted())")
         }
@@ -172,6 +179,9 @@ private struct AssetManifest: Decodable {
     var progressive: [String: String]?
     /// The thumbnail track's sprites.
     var thumbnails: Thumbnails?
+    /// The HEVC ladder.
+    var hevc: [HEVCVideo]?
+    struct HEVCVideo: Decodable { var name, dir: String; var width, height: Int; var frame_rate: Double }
     struct Thumbnails: Decodable { var interval: Double; var width, height, columns, rows: Int; var sprites: [String] }
 }
 

@@ -102,7 +102,7 @@ extension MockBackendApp {
     /// The CMAF tracks of every video and audio rendition of `video`, by rendition uuid.
     private func cmafTracks(_ video: CatalogVideo) throws(HTTPError) -> [String: PackagedTrack] {
         var tracks: [String: PackagedTrack] = [:]
-        for ref in video.videoRenditions + video.audioRenditions { tracks[ref.uuid] = try cmafTrack(video, ref) }
+        for ref in video.cmafVideoRenditions + video.audioRenditions { tracks[ref.uuid] = try cmafTrack(video, ref) }
         return tracks
     }
 
@@ -125,7 +125,12 @@ extension MockBackendApp {
         let scheme = video.protection == .clear ? "clear" : "cenc"
         let prefix = Links.cmafMediaPrefix(video, scheme: scheme)
         let videos = try video.videoRenditions.map { ref throws(HTTPError) in
-            DASHManifest.Representation(ref: ref, codecs: video.asset.video[ref.index].codecs, track: try cmafTrack(video, ref))
+            let track = try cmafTrack(video, ref)
+            return DASHManifest.Representation(ref: ref, codecs: track.format.codecString, track: track)
+        }
+        let hevc = try video.hevcRenditions.map { ref throws(HTTPError) in
+            let track = try cmafTrack(video, ref)
+            return DASHManifest.Representation(ref: ref, codecs: track.format.codecString, track: track)
         }
         let audios = try video.audioRenditions.map { ref throws(HTTPError) in
             let track = video.asset.audio[ref.index]
@@ -148,7 +153,7 @@ extension MockBackendApp {
             }
             protection = DASHManifest.Protection(key: key, licenseURL: links.signed(Links.clearKeyLicensePath(video), expiresAt: mediaExpiry))
         }
-        return DASHManifest(video: video, videos: videos, audios: audios, texts: texts, baseURL: links.url(prefix),
+        return DASHManifest(video: video, videos: videos, hevc: hevc, audios: audios, texts: texts, baseURL: links.url(prefix),
                             protection: protection, thumbnails: thumbnails, token: links.prefixToken(prefix, expiresAt: mediaExpiry),
                             presentationStart90k: firstVideo)
     }
@@ -162,7 +167,7 @@ extension MockBackendApp {
             }
             return try cmafSubtitleResponse(video, rendition, number: number)
         }
-        let contentType = rendition.kind == .video ? "video/mp4" : "audio/mp4"
+        let contentType = rendition.kind == .audio ? "audio/mp4" : "video/mp4"
         let number: Int?
         if file == "init.mp4" {
             number = nil

@@ -16,7 +16,9 @@ extension MockBackendApp {
         }
         router.add(["GET"], "/manifest/v1/hls/v5/:protection/:account/:video/:rendition/:label/rendition.m3u8") { app, request, p in
             let video = try app.mediaVideo(request, p)
-            guard p["label"] == Links.segmentLabel(video), let rendition = app.catalog.rendition(uuid: p["rendition"], of: video) else {
+            // HEVC renditions are CMAF only (Apple's HLS takes HEVC in fMP4, never TS).
+            guard p["label"] == Links.segmentLabel(video), let rendition = app.catalog.rendition(uuid: p["rendition"], of: video),
+                  rendition.kind != .hevc else {
                 throw HTTPError.notFound(request)
             }
             let now = app.clock.now()
@@ -31,7 +33,7 @@ extension MockBackendApp {
         }
         router.add(["GET"], "/media/v1/hls/v5/:protection/:account/:video/:rendition/:segment") { app, request, p in
             let video = try app.mediaVideo(request, p)
-            guard let rendition = app.catalog.rendition(uuid: p["rendition"], of: video),
+            guard let rendition = app.catalog.rendition(uuid: p["rendition"], of: video), rendition.kind != .hevc,
                   let sequence = MockBackendApp.segmentNumber(p["segment"], kind: rendition.kind),
                   sequence < video.segmentCount
             else { throw HTTPError.notFound(request) }

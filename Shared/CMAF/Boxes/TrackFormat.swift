@@ -32,6 +32,21 @@ package struct TrackFormat: Sendable, Equatable {
         }
     }
 
+    /// The RFC 6381 codec string (`CODECS`, an MPD's `codecs`): `avc1.4d401e` from the SPS's
+    /// profile, constraints and level; `hvc1.1.6.L60.90` from the HEVC SPS's profile_tier_level;
+    /// `mp4a.40.N` from the AudioSpecificConfig's object type.
+    package var codecString: String {
+        switch codec {
+        case let .avc(sps, _):
+            let hex = { (byte: UInt8) in (byte < 16 ? "0" : "") + String(byte, radix: 16) }
+            return sps.count > 3 ? "avc1." + sps[1 ... 3].map(hex).joined() : "avc1"
+        case let .hevc(_, sps, _, _):
+            return (try? HEVCDecoderConfiguration.codecString(sps: sps, sampleEntry: "hvc1")) ?? "hvc1"
+        case let .aac(config):
+            return "mp4a.40.\(config.first.map { $0 >> 3 } ?? 2)"
+        }
+    }
+
     /// The four-character code of the clear sample entry (`frma`'s original format when encrypted).
     package var sampleEntryType: String {
         switch codec {
