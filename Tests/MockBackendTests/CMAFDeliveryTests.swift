@@ -3,7 +3,7 @@ import Foundation
 import FoundationXML
 #endif
 import MicroHTTP
-import MockBackend
+@testable import MockBackend
 import TestKit
 import Testing
 import WireModels
@@ -497,6 +497,25 @@ extension CMAFDeliveryTests {
                     #expect(bytes.firstRange(of: Array("encv".utf8)) != nil || bytes.firstRange(of: Array("enca".utf8)) != nil)
                 }
             }
+        }
+    }
+}
+
+extension CMAFDeliveryTests {
+    @Test("CMAF segments are kept once made, within the packager's budget: the oldest go first, and a segment made again is the same bytes")
+    func segmentCacheKeepsItsBudget() async throws {
+        try await withApp { app, _ in
+            let video = try #require(app.catalog.videos[Fixture.marathonVideo])
+            let ref = video.videoRenditions[0]
+            let packager = CMAFPackager(segmentBudget: 300_000)
+            let first = try packager.segment(video, ref, index: 0, .clear)
+            #expect(try packager.segment(video, ref, index: 0, .clear).bytes == first.bytes)
+            #expect(packager.cachedSegmentBytes <= 300_000)
+            for index in 1 ..< 12 { _ = try packager.segment(video, ref, index: index, .clear) }
+            #expect(packager.cachedSegmentBytes <= 300_000 && packager.cachedSegmentBytes > 0)
+            // Segment 0 went; made again, it is the same.
+            let again = try packager.segment(video, ref, index: 0, .clear)
+            #expect(again.bytes == first.bytes && again.digest == first.digest)
         }
     }
 }

@@ -43,6 +43,9 @@ final class CMAFPackager: Sendable {
 
     init(segmentBudget: Int = 256 << 20) { self.segmentBudget = segmentBudget }
 
+    /// The bytes of the media segments kept now.
+    var cachedSegmentBytes: Int { segments.withLock { $0.size } }
+
     private struct SegmentCache {
         var bodies: [String: (bytes: [UInt8], digest: ReprDigest)] = [:]
         var order: [String] = []
