@@ -110,7 +110,7 @@ cmaf_segment_of() {  # video id -> "init-url segment-url" of its 960x540 CMAF re
     local v7 media
     v7=$(curl -sf -H "BCOV-Policy: $key" "$base/playback/v1/accounts/$account/videos/$1" |
         python3 -c 'import json,sys; print([s["src"] for s in json.load(sys.stdin)["sources"] if s.get("ext_x_version") == "7"][0])')
-    media=$(curl -sf "$v7" | grep -A1 'RESOLUTION=960x540' | tail -1)
+    media=$(curl -sf "$v7" | grep -m1 -A1 'RESOLUTION=960x540' | tail -1)  # the H.264 one (the HEVC ladder follows)
     curl -sf "$media" >"$work/cmaf-media.m3u8"
     echo "$(grep -o 'EXT-X-MAP:URI="[^"]*' "$work/cmaf-media.m3u8" | cut -d'"' -f2) $(grep -v '^#' "$work/cmaf-media.m3u8" | head -1)"
 }
