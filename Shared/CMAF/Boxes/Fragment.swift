@@ -43,23 +43,13 @@ package struct Fragment: Sendable, Equatable {
 }
 
 /// The per-sample encryption information of one fragment (`senc`, with `saiz`/`saio`
-/// pointing at it): an IV per sample (empty with a constant IV) and subsample entries
-/// (nil: whole-sample encryption, no entries).
+/// pointing at it): an IV per sample (empty with a constant IV) and each sample's subsamples
+/// (nil: whole-sample encryption, no entries; a clear count never above 65535, as `Subsample`s are).
 package struct FragmentEncryption: Sendable, Equatable {
-    /// One entry: bytes left clear, then bytes protected.
-    package struct Entry: Sendable, Equatable {
-        package var clear: UInt16
-        package var protected: UInt32
-        package init(clear: UInt16, protected: UInt32) {
-            self.clear = clear
-            self.protected = protected
-        }
-    }
-
     package var initializationVectors: [[UInt8]]
-    package var subsamples: [[Entry]]?
+    package var subsamples: [[Subsample]]?
 
-    package init(initializationVectors: [[UInt8]], subsamples: [[Entry]]?) {
+    package init(initializationVectors: [[UInt8]], subsamples: [[Subsample]]?) {
         self.initializationVectors = initializationVectors
         self.subsamples = subsamples
     }
@@ -122,7 +112,7 @@ package enum MediaSegment {
                             if index < encryption.initializationVectors.count { senc.append(encryption.initializationVectors[index]) }
                             if let entries = encryption.subsamples?[index] {
                                 senc.u16(UInt16(entries.count))
-                                for entry in entries { senc.u16(entry.clear); senc.u32(entry.protected) }
+                                for entry in entries { senc.u16(UInt16(clamping: entry.clear)); senc.u32(UInt32(clamping: entry.protected)) }
                             }
                         }
                     }

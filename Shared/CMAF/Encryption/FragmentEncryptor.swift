@@ -49,7 +49,7 @@ package struct FragmentEncryptor: Sendable {
         var parameterSets = try format.parameterSets()
         var data = fragment.data
         var ivs: [[UInt8]] = []
-        var entries: [[FragmentEncryption.Entry]] = []
+        var entries: [[Subsample]] = []
         var offset = 0
         for (index, sample) in fragment.samples.enumerated() {
             let size = Int(sample.size)
@@ -63,7 +63,7 @@ package struct FragmentEncryptor: Sendable {
                 case .cbcs: try cipher.cbcs(&bytes, subsamples: subsamples, iv: iv, .encrypt)
                 case .cenc: try cipher.cenc(&bytes, subsamples: subsamples, iv: iv)
                 }
-                entries.append(subsamples.map { FragmentEncryption.Entry(clear: UInt16($0.clear), protected: UInt32($0.protected)) })
+                entries.append(subsamples)
             } else {
                 switch scheme {
                 case .cbcs: try cipher.cbcsFullSample(&bytes, iv: iv, .encrypt)
