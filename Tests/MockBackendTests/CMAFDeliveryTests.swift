@@ -334,7 +334,7 @@ extension CMAFDeliveryTests {
                 #expect(Self.attr(mpd, "type") == "static")
                 #expect(Self.attr(mpd, "profiles") == "urn:mpeg:dash:profile:isoff-live:2011")
                 let total = try #require(Self.seconds(Self.attr(mpd, "mediaPresentationDuration")))
-                #expect(abs(total - Double(video.duration ?? 0) / 1000) < 0.001)
+                #expect(abs(total - Double(video.duration) / 1000) < 0.001)
                 #expect(Self.seconds(Self.attr(mpd, "minBufferTime")) != nil)
                 let periods = mpd.elements(forName: "Period")
                 #expect(periods.count == 1)

@@ -133,11 +133,11 @@ struct StaticURLDeliveryTests {
             let pending = try client.makeRequest()
             let answer = try app.request("POST", "\(Self.videos)/\(Fixture.fairPlayVideo)/licenses/fairplay\(auth)",
                                          headers: [("Content-Type", "application/json")] + LicenseTestClient.offline(LicenseProfile(.purchase)),
-                                         body: try pending.body())
+                                         body: pending.body())
             #expect(answer.status == 200, "\(answer.debugText)")
             let license = try pending.open(try answer.bytes())
             #expect(license.terms.videoID == Fixture.fairPlayVideo)
-            try expectError(try app.request("POST", "\(Self.videos)/\(Fixture.aesVideo)/licenses/fairplay\(auth)", body: try pending.body()),
+            try expectError(try app.request("POST", "\(Self.videos)/\(Fixture.aesVideo)/licenses/fairplay\(auth)", body: pending.body()),
                             404, "NOT_FOUND", "VIDEO_NOT_FOUND")
             // ClearKey, for the MPD's key id: the same key as the DASH source's license URL gives.
             let kid = try #require(mpdText.firstMatch(of: /cenc:default_KID="([0-9a-f-]{36})"/)?.1).replacingOccurrences(of: "-", with: "")
