@@ -519,3 +519,44 @@ extension CMAFDeliveryTests {
         }
     }
 }
+
+extension CMAFDeliveryTests {
+    /// POSTs a ClearKey request for the FairPlay video's DASH key, with `headers`.
+    static func clearKey(_ app: MockBackendApp, type: String = "temporary", headers: [(String, String)] = []) throws -> HTTPResponse {
+        let dash = try #require(try app.video(Fixture.fairPlayVideo).sources.first { $0.isDASH })
+        let url = try #require(dash.keySystems?["org.w3.clearkey"]?.licenseURL)
+        let key = try #require(app.contentKeys[Fixture.fairPlayVideo]?.commonEncryptionKey)
+        let kid = ClearKeyRequest.base64URL(key.keyIDBytes)
+        return try app.request("POST", try app.target(of: url), headers: [("Content-Type", "application/json")] + headers,
+                               body: Array(#"{"kids":["\#(kid)"],"type":"\#(type)"}"#.utf8))
+    }
+
+    @Test("ClearKey licenses follow the FairPlay policy: a rental's terms in headers, the token's device limit by X-Device-ID, offline needing its terms, the request stored")
+    func clearKeyPolicy() async throws {
+        try await withApp { app, _ in
+            try app.registerPlaybackKey()
+            // A rental, offline: its end and play window come back as headers.
+            let rental = try Self.clearKey(app, type: "persistent-license", headers: LicenseRoutesTests.rental(app, days: 2, playHours: 6))
+            #expect(rental.status == 200, "\(rental.debugText)")
+            #expect(rental.headers["X-License-Rental-End"] != nil && rental.headers["X-License-Play-Duration"] == "21600")
+            #expect(rental.headers["Cache-Control"] == "no-store")
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(rental.bytes())) as? [String: Any])
+            #expect(json["type"] as? String == "persistent-license")
+            // Offline without its terms is refused, as for FairPlay.
+            try expectError(try Self.clearKey(app, type: "persistent-license"), 400, "BAD_REQUEST", "CRT_REQUIRED")
+            // A token with a user and one device slot: the device must say who it is, and a second one is refused.
+            let token = TestKeys.jwt(#"{"accid":"\#(Fixture.northwind)","uid":"ana","dlimit":1,"exp":\#(TestKeys.now + 3600)}"#)
+            try expectError(try Self.clearKey(app, headers: [("BCOV-Auth", token)]), 400, "BAD_REQUEST", "DEVICE_ID_REQUIRED")
+            try expectError(try Self.clearKey(app, headers: [("BCOV-Auth", token), ("X-Device-ID", "bad id!")]), 400, "BAD_REQUEST", "INVALID_DEVICE_ID")
+            #expect(try Self.clearKey(app, headers: [("BCOV-Auth", token), ("X-Device-ID", "laptop")]).status == 200)
+            #expect(try Self.clearKey(app, headers: [("BCOV-Auth", token), ("X-Device-ID", "laptop")]).status == 200)
+            try expectError(try Self.clearKey(app, headers: [("BCOV-Auth", token), ("X-Device-ID", "tablet")]),
+                            403, "ACCESS_DENIED", "DENIED_BY_DEVICE_LIMITING")
+            // The licenses are the store's, listed by the admin API like FairPlay's.
+            let listed = try JSONSerialization.jsonObject(with: Data(try app.request("GET", "/_admin/v1/licenses?user=ana").bytes())) as? [String: Any]
+            let licenses = try #require(listed?["licenses"] as? [[String: Any]])
+            // Two acquisitions from the laptop, each a license (no Idempotency-Key), as FairPlay acquisitions are.
+            #expect(licenses.count == 2 && licenses.allSatisfy { $0["device_id"] as? String == "laptop" && $0["video_id"] as? String == Fixture.fairPlayVideo })
+        }
+    }
+}
