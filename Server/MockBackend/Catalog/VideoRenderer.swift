@@ -1,5 +1,4 @@
 import Foundation
-import SystemFiles
 import WireModels
 
 /// Turns a catalog video into the Playback API's video object, with freshly signed URLs.
@@ -80,11 +79,11 @@ struct VideoRenderer: Sendable {
         }
         if video.protection == .clear, video.repeatCount == 1, formats.contains(.mp4) {
             for (name, rendition) in [("high", video.asset.video.last), ("low", video.asset.video.first)] {
-                guard let rendition, let path = video.asset.progressivePaths[name], let status = FileStatus(path: path) else { continue }
+                guard let rendition, let size = video.asset.progressiveSizes[name] else { continue }
                 let milliseconds = video.durationMilliseconds
                 sources.append(VideoSource(type: nil, src: links.signed(Links.progressivePath(video, name: name), expiresAt: mediaExpiry),
-                                           averageBitrate: milliseconds > 0 ? Int(Double(status.size * 8) * 1000 / Double(milliseconds)) : 0,
-                                           width: rendition.width, height: rendition.height, size: Int(status.size),
+                                           averageBitrate: milliseconds > 0 ? Int(Double(size * 8) * 1000 / Double(milliseconds)) : 0,
+                                           width: rendition.width, height: rendition.height, size: size,
                                            duration: milliseconds, container: "MP4", codec: "H264"))
             }
         }

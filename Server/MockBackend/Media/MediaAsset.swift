@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+import SystemFiles
 import WireModels
 
 /// One segment file of a fixture rendition, stat'ed once at start-up (its digest is the
@@ -46,6 +47,8 @@ struct MediaAsset: Sendable {
         var columns: Int
         var rows: Int
         var spritePaths: [String]
+        /// The sprites' bytes together, stat'ed once at load (the track's `bandwidth`).
+        var spriteBytes: Int = 0
 
         var tilesPerSprite: Int { columns * rows }
     }
@@ -67,6 +70,8 @@ struct MediaAsset: Sendable {
     /// The progressive MP4s static URL delivery serves, by name (`high`, `low`): remuxed once by
     /// the fixture script from the highest and lowest video rendition with the first audio.
     var progressivePaths: [String: String] = [:]
+    /// Their sizes in bytes, stat'ed once at load (the Playback API's MP4 sources give them).
+    var progressiveSizes: [String: Int] = [:]
     /// The thumbnail track's sprites; nil when the asset has none (made before they were, or
     /// ingested with images supplied instead of captured).
     var thumbnails: Thumbnails?
@@ -115,7 +120,9 @@ struct MediaAsset: Sendable {
         asset.imagePaths = imagePaths
         for (name, file) in manifest.progressive ?? [:] {
             guard ["high", "low"].contains(name) else { throw CatalogError(.invalidAsset, "asset \(manifest.name): progressive rendition '\(name)' is not high or low") }
-            asset.progressivePaths[name] = try existingFile(directory.appendingPathComponent(file)).path
+            let path = try existingFile(directory.appendingPathComponent(file)).path
+            asset.progressivePaths[name] = path
+            asset.progressiveSizes[name] = FileStatus(path: path).map { Int($0.size) } ?? 0
         }
         asset.hevc = try (manifest.hevc ?? []).map { v throws(CatalogError) in
             VideoRendition(name: v.name, width: v.width, height: v.height, frameRate: v.frame_rate, codecs: "", segments: try segments(v.dir))
@@ -124,10 +131,10 @@ struct MediaAsset: Sendable {
             guard t.interval > 0, t.width > 0, t.height > 0, t.columns > 0, t.rows > 0, !t.sprites.isEmpty else {
                 throw CatalogError(.invalidAsset, "asset \(manifest.name): thumbnails need a positive interval, tile size and layout, and sprites")
             }
+            let sprites = try t.sprites.map { file throws(CatalogError) in try existingFile(directory.appendingPathComponent(file)).path }
             asset.thumbnails = Thumbnails(interval: t.interval, width: t.width, height: t.height, columns: t.columns, rows: t.rows,
-                                          spritePaths: try t.sprites.map { file throws(CatalogError) in
-                                              try existingFile(directory.appendingPathComponent(file)).path
-                                          })
+                                          spritePaths: sprites,
+                                          spriteBytes: sprites.compactMap { FileStatus(path: $0).map { Int($0.size) } }.reduce(0, +))
         }
         guard !asset.video.isEmpty else { throw CatalogError(.invalidAsset, "asset \(manifest.name) has no video rendition") }
         let counts = Set((asset.video.map(\.segments.count)) + asset.hevc.map(\.segments.count) + asset.audio.map(\.segments.count)

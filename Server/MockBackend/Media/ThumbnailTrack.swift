@@ -1,5 +1,4 @@
 import Foundation
-import SystemFiles
 
 /// The thumbnail track of a video (Dynamic Delivery's scrubbing previews, the Playback API's
 /// `text_tracks` entry labelled `thumbnails`): a WebVTT file of one cue per tile, each cue an
@@ -46,9 +45,8 @@ struct ThumbnailTrack: Sendable {
 
     /// The bits per second of the sprites, as the Playback API's `bandwidth` and the manifests give it.
     var bandwidth: Int {
-        let bytes = thumbnails.spritePaths.compactMap { FileStatus(path: $0)?.size }.reduce(0, +)
         let seconds = video.asset.duration
-        return seconds > 0 ? Int((Double(bytes * 8) / seconds).rounded(.up)) : 0
+        return seconds > 0 ? Int((Double(thumbnails.spriteBytes * 8) / seconds).rounded(.up)) : 0
     }
 
     /// The WebVTT body; `spriteURL` gives a sprite's URL from its number.

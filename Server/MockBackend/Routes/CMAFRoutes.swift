@@ -124,14 +124,12 @@ extension MockBackendApp {
     private func dashManifest(_ video: CatalogVideo, links: Links, mediaExpiry: Date) throws(HTTPError) -> DASHManifest {
         let scheme = video.protection == .clear ? "clear" : "cenc"
         let prefix = Links.cmafMediaPrefix(video, scheme: scheme)
-        let videos = try video.videoRenditions.map { ref throws(HTTPError) in
-            let track = try cmafTrack(video, ref)
+        let representation = { (ref: RenditionRef) throws(HTTPError) -> DASHManifest.Representation in
+            let track = try self.cmafTrack(video, ref)
             return DASHManifest.Representation(ref: ref, codecs: track.format.codecString, track: track)
         }
-        let hevc = try video.hevcRenditions.map { ref throws(HTTPError) in
-            let track = try cmafTrack(video, ref)
-            return DASHManifest.Representation(ref: ref, codecs: track.format.codecString, track: track)
-        }
+        let videos = try video.videoRenditions.map(representation)
+        let hevc = try video.hevcRenditions.map(representation)
         let audios = try video.audioRenditions.map { ref throws(HTTPError) in
             let track = video.asset.audio[ref.index]
             return (DASHManifest.Representation(ref: ref, codecs: track.codecs, track: try cmafTrack(video, ref)),
@@ -176,7 +174,6 @@ extension MockBackendApp {
                   n < video.segmentCount else { throw HTTPError.notFound(request) }
             number = n
         }
-        _ = try cmafTrack(video, rendition)
         do throws(CMAFError) {
             let (bytes, digest) = if let number { try cmaf.segment(video, rendition, index: number, encryption) }
                 else { try cmaf.initSegment(video, rendition, encryption) }
