@@ -38,18 +38,3 @@ import Testing
     }
 }
 
-extension RemuxTests {
-    /// Writes the three tracks to `CMAF_DUMP` (a folder) for a look with other tools; not a check.
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["CMAF_DUMP"] != nil))
-    func dump() throws {
-        let folder = URL(fileURLWithPath: ProcessInfo.processInfo.environment["CMAF_DUMP"]!)
-        for dir in ["video/416x234", "audio/en"] {
-            let track = try TrackRemuxer.demux(segments: Self.segments(dir))
-            let name = dir.replacingOccurrences(of: "/", with: "-")
-            try Data(InitSegment.bytes(track.format)).write(to: folder.appendingPathComponent("\(name)-init.mp4"))
-            for (index, fragment) in track.fragments(origin: 118_800).enumerated() {
-                try Data(MediaSegment.bytes(fragment, sequenceNumber: UInt32(index + 1))).write(to: folder.appendingPathComponent("\(name)-\(index).m4s"))
-            }
-        }
-    }
-}
