@@ -151,6 +151,8 @@ struct OfflineDownloadsTests {
             #expect(try await parts.state(token) == .completed)
             #expect(parts.seams.milestones.withLock { $0 } == ["requested", "completed"])
             #expect(parts.seams.forgotten.withLock { $0 }.contains(token), "the completion makes the video object stale")
+            // The task announces the end before it gives back its slot.
+            await parts.downloads.waitUntilEnded(token)
             #expect(await parts.downloads.isDownloading(token) == false)
             let record = try await BlockingWork.run { [store = parts.store] in try store.download(token) }
             let status = await parts.downloads.status(of: try #require(record))

@@ -106,6 +106,9 @@ struct DownloadScheduler<Job: Sendable>: Sendable {
         return actions + fill()
     }
 
+    /// The running task of `token` (nil when none, or between `.start` and `started`).
+    func runningTask(_ token: OfflineVideoToken) -> Job? { running[token] ?? nil }
+
     /// The stopped task of `token`, still to be waited for (it stays recorded).
     func windingTask(_ token: OfflineVideoToken) -> Job? { winding[token] }
 

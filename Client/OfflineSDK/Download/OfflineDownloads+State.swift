@@ -90,8 +90,9 @@ extension OfflineDownloads {
             case .forgetCaches:
                 seams.forgetVideoObject(token)
             case .announceFinished(let error):
-                hub.emit(.downloadFinished(token, error: error))
+                // Recorded first: whoever hears the announcement finds the event recorded.
                 seams.recordAnalytics(before, .finished(error))
+                hub.emit(.downloadFinished(token, error: error))
             case .announceStorageChanged:
                 if announcesStorageChange { hub.emit(.storageChanged) }
             case .announcePurged:

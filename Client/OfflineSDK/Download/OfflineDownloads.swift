@@ -315,6 +315,12 @@ actor OfflineDownloads: SharesManagerQueue {
         if let stopping = scheduler.windingTask(token) { await stopping.value }
     }
 
+    /// Returns once the download's task, running or stopped, has ended: a task announces the
+    /// download's end before it gives back its slot.
+    func waitUntilEnded(_ token: OfflineVideoToken) async {
+        if let task = scheduler.runningTask(token) ?? scheduler.windingTask(token) { await task.value }
+    }
+
     /// Removes a package folder once its download task, if one was just stopped, has ended:
     /// a transfer finishing meanwhile would otherwise put files back into it.
     func removePackage(_ token: OfflineVideoToken) async {
