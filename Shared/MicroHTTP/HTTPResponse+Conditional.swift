@@ -22,15 +22,21 @@ extension HTTPResponse {
         }
 
         if case .stream = body { return response }  // made while sent: no ranges
-        guard let rangeHeader = request.headers["Range"], body != .empty else { return response }
+        // A ranged body answers with the whole unless a range applies below.
+        let whole = { (response: HTTPResponse) -> HTTPResponse in
+            var response = response
+            if case .ranged(let ranged) = response.body { response.body = ranged.whole }
+            return response
+        }
+        guard let rangeHeader = request.headers["Range"], body != .empty else { return whole(response) }
         // If-Range: the range applies only when the validator is this representation's strong
         // ETag (RFC 9110 §13.1.5 compares strongly); another tag, a weak one or a date means:
         // send the whole, current representation.
-        if let ifRange = request.headers["If-Range"], !HTTPResponse.strongETag(ifRange, matches: headers["ETag"]) { return response }
+        if let ifRange = request.headers["If-Range"], !HTTPResponse.strongETag(ifRange, matches: headers["ETag"]) { return whole(response) }
         let size = body.count
         switch ByteRange.parse(rangeHeader, size: size) {
         case .none:
-            return response  // not a single bytes range we understand: ignore it, as RFC 9110 allows
+            return whole(response)  // not a single bytes range we understand: ignore it, as RFC 9110 allows
         case .unsatisfiable:
             var refused = HTTPResponse(status: 416, body: .empty)
             refused.headers.set("Content-Range", "bytes */\(size)")
@@ -45,6 +51,7 @@ extension HTTPResponse {
             case .file(let path, let offset, _):
                 response.body = .file(path: path, offset: offset + lower, length: upper - lower + 1)
             case .stream: break
+            case .ranged(let ranged): response.body = ranged.body(lower, upper)
             }
             return response
         }

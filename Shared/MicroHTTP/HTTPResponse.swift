@@ -18,6 +18,8 @@ package struct HTTPResponse: Sendable {
         case file(path: String, offset: UInt64, length: UInt64)
         /// Bytes made while they are sent (events, a paced or broken body); no ranges apply.
         case stream(BodyStream)
+        /// Bytes of a known length made for the range asked for (`RangedBody`); ranges apply.
+        case ranged(RangedBody)
 
         /// The number of bytes the body holds (a stream: its announced length, else 0).
         package var count: UInt64 {
@@ -26,6 +28,7 @@ package struct HTTPResponse: Sendable {
             case .bytes(let bytes): UInt64(bytes.count)
             case .file(_, _, let length): length
             case .stream(let stream): stream.length ?? 0
+            case .ranged(let ranged): ranged.length
             }
         }
     }

@@ -211,6 +211,8 @@ nonisolated enum MHDCallbacks {
     private static func queue(_ response: HTTPResponse, for request: HTTPRequest?, state: RequestState,
                               connection: OpaquePointer, core: ServerCore) -> MHD_Result {
         var response = request.map { response.applyingConditionals(for: $0) } ?? response
+        // Not a GET or HEAD answered 200 (no range applied): the whole of a ranged body.
+        if case .ranged(let ranged) = response.body { response.body = ranged.whole }
         if response.dropsConnection {
             state.note = response.note
             return .NO  // MHD closes the connection without an answer
@@ -228,6 +230,8 @@ nonisolated enum MHDCallbacks {
             state.stream = stream
             mhdResponse = MHD_create_response_from_callback(stream.length ?? UInt64.max, 32 * 1024, MHDCallbacks.readStream,
                                                             Unmanaged.passRetained(context).toOpaque(), MHDCallbacks.releaseStream)
+        case .ranged:
+            return .NO  // a ranged body made another ranged body: nothing to send
         case .file(let path, let offset, let length):
             if let mapped = core.mappedFiles.bytes(path: path, offset: offset, length: length) {
                 // The mapping outlives every response (it is never unmapped).

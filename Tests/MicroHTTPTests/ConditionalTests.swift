@@ -1,3 +1,4 @@
+import Locking
 import MicroHTTP
 import Testing
 
@@ -212,5 +213,33 @@ struct ConditionalTests {
     func notModifiedBeatsRange() throws {
         let response = Self.ok().applyingConditionals(for: try Self.request([("Range", "bytes=0-1"), ("If-None-Match", Self.etag)]))
         #expect(response.status == 304)
+    }
+
+    /// A ranged body over `ConditionalTests.body` that records each range it is asked for.
+    static func ranged(_ asked: Locked<[ClosedRange<UInt64>]>) -> HTTPResponse.Body {
+        .ranged(RangedBody(length: UInt64(body.count)) { lower, upper in
+            asked.withLock { $0.append(lower ... upper) }
+            return .bytes(Array(ConditionalTests.body[Int(lower) ... Int(upper)]))
+        })
+    }
+
+    @Test("a ranged body is asked for exactly the range sent: the range of a 206, the whole of a 200, nothing for a 304 or 416")
+    func rangedBody() throws {
+        let asked = Locked<[ClosedRange<UInt64>]>([])
+        let part = Self.ok(Self.ranged(asked)).applyingConditionals(for: try Self.request([("Range", "bytes=2-4")]))
+        #expect(part.status == 206 && part.body == .bytes([2, 3, 4]) && part.headers["Content-Range"] == "bytes 2-4/10")
+        #expect(asked.withLock { $0 } == [2 ... 4])
+        let whole = Self.ok(Self.ranged(asked)).applyingConditionals(for: try Self.request([]))
+        #expect(whole.status == 200 && whole.body == .bytes(Self.body) && whole.headers["Accept-Ranges"] == "bytes")
+        let otherTag = Self.ok(Self.ranged(asked)).applyingConditionals(for: try Self.request([("Range", "bytes=2-4"), ("If-Range", "\"old\"")]))
+        #expect(otherTag.status == 200 && otherTag.body == .bytes(Self.body))
+        let multiple = Self.ok(Self.ranged(asked)).applyingConditionals(for: try Self.request([("Range", "bytes=0-1,4-5")]))
+        #expect(multiple.status == 200 && multiple.body == .bytes(Self.body))
+        #expect(asked.withLock { $0 } == [2 ... 4, 0 ... 9, 0 ... 9, 0 ... 9])
+        let past = Self.ok(Self.ranged(asked)).applyingConditionals(for: try Self.request([("Range", "bytes=10-")]))
+        #expect(past.status == 416 && past.body == .empty)
+        let notModified = Self.ok(Self.ranged(asked)).applyingConditionals(for: try Self.request([("If-None-Match", Self.etag)]))
+        #expect(notModified.status == 304 && notModified.body == .empty)
+        #expect(asked.withLock { $0 }.count == 4, "nothing made for a 416 or a 304")
     }
 }

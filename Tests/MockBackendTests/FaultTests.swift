@@ -21,6 +21,17 @@ struct FaultRuleTests {
         #expect(classify("/image/v1/1/v/160x90/image.jpg") == .image)
         #expect(classify("/text/v1/1/v/en/subtitles.vtt") == .subtitles)
         #expect(classify("/_admin/v1/faults") == nil, "the admin API is never faulted")
+        // Account, video and rendition where each kind of path has them (v2 has one more folder before the account, CMAF media one fewer).
+        func parts(_ path: String) -> [String?]? {
+            RouteClass.classify(path.split(separator: "/").map(String.init)).map { [$0.account, $0.video, $0.rendition] }
+        }
+        #expect(parts("/media/v1/hls/v5/clear/1/v/r/3.ts") == ["1", "v", "r"])
+        #expect(parts("/media/v2/cmaf/cbcs/1/v/r/3.m4s") == ["1", "v", "r"])
+        #expect(parts("/media/v2/cmaf/clear/1/v/r/track.mp4") == ["1", "v", "r"])
+        #expect(parts("/manifest/v2/hls/v7/clear/avc1_mp4a/1/v/2s/master.m3u8") == ["1", "v", nil])
+        #expect(parts("/manifest/v2/hls/v7/clear/avc1_mp4a/1/v/r/2s/rendition.m3u8") == ["1", "v", "r"])
+        #expect(parts("/manifest/v2/dash/live-baseurl/clear/avc1_mp4a/1/v/2s/manifest.mpd") == ["1", "v", nil])
+        #expect(classify("/manifest/v2/dash/live-baseurl/clear/avc1_mp4a/1/v/2s/manifest.mpd") == .masterPlaylist)
         let media = RouteClass.classify("/media/v1/hls/v5/fairplay/acct/video-uuid/rendition-uuid/3.ts".split(separator: "/").map(String.init))
         #expect(media?.account == "acct" && media?.video == "video-uuid" && media?.rendition == "rendition-uuid")
     }

@@ -161,6 +161,10 @@ extension HTTPResponse {
                 case .end, .abort, .waitForSignal: return bytes
                 }
             }
+        case .ranged(let ranged):
+            var whole = self
+            whole.body = ranged.whole
+            return try whole.bytes()
         }
     }
 

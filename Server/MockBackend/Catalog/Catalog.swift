@@ -15,6 +15,8 @@ public struct Account: Sendable {
     public var policyKeys: [String: Bool]
     /// The kinds of source the account serves (all of them unless the catalog says otherwise).
     public var deliveryFormats: Set<DeliveryFormat> = Set(DeliveryFormat.allCases)
+    /// How its CMAF sources address their media (one file per segment unless the catalog says otherwise).
+    public var cmafAddressing: CMAFAddressing = .segments
 }
 
 /// Which rendition of a video a URL names.
@@ -176,7 +178,10 @@ public struct Catalog: Sendable {
                                        manifestTokenTTL: ttl, policyKeys: keys,
                                        deliveryFormats: try account.deliveryFormats.map { names throws(CatalogError) in
                                            try DeliveryFormat.parse(names, account: account.id)
-                                       } ?? Set(DeliveryFormat.allCases))
+                                       } ?? Set(DeliveryFormat.allCases),
+                                       cmafAddressing: try account.cmafAddressing.map { name throws(CatalogError) in
+                                           try CMAFAddressing.parse(name, account: account.id)
+                                       } ?? .segments)
     }
 
     /// Adds a video of a known account, with its renditions and reference id.

@@ -17,10 +17,13 @@ struct CatalogFile: Codable, Sendable {
         var ingestConfiguration: IngestConfiguration?
         /// Which kinds of source the account serves (`DeliveryFormat` names); nil: all of them.
         var deliveryFormats: [String]?
+        /// How the CMAF sources address their media (`CMAFAddressing` names); nil: segments.
+        var cmafAddressing: String?
 
         enum CodingKeys: String, CodingKey {
             case id, name, fairplay
             case deliveryFormats = "delivery_formats"
+            case cmafAddressing = "cmaf_addressing"
             case videoFields = "video_fields"
             case ingestConfiguration = "ingest_configuration"
             case manifestTokenTTLSeconds = "manifest_token_ttl_seconds"

@@ -37,3 +37,24 @@ public enum DeliveryFormat: String, Sendable, CaseIterable, Codable, Comparable 
         return formats
     }
 }
+
+/// How an account's CMAF sources (HLS v7 and DASH) address their media (catalog accounts'
+/// `cmaf_addressing`). Both forms hold the same bytes: a range of `track.mp4` is its `{n}.m4s`.
+public enum CMAFAddressing: String, Sendable, CaseIterable {
+    /// One file per segment (`init.mp4`, `{n}.m4s`; DASH `SegmentTemplate`): what Dynamic
+    /// Delivery serves, and the default.
+    case segments
+    /// One file per track (`track.mp4`: the init segment, a `sidx`, the media segments), addressed
+    /// by byte range: HLS `EXT-X-MAP:BYTERANGE` and `EXT-X-BYTERANGE`, DASH `SegmentBase` in the
+    /// on-demand profile, as on-demand packagers (Shaka Packager, Bento4, MediaPackage) serve it.
+    case byteRanges = "byte_ranges"
+
+    /// The addressing named `name`, or a sentence saying it is not one.
+    static func parse(_ name: String, account: String) throws(CatalogError) -> CMAFAddressing {
+        guard let addressing = CMAFAddressing(rawValue: name) else {
+            throw CatalogError(.invalidCatalog, "account \(account): cmaf_addressing '\(name)' is not one of "
+                + allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        return addressing
+    }
+}

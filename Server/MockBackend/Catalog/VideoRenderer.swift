@@ -75,7 +75,8 @@ struct VideoRenderer: Sendable {
             let clearKey = video.protection == .fairplay
                 ? [KeySystem.clearKey: KeySystem(licenseURL: links.signed(Links.clearKeyLicensePath(video), expiresAt: mediaExpiry))] : nil
             sources.append(VideoSource(type: VideoSource.dashType, src: links.signed(Links.dashManifestPath(video), expiresAt: manifestExpiry),
-                                       codecs: Links.codecsSummary(video), profiles: VideoSource.dashLiveProfile, keySystems: clearKey))
+                                       codecs: Links.codecsSummary(video), profiles: account.cmafAddressing == .byteRanges ? VideoSource.dashOnDemandProfile : VideoSource.dashLiveProfile,
+                                       keySystems: clearKey))
         }
         if video.protection == .clear, video.repeatCount == 1, formats.contains(.mp4) {
             for (name, rendition) in [("high", video.asset.video.last), ("low", video.asset.video.first)] {

@@ -160,20 +160,33 @@ public final class FaultInjector: Sendable {
             }
         }
         response.note = note
-        guard corrupt != nil || stream != nil, var bytes = FaultInjector.bytes(of: response.body) else { return }
+        guard corrupt != nil || stream != nil else { return }
+        if case .ranged(let ranged) = response.body {
+            // Made for the range asked for: the range made is what is cut or corrupted.
+            response.body = .ranged(ranged.mapping { [corrupt, stream, random = decision.random] body in
+                FaultInjector.shaped(body, corrupt: corrupt, stream: stream, random: random) ?? body
+            })
+        } else if let shaped = FaultInjector.shaped(response.body, corrupt: corrupt, stream: stream, random: decision.random) {
+            response.body = shaped
+        }
+    }
+
+    /// `body` corrupted (`corrupt` bytes flipped) and paced, cut or stalled as `stream` says; nil
+    /// for a body already made while sent.
+    private static func shaped(_ body: HTTPResponse.Body, corrupt: Int?, stream: (bytesPerSecond: Int?, cutAfter: Int?, stall: Bool)?,
+                               random: SplitMix) -> HTTPResponse.Body? {
+        guard var bytes = FaultInjector.bytes(of: body) else { return nil }
         if let corrupt, !bytes.isEmpty {
-            var random = decision.random
+            var random = random
             for _ in 0..<corrupt {
                 let index = Int(random.next() % UInt64(bytes.count))
                 bytes[index] ^= UInt8(truncatingIfNeeded: random.next() | 1)  // never a no-op flip
             }
         }
         if let stream {
-            response.body = .stream(FaultInjector.shaped(bytes, bytesPerSecond: stream.bytesPerSecond, cutAfter: stream.cutAfter,
-                                                         stall: stream.stall))
-        } else {
-            response.body = .bytes(bytes)
+            return .stream(FaultInjector.shaped(bytes, bytesPerSecond: stream.bytesPerSecond, cutAfter: stream.cutAfter, stall: stream.stall))
         }
+        return .bytes(bytes)
     }
 
     /// The body's bytes (a file's read from disk); nil for a body already made while sent.
@@ -186,7 +199,7 @@ public final class FaultInjector: Sendable {
             defer { try? handle.close() }
             try? handle.seek(toOffset: offset)
             return Array((try? handle.read(upToCount: Int(length))) ?? Data())
-        case .stream: return nil
+        case .stream, .ranged: return nil
         }
     }
 

@@ -20,11 +20,18 @@ public enum RouteClass: String, Codable, Sendable, CaseIterable {
         func at(_ index: Int) -> String? { segments.indices.contains(index) ? segments[index] : nil }
         switch (at(0), at(1)) {
         case ("playback", _): return (.playbackAPI, at(3), nil, nil)
-        case ("manifest", _):
-            return segments.last == "master.m3u8" ? (.masterPlaylist, at(5), at(6), nil) : (.mediaPlaylist, at(5), at(6), at(7))
+        case ("manifest", let version):
+            // v2 (`/manifest/v2/hls/v7/{protection}/{codecs}/{account}/…`, DASH alike) has the codecs folder before the account.
+            let first = version == "v2" ? 6 : 5
+            if segments.last == "rendition.m3u8" {
+                return (.mediaPlaylist, at(first), at(first + 1), at(first + 2))
+            }
+            return (.masterPlaylist, at(first), at(first + 1), nil)
         case ("media", _):
             let isText = segments.last?.hasSuffix(".vtt") ?? false
-            return (isText ? .subtitles : .segment, at(5), at(6), at(7))
+            // `/media/v2/cmaf/{scheme}/{account}/…` has one folder fewer than `/media/v1/hls/v5/{protection}/{account}/…`.
+            let first = at(2) == "cmaf" ? 4 : 5
+            return (isText ? .subtitles : .segment, at(first), at(first + 1), at(first + 2))
         case ("license", _):
             switch at(2) {
             case "aes128": return (.aesKey, at(3), at(4), nil)

@@ -93,6 +93,11 @@ struct Links: Sendable {
         cmafMediaPrefix(video, scheme: scheme) + "\(rendition.uuid)/init.mp4"
     }
 
+    /// A rendition's byte-range form (`SingleTrackFile`).
+    static func cmafSingleFilePath(_ video: CatalogVideo, _ rendition: RenditionRef, scheme: String) -> String {
+        cmafMediaPrefix(video, scheme: scheme) + "\(rendition.uuid)/\(SingleTrackFile.name)"
+    }
+
     static func cmafSegmentPath(_ video: CatalogVideo, _ rendition: RenditionRef, _ number: Int, scheme: String) -> String {
         cmafMediaPrefix(video, scheme: scheme) + "\(rendition.uuid)/\(number).\(rendition.kind == .subtitles ? "vtt" : "m4s")"
     }

@@ -21,6 +21,11 @@ enum MediaResponse {
         HTTPResponse(status: 200, headers: headers(contentType: contentType, digest: digest), body: .bytes(bytes))
     }
 
+    /// A body made for the range asked for (`RangedBody`) whose whole has the digest `digest`.
+    static func ranged(_ body: RangedBody, digest: ReprDigest, contentType: String) -> HTTPResponse {
+        HTTPResponse(status: 200, headers: headers(contentType: contentType, digest: digest), body: .ranged(body))
+    }
+
     private static func headers(contentType: String, digest: ReprDigest) -> HTTPHeaders {
         var headers = HTTPHeaders([("Content-Type", contentType)])
         headers.add("ETag", digest.etag)

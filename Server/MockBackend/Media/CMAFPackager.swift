@@ -1,4 +1,5 @@
 import CMAF
+import Crypto
 import Foundation
 import Locking
 import WireModels
@@ -40,6 +41,8 @@ final class CMAFPackager: Sendable {
     /// request and served as is after. At most `segmentBudget` bytes; the oldest go first.
     private let segments = Locked<SegmentCache>(SegmentCache())
     private let segmentBudget: Int
+    /// The byte-range forms laid out, by rendition and encryption.
+    private let singleFiles = Locked<[String: SingleTrackFile]>([:])
 
     init(segmentBudget: Int = 256 << 20) { self.segmentBudget = segmentBudget }
 
@@ -85,7 +88,7 @@ final class CMAFPackager: Sendable {
     /// and its digest: made on first request, then kept (within the budget).
     func segment(_ video: CatalogVideo, _ ref: RenditionRef, index: Int,
                  _ encryption: CMAFEncryption) throws(CMAFError) -> (bytes: [UInt8], digest: ReprDigest) {
-        let id = "\(video.asset.name)|\(video.repeatCount)|\(ref.kind.rawValue)|\(ref.index)|\(index)|\(encryption.cacheName)"
+        let id = CMAFPackager.segmentID(video, ref, index, encryption)
         if let made = segments.withLock({ $0.bodies[id] }) { return made }
         let made = try makeSegment(video, ref, index: index, encryption)
         let budget = segmentBudget
@@ -102,8 +105,63 @@ final class CMAFPackager: Sendable {
         return made
     }
 
+    /// The byte-range form of `ref` encrypted as `encryption` says (`track.mp4`), laid out on
+    /// first use from the sizes of one pass's segments.
+    func singleFile(_ video: CatalogVideo, _ ref: RenditionRef, _ encryption: CMAFEncryption) throws(CMAFError) -> SingleTrackFile {
+        let id = "\(video.asset.name)|\(video.repeatCount)|\(ref.kind.rawValue)|\(ref.index)|\(encryption.cacheName)"
+        if let file = singleFiles.withLock({ $0[id] }) { return file }
+        let track = try track(video, ref)
+        let repeated = track.repeated(video.repeatCount)
+        let perPass = track.pass.count, passes = repeated.passCount
+        var sizes: [Int] = []
+        for position in 0 ..< perPass {
+            sizes.append(try segment(video, ref, index: (passes - 1) * perPass + position, encryption).bytes.count)
+        }
+        let shortened = passes > 1 ? try segment(video, ref, index: perPass - 1, encryption).bytes.count : sizes[perPass - 1]
+        let file = SingleTrackFile(initSegment: try initSegment(video, ref, encryption).bytes, timescale: track.format.timescale,
+                                   earliestPresentationTime: repeated.timing(0).earliestPresentation, passSizes: sizes,
+                                   shortenedLast: shortened, passCount: passes, span: repeated.span)
+        singleFiles.withLock { $0[id] = file }
+        return file
+    }
+
+    /// The bytes `lower ... upper` of the byte-range form of `ref`.
+    func singleFileBytes(_ video: CatalogVideo, _ ref: RenditionRef, _ encryption: CMAFEncryption,
+                         _ lower: UInt64, _ upper: UInt64) throws(CMAFError) -> [UInt8] {
+        try singleFile(video, ref, encryption).bytes(lower, upper) { (index: Int) throws(CMAFError) -> [UInt8] in
+            try segment(video, ref, index: index, encryption).bytes
+        }
+    }
+
+    /// The digest of the whole byte-range form of `ref`: every segment made once more (not kept:
+    /// a long video's would push every other segment out), hashed in order, then kept.
+    func singleFileDigest(_ video: CatalogVideo, _ ref: RenditionRef, _ encryption: CMAFEncryption) throws(CMAFError) -> ReprDigest {
+        let id = "\(video.asset.name)|\(video.repeatCount)|\(ref.kind.rawValue)|\(ref.index)|track|\(encryption.cacheName)"
+        if let digest = digests.withLock({ $0[id] }) { return digest }
+        let file = try singleFile(video, ref, encryption)
+        var hasher = SHA256()
+        hasher.update(data: file.header)
+        for index in 0 ..< file.count {
+            let cached = segments.withLock { cache in cache.bodies[CMAFPackager.segmentID(video, ref, index, encryption)]?.bytes }
+            if let cached { hasher.update(data: cached) } else { hasher.update(data: try makeSegmentBytes(video, ref, index: index, encryption)) }
+        }
+        let digest = ReprDigest(hasher)
+        digests.withLock { $0[id] = digest }
+        return digest
+    }
+
+    private static func segmentID(_ video: CatalogVideo, _ ref: RenditionRef, _ index: Int, _ encryption: CMAFEncryption) -> String {
+        "\(video.asset.name)|\(video.repeatCount)|\(ref.kind.rawValue)|\(ref.index)|\(index)|\(encryption.cacheName)"
+    }
+
     private func makeSegment(_ video: CatalogVideo, _ ref: RenditionRef, index: Int,
                              _ encryption: CMAFEncryption) throws(CMAFError) -> (bytes: [UInt8], digest: ReprDigest) {
+        let bytes = try makeSegmentBytes(video, ref, index: index, encryption)
+        return (bytes, ReprDigest(of: bytes))
+    }
+
+    private func makeSegmentBytes(_ video: CatalogVideo, _ ref: RenditionRef, index: Int,
+                                  _ encryption: CMAFEncryption) throws(CMAFError) -> [UInt8] {
         let track = try track(video, ref)
         let repeated = track.repeated(video.repeatCount)
         var fragment = repeated.fragment(index)
@@ -114,8 +172,7 @@ final class CMAFPackager: Sendable {
             let before = track.pass.prefix(index % track.pass.count).reduce(0) { $0 + $1.samples.count }
             (fragment, information) = try encryptor.encrypt(fragment, firstSample: UInt64(index / track.pass.count * perPass + before))
         }
-        let bytes = MediaSegment.bytes(fragment, sequenceNumber: UInt32(index + 1), encryption: information)
-        return (bytes, ReprDigest(of: bytes))
+        return MediaSegment.bytes(fragment, sequenceNumber: UInt32(index + 1), encryption: information)
     }
 
     /// The digest of `bytes`, kept under `id` (a body made the same way every time).

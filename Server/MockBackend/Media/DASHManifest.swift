@@ -1,21 +1,25 @@
 import CMAF
 import Foundation
+import WireModels
 
 /// The DASH form of a video (Dynamic Delivery's `live-baseurl` MPD): a static MPD in the
 /// ISO live profile over the same CMAF tracks as HLS v7. One `AdaptationSet` for the video
 /// ladder, one per audio language (`lang`, `Role`), one per WebVTT subtitle language (the whole
 /// sideband file). Segments are addressed by `SegmentTemplate` with `$Number$` and a
 /// `SegmentTimeline` of the real fragment durations; one `fastly_token` in the template covers
-/// every file under the video's media folder.
+/// every file under the video's media folder. An account that addresses CMAF by byte ranges
+/// gets the on-demand profile instead: each representation's `track.mp4` as its `BaseURL`, with
+/// `SegmentBase` (`Initialization` range, the `sidx` as `indexRange`).
 struct DASHManifest: Sendable {
     static let contentType = "application/dash+xml"
-    static let profile = "urn:mpeg:dash:profile:isoff-live:2011"
 
-    /// One audio or video rendition: its id in the MPD (the rendition uuid), codecs and track.
+    /// One audio or video rendition: its id in the MPD (the rendition uuid), codecs and track,
+    /// and its byte-range form when the account addresses CMAF so.
     struct Representation {
         var ref: RenditionRef
         var codecs: String
         var track: PackagedTrack
+        var singleFile: SingleTrackFile?
     }
 
     /// One subtitle language: the sideband WebVTT file's URL.
@@ -51,11 +55,16 @@ struct DASHManifest: Sendable {
     /// as the TS form and the WebVTT files count it.
     var presentationStart90k: UInt64
 
+    /// The MPD's profile: live (`SegmentTemplate`) or, addressed by byte ranges, on-demand (`SegmentBase`).
+    var profile: String {
+        videos.first?.singleFile == nil ? VideoSource.dashLiveProfile : VideoSource.dashOnDemandProfile
+    }
+
     func render() -> String {
         var xml = """
         <?xml version="1.0" encoding="UTF-8"?>
         <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" xmlns:cenc="urn:mpeg:cenc:2013" xmlns:dashif="https://dashif.org/" \
-        xmlns:clearkey="http://dashif.org/guidelines/clearKey" profiles="\(DASHManifest.profile)" \
+        xmlns:clearkey="http://dashif.org/guidelines/clearKey" profiles="\(profile)" \
         type="static" mediaPresentationDuration="\(DASHManifest.duration(Double(video.durationMilliseconds) / 1000))" \
         minBufferTime="PT2.000S">
           <Period id="0" start="PT0S">
@@ -71,12 +80,12 @@ struct DASHManifest: Sendable {
                 + " maxWidth=\"\(widest?.width ?? 0)\" maxHeight=\"\(widest?.height ?? 0)\" par=\"16:9\">\n"
             xml += "      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"\(role)\"/>\n"
             xml += contentProtection()
-            xml += template(first.track)
+            if first.singleFile == nil { xml += template(first.track) }
             for representation in ladder {
                 let rendition = representation.ref.kind == .hevc ? video.asset.hevc[representation.ref.index] : video.asset.video[representation.ref.index]
                 xml += "      <Representation id=\"\(representation.ref.uuid)\" bandwidth=\"\(representation.track.peakRate)\""
                     + " codecs=\"\(representation.codecs)\" width=\"\(rendition.width)\" height=\"\(rendition.height)\""
-                    + " frameRate=\"\(DASHManifest.frameRate(rendition.frameRate))\" sar=\"1:1\" scanType=\"progressive\"/>\n"
+                    + " frameRate=\"\(DASHManifest.frameRate(rendition.frameRate))\" sar=\"1:1\" scanType=\"progressive\"" + segmentBase(representation)
             }
             xml += "    </AdaptationSet>\n"
             setID += 1
@@ -88,9 +97,9 @@ struct DASHManifest: Sendable {
             xml += "      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"\(position == 0 ? "main" : "alternate")\"/>\n"
             xml += "      <AudioChannelConfiguration schemeIdUri=\"urn:mpeg:dash:23003:3:audio_channel_configuration:2011\" value=\"\(DASHManifest.escape(channels))\"/>\n"
             xml += contentProtection()
-            xml += template(representation.track)
+            if representation.singleFile == nil { xml += template(representation.track) }
             xml += "      <Representation id=\"\(representation.ref.uuid)\" bandwidth=\"\(representation.track.peakRate)\""
-                + " codecs=\"\(representation.codecs)\" audioSamplingRate=\"\(representation.track.format.sampleRate)\"/>\n"
+                + " codecs=\"\(representation.codecs)\" audioSamplingRate=\"\(representation.track.format.sampleRate)\"" + segmentBase(representation)
             xml += "    </AdaptationSet>\n"
             setID += 1
         }
@@ -137,6 +146,22 @@ struct DASHManifest: Sendable {
               </ContentProtection>
 
         """
+    }
+
+    /// The end of a `Representation` element: `/>` when its set's template addresses it, else
+    /// its `track.mp4` and the `SegmentBase` that says where the init segment and the `sidx` are.
+    private func segmentBase(_ representation: Representation) -> String {
+        guard let file = representation.singleFile else { return "/>\n" }
+        let timescale = UInt64(representation.track.format.timescale)
+        let offset = (presentationStart90k * timescale + 45000) / 90000
+        let index = file.indexRange
+        return ">\n"
+            + "        <BaseURL>\(representation.ref.uuid)/\(SingleTrackFile.name)?fastly_token=\(token)</BaseURL>\n"
+            + "        <SegmentBase timescale=\"\(timescale)\" presentationTimeOffset=\"\(offset)\""
+            + " indexRange=\"\(index.offset)-\(index.offset + index.length - 1)\" indexRangeExact=\"true\">\n"
+            + "          <Initialization range=\"0-\(file.initLength - 1)\"/>\n"
+            + "        </SegmentBase>\n"
+            + "      </Representation>\n"
     }
 
     /// The `SegmentTemplate` of an adaptation set (every representation of it has the same

@@ -24,8 +24,10 @@ extension HLSPackager {
 
     /// A rendition's v7 media playlist. `track` is the rendition's CMAF track, or for
     /// subtitles the first video rendition's (whose segment boundaries the text follows).
-    func cmafMedia(_ video: CatalogVideo, _ ref: RenditionRef, track: PackagedTrack, key: ContentKey?, keyExpiresAt: Date,
-                   expiresAt: Date, links: Links) -> MediaPlaylist {
+    /// With `singleFile` (an account addressing CMAF by byte ranges), the init and media
+    /// segments are byte ranges of the rendition's `track.mp4` (subtitles stay WebVTT files).
+    func cmafMedia(_ video: CatalogVideo, _ ref: RenditionRef, track: PackagedTrack, singleFile: SingleTrackFile? = nil,
+                   key: ContentKey?, keyExpiresAt: Date, expiresAt: Date, links: Links) -> MediaPlaylist {
         let scheme = HLSPackager.cmafScheme(video)
         let repeated = track.repeated(video.repeatCount)
         var encryption: EncryptionKey?
@@ -38,8 +40,11 @@ extension HLSPackager {
                 : EncryptionKey(method: .sampleAES, uri: "skd://\(key.keyID)",
                                 keyFormat: EncryptionKey.fairPlayKeyFormat, keyFormatVersions: "1")
         }
+        let singleFile = ref.kind == .subtitles ? nil : singleFile
+        let singleFileURI = singleFile.map { _ in links.signed(Links.cmafSingleFilePath(video, ref, scheme: scheme), expiresAt: expiresAt) }
         let map = ref.kind == .subtitles ? nil : InitializationSection(
-            uri: links.signed(Links.cmafInitPath(video, ref, scheme: scheme), expiresAt: expiresAt))
+            uri: singleFileURI ?? links.signed(Links.cmafInitPath(video, ref, scheme: scheme), expiresAt: expiresAt),
+            byteRange: singleFile.map { ByteRange(length: $0.initLength, offset: 0) })
         let timescale = Double(track.format.timescale)
         var segments: [Segment] = []
         segments.reserveCapacity(repeated.count)
@@ -49,10 +54,11 @@ extension HLSPackager {
         let milliseconds = { (ticks: UInt64) in ((Double(ticks - first) / timescale) * 1000).rounded() }
         for index in 0 ..< repeated.count {
             let start = repeated.timing(index).earliestPresentation
+            let range = singleFile.map { file in file.range(of: index) }.map { ByteRange(length: Int($0.length), offset: Int($0.offset)) }
             segments.append(Segment(
                 duration: (milliseconds(start + repeated.span(index)) - milliseconds(start)) / 1000,
-                uri: links.signed(Links.cmafSegmentPath(video, ref, index, scheme: scheme), expiresAt: expiresAt),
-                key: index == 0 ? encryption : nil, map: index == 0 ? map : nil))
+                uri: singleFileURI ?? links.signed(Links.cmafSegmentPath(video, ref, index, scheme: scheme), expiresAt: expiresAt),
+                byteRange: range, key: index == 0 ? encryption : nil, map: index == 0 ? map : nil))
         }
         let target = segments.map { Int($0.duration.rounded()) }.max() ?? 1
         return MediaPlaylist(version: 7, targetDuration: max(1, target), mediaSequence: 0, playlistType: .vod,

@@ -1,6 +1,7 @@
 import CMAF
 import Foundation
 import MicroHTTP
+import Locking
 import Logging
 import WireModels
 
@@ -29,11 +30,14 @@ extension MockBackendApp {
             let now = app.clock.now()
             let expiry = Links.expiry(now: now, ttl: app.configuration.mediaTokenTTL)
             let links = app.links(for: request)
-            let (body, digest) = try app.cmafBody("cmaf-media|\(links.base)|\(rendition.uuid)|\(video.generation)|\(expiry.timeIntervalSince1970)",
+            let addressing = app.cmafAddressing(video)
+            let (body, digest) = try app.cmafBody("cmaf-media|\(links.base)|\(rendition.uuid)|\(video.generation)|\(addressing.rawValue)|\(expiry.timeIntervalSince1970)",
                                                   validUntil: Links.bucketEnd(now: now, ttl: app.configuration.mediaTokenTTL), now: now) { () throws(HTTPError) in
                 let track = try app.cmafTrack(video, rendition.kind == .subtitles ? video.videoRenditions[0] : rendition)
-                return Array(app.packager.cmafMedia(video, rendition, track: track, key: app.contentKeys[video.id], keyExpiresAt: expiry,
-                                                    expiresAt: expiry, links: links).render().utf8)
+                let singleFile = addressing == .byteRanges && rendition.kind != .subtitles
+                    ? try app.cmafSingleFile(video, rendition, scheme: HLSPackager.cmafScheme(video)) : nil
+                return Array(app.packager.cmafMedia(video, rendition, track: track, singleFile: singleFile, key: app.contentKeys[video.id],
+                                                    keyExpiresAt: expiry, expiresAt: expiry, links: links).render().utf8)
             }
             return MediaResponse.bytes(body, digest: digest, contentType: playlistContentType)
         }
@@ -65,7 +69,7 @@ extension MockBackendApp {
         let expiry = Links.expiry(now: now, ttl: ttl)
         let mediaExpiry = Links.expiry(now: now, ttl: configuration.mediaTokenTTL)
         let links = links(for: request)
-        let (body, digest) = try cmafBody("mpd|\(links.base)|\(video.id)|\(video.generation)|\(expiry.timeIntervalSince1970)|\(mediaExpiry.timeIntervalSince1970)",
+        let (body, digest) = try cmafBody("mpd|\(links.base)|\(video.id)|\(video.generation)|\(cmafAddressing(video).rawValue)|\(expiry.timeIntervalSince1970)|\(mediaExpiry.timeIntervalSince1970)",
                                           validUntil: min(Links.bucketEnd(now: now, ttl: ttl), Links.bucketEnd(now: now, ttl: configuration.mediaTokenTTL)),
                                           now: now) { () throws(HTTPError) in
             Array(try dashManifest(video, links: links, mediaExpiry: mediaExpiry).render().utf8)
@@ -99,6 +103,22 @@ extension MockBackendApp {
         }
     }
 
+    /// How the account of `video` addresses CMAF media.
+    func cmafAddressing(_ video: CatalogVideo) -> CMAFAddressing { catalog.accounts[video.accountID]?.cmafAddressing ?? .segments }
+
+    /// The byte-range form of a rendition encrypted with `scheme` (`clear`, `cbcs`, `cenc`); a 500 that says why when it cannot be made.
+    func cmafSingleFile(_ video: CatalogVideo, _ ref: RenditionRef, scheme: String) throws(HTTPError) -> SingleTrackFile {
+        guard let encryption = CMAFEncryption.named(scheme, video: video, key: contentKeys[video.id]) else {
+            throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "no content key for this video")
+        }
+        do {
+            return try cmaf.singleFile(video, ref, encryption)
+        } catch {
+            logger.error("cannot lay out the single file of \(video.asset.name) \(ref.kind.rawValue) \(ref.index): \(error)")
+            throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "cannot package the rendition as CMAF: \(error.message)")
+        }
+    }
+
     /// The CMAF tracks of every video and audio rendition of `video`, by rendition uuid.
     private func cmafTracks(_ video: CatalogVideo) throws(HTTPError) -> [String: PackagedTrack] {
         var tracks: [String: PackagedTrack] = [:]
@@ -124,16 +144,17 @@ extension MockBackendApp {
     private func dashManifest(_ video: CatalogVideo, links: Links, mediaExpiry: Date) throws(HTTPError) -> DASHManifest {
         let scheme = video.protection == .clear ? "clear" : "cenc"
         let prefix = Links.cmafMediaPrefix(video, scheme: scheme)
-        let representation = { (ref: RenditionRef) throws(HTTPError) -> DASHManifest.Representation in
+        let byteRanges = cmafAddressing(video) == .byteRanges
+        let representation = { (ref: RenditionRef, codecs: String?) throws(HTTPError) -> DASHManifest.Representation in
             let track = try self.cmafTrack(video, ref)
-            return DASHManifest.Representation(ref: ref, codecs: track.format.codecString, track: track)
+            return DASHManifest.Representation(ref: ref, codecs: codecs ?? track.format.codecString, track: track,
+                                               singleFile: byteRanges ? try self.cmafSingleFile(video, ref, scheme: scheme) : nil)
         }
-        let videos = try video.videoRenditions.map(representation)
-        let hevc = try video.hevcRenditions.map(representation)
+        let videos = try video.videoRenditions.map { ref throws(HTTPError) in try representation(ref, nil) }
+        let hevc = try video.hevcRenditions.map { ref throws(HTTPError) in try representation(ref, nil) }
         let audios = try video.audioRenditions.map { ref throws(HTTPError) in
             let track = video.asset.audio[ref.index]
-            return (DASHManifest.Representation(ref: ref, codecs: track.codecs, track: try cmafTrack(video, ref)),
-                    language: track.language, label: track.name, channels: track.channels)
+            return (try representation(ref, track.codecs), language: track.language, label: track.name, channels: track.channels)
         }
         let texts = video.subtitleRenditions.map { ref in
             let track = video.asset.subtitles[ref.index]
@@ -166,6 +187,7 @@ extension MockBackendApp {
             return try cmafSubtitleResponse(video, rendition, number: number)
         }
         let contentType = rendition.kind == .audio ? "audio/mp4" : "video/mp4"
+        if file == SingleTrackFile.name { return try singleFileResponse(video, rendition, encryption, contentType: contentType) }
         let number: Int?
         if file == "init.mp4" {
             number = nil
@@ -183,6 +205,44 @@ extension MockBackendApp {
             // Protected media is never served clear: a segment that cannot be encrypted is a 500.
             throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "cannot package the file: \(error.message)")
         }
+    }
+
+    /// The byte-range form of a rendition (`track.mp4`): ranges are made from the segments they
+    /// cover; a long range (a whole file) is streamed a piece at a time.
+    private func singleFileResponse(_ video: CatalogVideo, _ rendition: RenditionRef, _ encryption: CMAFEncryption,
+                                    contentType: String) throws(HTTPError) -> HTTPResponse {
+        let (file, digest): (SingleTrackFile, ReprDigest)
+        do throws(CMAFError) {
+            file = try cmaf.singleFile(video, rendition, encryption)
+            digest = try cmaf.singleFileDigest(video, rendition, encryption)
+        } catch {
+            logger.error("cannot lay out the single file of \(video.asset.name) \(rendition.kind.rawValue) \(rendition.index): \(error)")
+            throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "cannot package the file: \(error.message)")
+        }
+        let cmaf = cmaf, logger = logger
+        let bytes = { @Sendable (lower: UInt64, upper: UInt64) -> [UInt8]? in
+            do { return try cmaf.singleFileBytes(video, rendition, encryption, lower, upper) } catch {
+                logger.error("cannot make bytes \(lower)-\(upper) of the single file of \(video.asset.name): \(error)")
+                return nil
+            }
+        }
+        let body = RangedBody(length: file.size) { lower, upper in
+            if upper - lower < 4 << 20 {
+                // Never the wrong bytes: a range that cannot be made breaks the connection off.
+                return bytes(lower, upper).map { .bytes($0) } ?? .stream(BodyStream(length: upper - lower + 1) { _ in .abort })
+            }
+            let next = Locked(lower)
+            return .stream(BodyStream(length: upper - lower + 1) { max in
+                next.withLock { position in
+                    guard position <= upper else { return .end }
+                    let end = Swift.min(upper, position + UInt64(max) - 1)
+                    guard let piece = bytes(position, end) else { return .abort }
+                    position = end + 1
+                    return .bytes(piece)
+                }
+            })
+        }
+        return MediaResponse.ranged(body, digest: digest, contentType: contentType)
     }
 
     /// A WebVTT segment of CMAF HLS: the fixture's, its timestamp map on the CMAF timeline.

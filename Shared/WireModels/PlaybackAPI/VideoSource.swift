@@ -12,6 +12,8 @@ public struct VideoSource: Codable, Sendable, Equatable {
     public static let dashType = "application/dash+xml"
     /// The `profiles` of a Dynamic Delivery DASH source.
     public static let dashLiveProfile = "urn:mpeg:dash:profile:isoff-live:2011"
+    /// The `profiles` of a DASH source addressed by byte ranges (`SegmentBase`).
+    public static let dashOnDemandProfile = "urn:mpeg:dash:profile:isoff-on-demand:2011"
 
     /// MIME type, e.g. `application/x-mpegURL`; nil for a progressive MP4 (the real API gives none).
     public var type: String?
