@@ -4,7 +4,9 @@
 # not write, against a live mock-backend (part of `make test`). For each clear and FairPlay video of
 # the catalog it checks what m3u8 reads against what the mock means: every variant and rendition
 # with a URI, version 7 and an EXT-X-MAP on every v7 media playlist, the FairPlay keys, the same
-# segment count and total duration in every rendition of a video. Exits non-zero on any mismatch.
+# segment count and total duration in every rendition of a video; then the same v7 playlists with the
+# account's CMAF addressed by byte ranges (one track.mp4 per rendition, contiguous EXT-X-BYTERANGEs).
+# Exits non-zero on any mismatch.
 #
 #   MOCK_BACKEND=path/to/mock-backend   the binary (default .build/debug/mock-backend)
 set -euo pipefail
@@ -19,7 +21,7 @@ venv_install "$VENV" "m3u8==$M3U8_VERSION" "import importlib.metadata as m, sys;
 
 start_backend m3u8-readers
 status=0
-"$VENV/bin/python" scripts/m3u8_readers.py --base-url "$BASE" || status=1
+"$VENV/bin/python" scripts/m3u8_readers.py --base-url "$BASE" --admin-token "$ADMIN_TOKEN" || status=1
 backend_survived || status=1
 [ "$status" -eq 0 ] && echo "m3u8 readers: passed" >&2 || echo "m3u8 readers: FAILED" >&2
 exit "$status"

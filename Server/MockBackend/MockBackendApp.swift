@@ -28,9 +28,11 @@ public final class MockBackendApp: Sendable {
     var contentKeys: [String: ContentKey] { live.snapshot.contentKeys }
     let renderer: VideoRenderer
     let packager: HLSPackager
+    /// Media made once and kept as files in the data directory's cache.
+    let mediaCache: MediaFileCache
     let encryptor: SegmentEncryptor
     /// The assets' renditions as CMAF tracks, packaged on first use (HLS v7 and DASH).
-    let cmaf = CMAFPackager()
+    let cmaf: CMAFPackager
     let cache = ResponseCache()
     let certificates: ApplicationCertificates
     /// The store's licenses, devices and nonces.
@@ -99,7 +101,9 @@ public final class MockBackendApp: Sendable {
         restrictions = try PlaybackRestrictions(store: store)
         renderer = VideoRenderer(mediaTokenTTL: configuration.mediaTokenTTL)
         packager = HLSPackager(plainSampleAESKeys: configuration.plainSampleAESKeysForTesting)
-        encryptor = SegmentEncryptor(cacheDirectory: configuration.dataDirectory.appendingPathComponent("cache"))
+        mediaCache = MediaFileCache(directory: configuration.dataDirectory.appendingPathComponent("cache"))
+        encryptor = SegmentEncryptor(cache: mediaCache)
+        cmaf = CMAFPackager(cache: mediaCache)
         requestLog = RequestLog(capacity: configuration.requestLogSize)
         faults = FaultInjector(seed: configuration.faultSeed)
         for rule in configuration.faultRules {

@@ -502,20 +502,32 @@ extension CMAFDeliveryTests {
 }
 
 extension CMAFDeliveryTests {
-    @Test("CMAF segments are kept once made, within the packager's budget: the oldest go first, and a segment made again is the same bytes")
-    func segmentCacheKeepsItsBudget() async throws {
+    @Test("CMAF segments are made once into the data directory's cache and served as files: a restart reuses them, a deleted cache is made again, the same bytes; other keys and media get other paths")
+    func segmentFilesInTheCache() async throws {
         try await withApp { app, _ in
-            let video = try #require(app.catalog.videos[Fixture.marathonVideo])
-            let ref = video.videoRenditions[0]
-            let packager = CMAFPackager(segmentBudget: 300_000)
-            let first = try packager.segment(video, ref, index: 0, .clear)
-            #expect(try packager.segment(video, ref, index: 0, .clear).bytes == first.bytes)
-            #expect(packager.cachedSegmentBytes <= 300_000)
-            for index in 1 ..< 12 { _ = try packager.segment(video, ref, index: index, .clear) }
-            #expect(packager.cachedSegmentBytes <= 300_000 && packager.cachedSegmentBytes > 0)
-            // Segment 0 went; made again, it is the same.
-            let again = try packager.segment(video, ref, index: 0, .clear)
-            #expect(again.bytes == first.bytes && again.digest == first.digest)
+            try await withTemporaryDirectory { directory in
+                let video = try #require(app.catalog.videos[Fixture.marathonVideo])
+                let ref = video.videoRenditions[0]
+                let packager = CMAFPackager(cache: MediaFileCache(directory: directory))
+                let first = try packager.segment(video, ref, index: 7, .clear)
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: first.path))
+                #expect(first.path.hasPrefix(directory.path + "/cmaf/v\(CMAFPackager.formatVersion)/") && first.path.hasSuffix("/x600/clear/video-0/7.m4s"))
+                #expect(UInt64(bytes.count) == first.size && ReprDigest(of: bytes) == first.digest)
+                #expect(try packager.segment(video, ref, index: 7, .clear) == first)
+                // A restart: a new packager on the same folder finds the file (and reads its digest from it).
+                let restarted = CMAFPackager(cache: MediaFileCache(directory: directory))
+                #expect(try restarted.segment(video, ref, index: 7, .clear) == first)
+                // The cache removed while serving: made again, the same bytes.
+                try FileManager.default.removeItem(at: directory.appendingPathComponent("cmaf"))
+                let again = try packager.segment(video, ref, index: 7, .clear)
+                let madeAgain = try Data(contentsOf: URL(fileURLWithPath: again.path))
+                #expect(again == first && madeAgain == bytes)
+                // Another encryption, another repeat count: other folders.
+                let key = try #require(app.contentKeys[Fixture.fairPlayVideo])
+                let fairPlay = try #require(app.catalog.videos[Fixture.fairPlayVideo])
+                let cbcs = try packager.segment(fairPlay, fairPlay.videoRenditions[0], index: 1, .cbcs(key))
+                #expect(cbcs.path.contains("/x1/cbcs-\(key.keyID)/video-0/") && cbcs.digest != first.digest)
+            }
         }
     }
 }

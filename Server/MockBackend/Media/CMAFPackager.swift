@@ -28,32 +28,27 @@ struct PackagedTrack: Sendable {
 }
 
 /// Packages each asset's renditions as CMAF on first use, as Dynamic Delivery packages just in
-/// time, and keeps them: the fixtures and ingested assets never change while served. All
-/// renditions of an asset share one timeline (`origin`: the earliest DTS of any of them), so
-/// audio and video stay in sync as they were in the TS segments.
+/// time, and keeps them: the tracks in memory, the init and media segments (serialized, and
+/// encrypted for cbcs and cenc) as files in the data directory's cache (`MediaFileCache`), made
+/// on their first request and served like any file after. All renditions of an asset share one
+/// timeline (`origin`: the earliest DTS of any of them), so audio and video stay in sync as they
+/// were in the TS segments.
 final class CMAFPackager: Sendable {
+    /// The version of the bytes this packager makes, in every cache path: raise it when a change
+    /// makes different bytes, so no data directory serves files an older packager made.
+    static let formatVersion = 1
+
     private let tracks = Locked<[String: PackagedTrack]>([:])
     private let origins = Locked<[String: Int64]>([:])
-    /// Digests of the bodies served (init segments, WebVTT, image playlists), by what made them.
+    /// Each asset's fingerprint (its TS files' digests), in cache paths: media made again never meets old files.
+    private let fingerprints = Locked<[String: String]>([:])
+    /// Digests of the bodies served from memory (WebVTT, image playlists), by what made them.
     private let digests = Locked<[String: ReprDigest]>([:])
-    /// Media segments made (serialized, and encrypted for cbcs and cenc), kept with their digest,
-    /// as the TS form keeps its encrypted segments, but in memory: a segment is made on its first
-    /// request and served as is after. At most `segmentBudget` bytes; the oldest go first.
-    private let segments = Locked<SegmentCache>(SegmentCache())
-    private let segmentBudget: Int
+    private let cache: MediaFileCache
     /// The byte-range forms laid out, by rendition and encryption.
     private let singleFiles = Locked<[String: SingleTrackFile]>([:])
 
-    init(segmentBudget: Int = 256 << 20) { self.segmentBudget = segmentBudget }
-
-    /// The bytes of the media segments kept now.
-    var cachedSegmentBytes: Int { segments.withLock { $0.size } }
-
-    private struct SegmentCache {
-        var bodies: [String: (bytes: [UInt8], digest: ReprDigest)] = [:]
-        var order: [String] = []
-        var size = 0
-    }
+    init(cache: MediaFileCache) { self.cache = cache }
 
     /// The CMAF track of `ref` (a video or audio rendition) of `video`'s asset.
     func track(_ video: CatalogVideo, _ ref: RenditionRef) throws(CMAFError) -> PackagedTrack {
@@ -76,38 +71,49 @@ final class CMAFPackager: Sendable {
         return track
     }
 
-    /// The init segment of `ref` encrypted as `encryption` says, and its digest.
-    func initSegment(_ video: CatalogVideo, _ ref: RenditionRef, _ encryption: CMAFEncryption) throws(CMAFError) -> (bytes: [UInt8], digest: ReprDigest) {
+    /// The init segment of `ref` encrypted as `encryption` says, as a file in the cache.
+    func initSegment(_ video: CatalogVideo, _ ref: RenditionRef, _ encryption: CMAFEncryption) throws -> CachedFile {
         let track = try track(video, ref)
-        let bytes = try encryption.encryptor(track.format, ref).map { InitSegment.bytes(track.format, protection: $0.protection(psshBoxes: encryption.psshBoxes)) }
-            ?? track.initSegment
-        return (bytes, digest(of: bytes, id: "\(video.asset.name)|\(ref.kind.rawValue)|\(ref.index)|init|\(encryption.cacheName)"))
+        return try cache.file(folder: try folder(video, ref, encryption), name: "init.mp4") { () throws(CMAFError) -> [UInt8] in
+            try encryption.encryptor(track.format, ref).map { InitSegment.bytes(track.format, protection: $0.protection(psshBoxes: encryption.psshBoxes)) }
+                ?? track.initSegment
+        }
     }
 
-    /// The media segment `index` (over all passes) of `ref`, encrypted as `encryption` says,
-    /// and its digest: made on first request, then kept (within the budget).
-    func segment(_ video: CatalogVideo, _ ref: RenditionRef, index: Int,
-                 _ encryption: CMAFEncryption) throws(CMAFError) -> (bytes: [UInt8], digest: ReprDigest) {
-        let id = CMAFPackager.segmentID(video, ref, index, encryption)
-        if let made = segments.withLock({ $0.bodies[id] }) { return made }
-        let made = try makeSegment(video, ref, index: index, encryption)
-        let budget = segmentBudget
-        segments.withLock { cache in
-            guard cache.bodies[id] == nil else { return }
-            cache.bodies[id] = made
-            cache.order.append(id)
-            cache.size += made.bytes.count
-            while cache.size > budget, !cache.order.isEmpty {
-                let oldest = cache.order.removeFirst()
-                cache.size -= cache.bodies.removeValue(forKey: oldest)?.bytes.count ?? 0
+    /// The media segment `index` (over all passes) of `ref`, encrypted as `encryption` says, as
+    /// a file in the cache: made on first request.
+    func segment(_ video: CatalogVideo, _ ref: RenditionRef, index: Int, _ encryption: CMAFEncryption) throws -> CachedFile {
+        try cache.file(folder: try folder(video, ref, encryption), name: "\(index).m4s") { () throws(CMAFError) -> [UInt8] in
+            try makeSegmentBytes(video, ref, index: index, encryption)
+        }
+    }
+
+    /// Where a rendition's files go in the cache: everything their bytes depend on (the
+    /// packager's version, the asset's files, how often it repeats, the encryption and its key id).
+    private func folder(_ video: CatalogVideo, _ ref: RenditionRef, _ encryption: CMAFEncryption) throws(CMAFError) -> String {
+        "cmaf/v\(CMAFPackager.formatVersion)/\(try fingerprint(of: video.asset))/x\(video.repeatCount)/"
+            + "\(encryption.cacheName.replacingOccurrences(of: ":", with: "-"))/\(ref.kind.rawValue)-\(ref.index)"
+    }
+
+    /// The asset's fingerprint: a digest of its video, HEVC and audio files' digests (each read once).
+    private func fingerprint(of asset: MediaAsset) throws(CMAFError) -> String {
+        if let fingerprint = fingerprints.withLock({ $0[asset.name] }) { return fingerprint }
+        var hasher = SHA256()
+        for file in (asset.video + asset.hevc).flatMap(\.segments) + asset.audio.flatMap(\.segments) {
+            do {
+                hasher.update(data: try asset.fileDigests.digest(ofFile: file.path).sha256)
+            } catch {
+                throw CMAFError(.malformedTransportStream, "cannot read \(file.path): \(error)")
             }
         }
-        return made
+        let fingerprint = String(ReprDigest(hasher).hex.prefix(24))
+        fingerprints.withLock { $0[asset.name] = fingerprint }
+        return fingerprint
     }
 
     /// The byte-range form of `ref` encrypted as `encryption` says (`track.mp4`), laid out on
     /// first use from the sizes of one pass's segments.
-    func singleFile(_ video: CatalogVideo, _ ref: RenditionRef, _ encryption: CMAFEncryption) throws(CMAFError) -> SingleTrackFile {
+    func singleFile(_ video: CatalogVideo, _ ref: RenditionRef, _ encryption: CMAFEncryption) throws -> SingleTrackFile {
         let id = "\(video.asset.name)|\(video.repeatCount)|\(ref.kind.rawValue)|\(ref.index)|\(encryption.cacheName)"
         if let file = singleFiles.withLock({ $0[id] }) { return file }
         let track = try track(video, ref)
@@ -115,49 +121,37 @@ final class CMAFPackager: Sendable {
         let perPass = track.pass.count, passes = repeated.passCount
         var sizes: [Int] = []
         for position in 0 ..< perPass {
-            sizes.append(try segment(video, ref, index: (passes - 1) * perPass + position, encryption).bytes.count)
+            sizes.append(Int(try segment(video, ref, index: (passes - 1) * perPass + position, encryption).size))
         }
-        let shortened = passes > 1 ? try segment(video, ref, index: perPass - 1, encryption).bytes.count : sizes[perPass - 1]
-        let file = SingleTrackFile(initSegment: try initSegment(video, ref, encryption).bytes, timescale: track.format.timescale,
+        let shortened = passes > 1 ? Int(try segment(video, ref, index: perPass - 1, encryption).size) : sizes[perPass - 1]
+        let initBytes = try CMAFPackager.read(try initSegment(video, ref, encryption).path)
+        let file = SingleTrackFile(initSegment: initBytes, timescale: track.format.timescale,
                                    earliestPresentationTime: repeated.timing(0).earliestPresentation, passSizes: sizes,
                                    shortenedLast: shortened, passCount: passes, span: repeated.span)
         singleFiles.withLock { $0[id] = file }
         return file
     }
 
-    /// The bytes `lower ... upper` of the byte-range form of `ref`.
-    func singleFileBytes(_ video: CatalogVideo, _ ref: RenditionRef, _ encryption: CMAFEncryption,
-                         _ lower: UInt64, _ upper: UInt64) throws(CMAFError) -> [UInt8] {
-        try singleFile(video, ref, encryption).bytes(lower, upper) { (index: Int) throws(CMAFError) -> [UInt8] in
-            try segment(video, ref, index: index, encryption).bytes
-        }
-    }
-
-    /// The digest of the whole byte-range form of `ref`: every segment made once more (not kept:
-    /// a long video's would push every other segment out), hashed in order, then kept.
-    func singleFileDigest(_ video: CatalogVideo, _ ref: RenditionRef, _ encryption: CMAFEncryption) throws(CMAFError) -> ReprDigest {
+    /// The digest of the whole byte-range form of `ref`: its header and every segment in order
+    /// (a segment not yet in the cache made once more, not kept: a long video's would fill the
+    /// disk for one digest), then kept.
+    func singleFileDigest(_ video: CatalogVideo, _ ref: RenditionRef, _ encryption: CMAFEncryption) throws -> ReprDigest {
         let id = "\(video.asset.name)|\(video.repeatCount)|\(ref.kind.rawValue)|\(ref.index)|track|\(encryption.cacheName)"
         if let digest = digests.withLock({ $0[id] }) { return digest }
         let file = try singleFile(video, ref, encryption)
+        let folder = try folder(video, ref, encryption)
         var hasher = SHA256()
         hasher.update(data: file.header)
         for index in 0 ..< file.count {
-            let cached = segments.withLock { cache in cache.bodies[CMAFPackager.segmentID(video, ref, index, encryption)]?.bytes }
-            if let cached { hasher.update(data: cached) } else { hasher.update(data: try makeSegmentBytes(video, ref, index: index, encryption)) }
+            if let made = cache.known(folder: folder, name: "\(index).m4s"), let bytes = try? CMAFPackager.read(made.path) {
+                hasher.update(data: bytes)
+            } else {
+                hasher.update(data: try makeSegmentBytes(video, ref, index: index, encryption))
+            }
         }
         let digest = ReprDigest(hasher)
         digests.withLock { $0[id] = digest }
         return digest
-    }
-
-    private static func segmentID(_ video: CatalogVideo, _ ref: RenditionRef, _ index: Int, _ encryption: CMAFEncryption) -> String {
-        "\(video.asset.name)|\(video.repeatCount)|\(ref.kind.rawValue)|\(ref.index)|\(index)|\(encryption.cacheName)"
-    }
-
-    private func makeSegment(_ video: CatalogVideo, _ ref: RenditionRef, index: Int,
-                             _ encryption: CMAFEncryption) throws(CMAFError) -> (bytes: [UInt8], digest: ReprDigest) {
-        let bytes = try makeSegmentBytes(video, ref, index: index, encryption)
-        return (bytes, ReprDigest(of: bytes))
     }
 
     private func makeSegmentBytes(_ video: CatalogVideo, _ ref: RenditionRef, index: Int,
@@ -217,7 +211,7 @@ final class CMAFPackager: Sendable {
         }
     }
 
-    private static func read(_ path: String) throws(CMAFError) -> [UInt8] {
+    static func read(_ path: String) throws(CMAFError) -> [UInt8] {
         do {
             return try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
         } catch {

@@ -85,27 +85,30 @@ struct SingleTrackFile: Sendable {
         return position == passSizes.count - 1 && index / passSizes.count < passCount - 1 ? shortenedLast : passSizes[position]
     }
 
-    /// The bytes `lower ... upper` of the file; `segmentBytes(i)` gives media segment `i`'s bytes.
-    func bytes(_ lower: UInt64, _ upper: UInt64, segmentBytes: (Int) throws(CMAFError) -> [UInt8]) throws(CMAFError) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(Int(upper - lower + 1))
+    /// A run of bytes of the file: of the header (init segment and `sidx`), or of one media segment.
+    enum Piece: Equatable {
+        /// Bytes of `header`.
+        case header(Range<Int>)
+        /// `length` bytes from `offset` in media segment `index`.
+        case segment(index: Int, offset: UInt64, length: UInt64)
+    }
+
+    /// The pieces bytes `lower ... upper` of the file are made of, in order.
+    func pieces(_ lower: UInt64, _ upper: UInt64) -> [Piece] {
+        var pieces: [Piece] = []
         var position = lower
         let headerEnd = UInt64(header.count)
         if position < headerEnd {
-            out += header[Int(position) ..< Int(min(upper + 1, headerEnd))]
+            pieces.append(.header(Int(position) ..< Int(min(upper + 1, headerEnd))))
             position = headerEnd
         }
         while position <= upper {
             let index = segment(at: position)
             let (offset, length) = range(of: index)
-            let bytes = try segmentBytes(index)
-            guard UInt64(bytes.count) == length else {
-                throw CMAFError(.unsupportedStream, "segment \(index) is \(bytes.count) bytes where the single file's layout has \(length)")
-            }
             let end = min(upper + 1, offset + length)
-            out += bytes[Int(position - offset) ..< Int(end - offset)]
+            pieces.append(.segment(index: index, offset: position - offset, length: end - position))
             position = end
         }
-        return out
+        return pieces
     }
 }

@@ -115,9 +115,12 @@ extension MockBackendApp {
             return try cmaf.singleFile(video, ref, encryption)
         } catch {
             logger.error("cannot lay out the single file of \(video.asset.name) \(ref.kind.rawValue) \(ref.index): \(error)")
-            throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "cannot package the rendition as CMAF: \(error.message)")
+            throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "cannot package the rendition as CMAF: \(MockBackendApp.reason(error))")
         }
     }
+
+    /// What went wrong, in a sentence: a CMAF error's message, or the error.
+    static func reason(_ error: any Error) -> String { (error as? CMAFError)?.message ?? "\(error)" }
 
     /// The CMAF tracks of every video and audio rendition of `video`, by rendition uuid.
     private func cmafTracks(_ video: CatalogVideo) throws(HTTPError) -> [String: PackagedTrack] {
@@ -196,37 +199,67 @@ extension MockBackendApp {
                   n < video.segmentCount else { throw HTTPError.notFound(request) }
             number = n
         }
-        do throws(CMAFError) {
-            let (bytes, digest) = if let number { try cmaf.segment(video, rendition, index: number, encryption) }
+        do {
+            let file = if let number { try cmaf.segment(video, rendition, index: number, encryption) }
                 else { try cmaf.initSegment(video, rendition, encryption) }
-            return MediaResponse.bytes(bytes, digest: digest, contentType: contentType)
+            return MediaResponse.file(path: file.path, size: file.size, digest: file.digest, contentType: contentType)
         } catch {
             logger.error("cannot package \(file) of \(video.asset.name) \(rendition.kind.rawValue) \(rendition.index): \(error)")
             // Protected media is never served clear: a segment that cannot be encrypted is a 500.
-            throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "cannot package the file: \(error.message)")
+            throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "cannot package the file: \(MockBackendApp.reason(error))")
         }
     }
 
-    /// The byte-range form of a rendition (`track.mp4`): ranges are made from the segments they
-    /// cover; a long range (a whole file) is streamed a piece at a time.
+    /// The byte-range form of a rendition (`track.mp4`): a range within one segment is that
+    /// segment's file (sent like any file); a longer one is read from the files it covers, and a
+    /// long one (a whole file) streamed a piece at a time.
     private func singleFileResponse(_ video: CatalogVideo, _ rendition: RenditionRef, _ encryption: CMAFEncryption,
                                     contentType: String) throws(HTTPError) -> HTTPResponse {
         let (file, digest): (SingleTrackFile, ReprDigest)
-        do throws(CMAFError) {
+        do {
             file = try cmaf.singleFile(video, rendition, encryption)
             digest = try cmaf.singleFileDigest(video, rendition, encryption)
         } catch {
             logger.error("cannot lay out the single file of \(video.asset.name) \(rendition.kind.rawValue) \(rendition.index): \(error)")
-            throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "cannot package the file: \(error.message)")
+            throw HTTPError(500, PlaybackAPIErrorCode.serverError, nil, "cannot package the file: \(MockBackendApp.reason(error))")
         }
         let cmaf = cmaf, logger = logger
-        let bytes = { @Sendable (lower: UInt64, upper: UInt64) -> [UInt8]? in
-            do { return try cmaf.singleFileBytes(video, rendition, encryption, lower, upper) } catch {
-                logger.error("cannot make bytes \(lower)-\(upper) of the single file of \(video.asset.name): \(error)")
+        let segmentFile = { @Sendable (index: Int) -> CachedFile? in
+            do {
+                let made = try cmaf.segment(video, rendition, index: index, encryption)
+                guard made.size == file.range(of: index).length else {
+                    logger.error("segment \(index) of \(video.asset.name) is \(made.size) bytes where its single file has \(file.range(of: index).length)")
+                    return nil
+                }
+                return made
+            } catch {
+                logger.error("cannot make segment \(index) of the single file of \(video.asset.name): \(error)")
                 return nil
             }
         }
+        // The bytes of `lower ... upper`, nil when a segment cannot be made.
+        let bytes = { @Sendable (lower: UInt64, upper: UInt64) -> [UInt8]? in
+            var out: [UInt8] = []
+            out.reserveCapacity(Int(upper - lower + 1))
+            for piece in file.pieces(lower, upper) {
+                switch piece {
+                case .header(let range):
+                    out += file.header[range]
+                case .segment(let index, let offset, let length):
+                    guard let made = segmentFile(index), let handle = FileHandle(forReadingAtPath: made.path) else { return nil }
+                    defer { try? handle.close() }
+                    guard (try? handle.seek(toOffset: offset)) != nil, let data = try? handle.read(upToCount: Int(length)),
+                          data.count == Int(length) else { return nil }
+                    out += data
+                }
+            }
+            return out
+        }
         let body = RangedBody(length: file.size) { lower, upper in
+            let pieces = file.pieces(lower, upper)
+            if pieces.count == 1, case .segment(let index, let offset, let length) = pieces[0], let made = segmentFile(index) {
+                return .file(path: made.path, offset: offset, length: length)
+            }
             if upper - lower < 4 << 20 {
                 // Never the wrong bytes: a range that cannot be made breaks the connection off.
                 return bytes(lower, upper).map { .bytes($0) } ?? .stream(BodyStream(length: upper - lower + 1) { _ in .abort })
