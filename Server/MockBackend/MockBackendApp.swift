@@ -116,6 +116,7 @@ public final class MockBackendApp: Sendable {
         MockBackendApp.addStaticURLRoutes(to: &router)
         MockBackendApp.addManifestRoutes(to: &router)
         MockBackendApp.addCMAFRoutes(to: &router)
+        MockBackendApp.addProgressiveMP4Routes(to: &router)
         MockBackendApp.addThumbnailRoutes(to: &router)
         MockBackendApp.addLicenseRoutes(to: &router)
         MockBackendApp.addSampleAESTestKeyRoute(to: &router)

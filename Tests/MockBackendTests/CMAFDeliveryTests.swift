@@ -543,7 +543,7 @@ extension CMAFDeliveryTests {
                                body: Array(#"{"kids":["\#(kid)"],"type":"\#(type)"}"#.utf8))
     }
 
-    @Test("ClearKey licenses follow the FairPlay policy: a rental's terms in headers, the token's device limit by X-Device-ID, offline needing its terms, the request stored")
+    @Test("ClearKey licenses follow the FairPlay policy: a rental's terms in headers, the token's device limit by X-Device-ID, offline needing its terms, the request stored, revocation")
     func clearKeyPolicy() async throws {
         try await withApp { app, _ in
             try app.registerPlaybackKey()
@@ -569,6 +569,17 @@ extension CMAFDeliveryTests {
             let licenses = try #require(listed?["licenses"] as? [[String: Any]])
             // Two acquisitions from the laptop, each a license (no Idempotency-Key), as FairPlay acquisitions are.
             #expect(licenses.count == 2 && licenses.allSatisfy { $0["device_id"] as? String == "laptop" && $0["video_id"] as? String == Fixture.fairPlayVideo })
+            // Revoked: listed so; a ClearKey request is always an acquisition (EME renews nothing
+            // the server can tell apart), so the laptop's next session acquires a new license
+            // under the same rules, and the tablet is still over the limit.
+            let id = try #require(licenses.first?["id"] as? String)
+            #expect(try app.request("POST", "/_admin/v1/licenses/\(id)/revoke").status == 200)
+            let revoked = try JSONSerialization.jsonObject(with: Data(try app.request("GET", "/_admin/v1/licenses/\(id)").bytes())) as? [String: Any]
+            #expect(revoked?["state"] as? String == "revoked", "\(String(describing: revoked))")
+            let after = try Self.clearKey(app, headers: [("BCOV-Auth", token), ("X-Device-ID", "laptop")])
+            #expect(after.status == 200 && after.headers["X-License-ID"] != id)
+            try expectError(try Self.clearKey(app, headers: [("BCOV-Auth", token), ("X-Device-ID", "tablet")]),
+                            403, "ACCESS_DENIED", "DENIED_BY_DEVICE_LIMITING")
         }
     }
 }

@@ -162,7 +162,7 @@ extension CMAFLiveTests {
         }
     }
 
-    @Test("the ClearKey license server refuses what it should, with the error array: malformed JSON, padded or unknown key ids, an edited token, a revoked key")
+    @Test("the ClearKey license server refuses what it should, with the error array: malformed JSON, padded or unknown key ids, an edited token, a clear video")
     func clearKeyRefusals() async throws {
         try await withLiveServer { server in
             let video = try await server.fetchVideo(Fixture.fairPlayVideo)

@@ -44,13 +44,6 @@ extension MockBackendApp {
         router.add(["GET"], "/manifest/v2/dash/live-baseurl/:protection/:codecs/:account/:video/:label/manifest.mpd") { app, request, p in
             try app.dashManifestResponse(app.cmafVideo(request, p, format: .dash), request)
         }
-        router.add(["GET"], "/media/v1/pmp4/static/clear/:account/:video/:name") { app, request, p in
-            try app.links.verify(request, now: app.clock.now())
-            guard let video = app.catalog.video(uuid: p["video"]), video.accountID == p["account"], video.protection == .clear,
-                  p["name"].hasSuffix(".mp4"), let path = video.asset.progressivePaths[String(p["name"].dropLast(4))]
-            else { throw HTTPError.notFound(request) }
-            return try MediaResponse.fixtureFile(path, of: video, contentType: "video/mp4", request)
-        }
         router.add(["GET"], "/media/v2/cmaf/:scheme/:account/:video/:rendition/:file") { app, request, p in
             try app.links.verify(request, now: app.clock.now())
             guard let video = app.catalog.video(uuid: p["video"]), video.accountID == p["account"], app.servesCMAF(video),
