@@ -214,6 +214,9 @@ struct RulesTests {
             (head + "#EXT-X-BYTERANGE:100@0\n#EXTINF:2,\nb.ts\n", .malformedPlaylist),
             (head + "#EXT-X-MAP:URI=\"init.mp4\"\n#EXTINF:2,\nb.m4s\n", .malformedPlaylist),
             (head + "#EXTINF:2,\n", .malformedPlaylist),
+            // Live (no ENDLIST) and event playlists: refused before anything is stored, never kept truncated.
+            (head + "#EXTINF:2,\nb.ts\n", .liveNotSupported),
+            ("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-PLAYLIST-TYPE:EVENT\n#EXTINF:2,\na.ts\n#EXT-X-ENDLIST\n", .liveNotSupported),
         ]
         for (text, reason) in cases {
             do {
@@ -225,7 +228,7 @@ struct RulesTests {
         }
         // A key that ends (METHOD=NONE) before any AES-128 one is fine; relative URIs are made absolute.
         var urls: [String] = []
-        _ = try DownloadPlanner.readMedia(Array((head + "#EXT-X-KEY:METHOD=NONE\n#EXTINF:2,\nb.ts\n").utf8), url: "http://h/x/p.m3u8") { _, segment in
+        _ = try DownloadPlanner.readMedia(Array((head + "#EXT-X-KEY:METHOD=NONE\n#EXTINF:2,\nb.ts\n#EXT-X-ENDLIST\n").utf8), url: "http://h/x/p.m3u8") { _, segment in
             urls.append(segment.uri)
         }
         #expect(urls == ["http://h/x/a.ts", "http://h/x/b.ts"])

@@ -90,8 +90,8 @@ struct DownloadPlanner: Sendable {
     }
 
     /// Reads a media playlist (its bytes as received) segment by segment, checking it for what
-    /// offline downloads support and making each segment URI absolute before `segment` sees
-    /// it. Returns the playlist without its segments.
+    /// offline downloads support (no HLSe, no live or event playlist) and making each segment URI
+    /// absolute before `segment` sees it. Returns the playlist without its segments.
     static func readMedia(_ body: [UInt8], url: String,
                           segment: (_ index: Int, Segment) -> Void) throws(OfflineVideoError) -> MediaPlaylist {
         var index = 0
@@ -119,6 +119,12 @@ struct DownloadPlanner: Sendable {
             throw OfflineVideoError(.downloadFailure, .malformedPlaylist, "A media playlist is not valid HLS: \(error)")
         }
         if let refusal { throw refusal }
+        // A finished VOD only: a live or event playlist downloaded now would be kept as a truncated video.
+        guard playlist.endList, playlist.playlistType != .event else {
+            let kind = playlist.playlistType == .event ? "an event playlist (EXT-X-PLAYLIST-TYPE:EVENT)" : "a live playlist (no EXT-X-ENDLIST)"
+            throw OfflineVideoError(.unsupported, .liveNotSupported,
+                                    "\(url.split(separator: "?").first.map(String.init) ?? url) is \(kind): only finished video on demand can be downloaded")
+        }
         return playlist
     }
 

@@ -74,6 +74,9 @@ public struct OfflineVideoError: Error, Sendable, Equatable, CustomStringConvert
         public static let invalidLicenseParameters = Reason(rawValue: "invalid_license_parameters")
         /// The video has no HLS source.
         public static let noHLSSource = Reason(rawValue: "no_hls_source")
+        /// A live or event stream (a media playlist without `EXT-X-ENDLIST`, or of type `EVENT`)
+        /// cannot be downloaded: it would be stored as a truncated video.
+        public static let liveNotSupported = Reason(rawValue: "live_not_supported")
         /// No offline video has the token.
         public static let unknownToken = Reason(rawValue: "unknown_token")
         /// The call does not apply to the download's state.
