@@ -204,6 +204,42 @@ struct RulesTests {
         #expect(Array(SegmentURLs()).isEmpty)
     }
 
+    @Test("the offline source: HLS of MPEG-TS only, the FairPlay one of a protected video, HTTPS first, then the answer's order; HLSe and CMAF-only refused")
+    func offlineSource() throws {
+        let fairPlay = [KeySystem.fairPlay: KeySystem(keyRequestURL: "https://h/license", certificateURL: "https://h/cert")]
+        let ts = VideoSource(src: "http://h/manifest/v1/hls/v5/clear/1/v/2s/master.m3u8", extXVersion: "5")
+        let tsHTTPS = VideoSource(src: "https://h/manifest/v1/hls/v5/clear/1/v/2s/master.m3u8", extXVersion: "5")
+        let v7 = VideoSource(src: "https://h/manifest/v2/hls/v7/clear/avc1_mp4a/1/v/2s/master.m3u8", extXVersion: "7", codecs: "avc1,mp4a")
+        let dash = VideoSource(type: VideoSource.dashType, src: "https://h/manifest.mpd")
+        let mp4 = VideoSource(type: nil, src: "https://h/high.mp4")
+        let choose = { (sources: [VideoSource]) throws(OfflineVideoError) in try OfflineSourceRule.choose(sources, videoID: "42") }
+        // A Dynamic Delivery answer's order: TS HLS, HLS v7, DASH, MP4. TS is taken, v7 passed over.
+        #expect(try choose([ts, v7, dash, mp4]) == ts)
+        #expect(try choose([v7, ts]) == ts)
+        // HTTPS before HTTP, whatever the order.
+        #expect(try choose([ts, tsHTTPS]) == tsHTTPS)
+        // A FairPlay source before a clear one, even when HTTP and listed later.
+        var protected = ts
+        protected.keySystems = fairPlay
+        #expect(try choose([tsHTTPS, protected]) == protected)
+        var protectedV7 = v7
+        protectedV7.keySystems = fairPlay
+        #expect(try choose([protected, protectedV7]) == protected)
+        // Refusals, 69301 with a reason and a sentence.
+        for (sources, reason, words) in [
+            ([dash, mp4], OfflineVideoError.Reason.noHLSSource, "has no HLS source"),
+            ([v7, dash], .noHLSSource, "only CMAF HLS (ext_x_version 7)"),
+            ([VideoSource(src: "https://h/manifest/v1/hls/v5/aes128/1/v/2s/master.m3u8", extXVersion: "5")], .hlseNotSupported, "AES-128 (HLSe)"),
+        ] {
+            do {
+                _ = try choose(sources)
+                Issue.record("not refused: \(sources.map(\.src))")
+            } catch {
+                #expect(error.code == .unsupported && error.reason == reason && error.message.contains(words), "\(error.message)")
+            }
+        }
+    }
+
     @Test("media playlists offline downloads cannot take are refused, wherever the tag stands")
     func refusedMediaPlaylists() throws {
         let head = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\na.ts\n"

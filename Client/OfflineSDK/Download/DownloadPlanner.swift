@@ -60,18 +60,9 @@ struct DownloadPlanner: Sendable {
     /// 429) is tried again, and how long between tries.
     var retry = RetryPolicy()
 
-    /// The HLS source offline downloads use: the FairPlay one when there is one, else the
-    /// first HLS source. HLSe (AES-128) is refused.
+    /// The HLS source offline downloads use (`OfflineSourceRule`).
     static func offlineSource(of video: PlaybackVideo) throws(OfflineVideoError) -> VideoSource {
-        let hls = video.sources.filter(\.isHLS)
-        guard let source = hls.first(where: { $0.fairPlay != nil }) ?? hls.first else {
-            throw OfflineVideoError(.unsupported, .noHLSSource, "Video \(video.id) has no HLS source")
-        }
-        if source.fairPlay == nil, URLToken.path(ofURL: source.src).split(separator: "/").contains("aes128") {
-            throw OfflineVideoError(.unsupported, .hlseNotSupported,
-                                    "Video \(video.id) is AES-128 (HLSe) content, which is not supported for download: only clear and FairPlay HLS can be downloaded")
-        }
-        return source
+        try OfflineSourceRule.choose(video.sources, videoID: video.id)
     }
 
     func master(of video: PlaybackVideo) async throws(OfflineVideoError) -> (url: String, playlist: MasterPlaylist) {
