@@ -284,9 +284,28 @@ struct IngestTests {
             #expect(probe.exitCode == 0, "\(cmaf.src): \(probe.stderrText)")
             let json = try #require(try JSONSerialization.jsonObject(with: Data(probe.stdout)) as? [String: Any])
             let codecs = Set(((json["streams"] as? [[String: Any]]) ?? []).compactMap { $0["codec_name"] as? String })
-            #expect(codecs.isSuperset(of: ["h264", "aac"]), "\(cmaf.src): \(codecs)")
+            #expect(codecs.isSuperset(of: ["h264", "hevc", "aac"]), "\(cmaf.src): \(codecs)")
         }
         #expect(video.sources.filter { $0.extXVersion == "7" || $0.isDASH }.count == 2)
+        // The HEVC ladder made at ingest: as many hvc1 variants as H.264 ones in the v7 master, each decoding to
+        // the H.264 rendition's frame count and size.
+        let v7 = try #require(video.sources.first { $0.extXVersion == "7" })
+        #expect(v7.codecs == "avc1,hvc1,mp4a" && v7.src.contains("/avc1_hvc1_mp4a/"))
+        let v7Master = try MasterPlaylist(parsing: try await Curl.fetch(v7.src).text)
+        let hevc = v7Master.variants.filter { $0.codecs?.hasPrefix("hvc1.") == true }
+        let h264 = v7Master.variants.filter { $0.codecs?.hasPrefix("avc1.") == true }
+        #expect(!hevc.isEmpty && hevc.count == h264.count, "\(v7Master.variants.map { $0.codecs ?? "" })")
+        for (hevcVariant, h264Variant) in zip(hevc, h264) {
+            #expect(hevcVariant.resolution == h264Variant.resolution && hevcVariant.bandwidth < h264Variant.bandwidth)
+            let frames = { (uri: String) async throws -> Int in
+                let output = try await Run.process("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-i", uri, "-map", "0:v:0", "-f", "framemd5", "-"])
+                #expect(output.exitCode == 0, "\(output.stderrText)")
+                return output.stdoutText.split(separator: "\n").filter { !$0.hasPrefix("#") }.count
+            }
+            let hevcFrames = try await frames(hevcVariant.uri)
+            let h264Frames = try await frames(h264Variant.uri)
+            #expect(hevcFrames > 100 && hevcFrames == h264Frames, "\(hevcFrames) HEVC frames, \(h264Frames) H.264")
+        }
         // The thumbnail track captured at ingest: a tile every 5 s (at 0 and 5 s of the 6 s), each cue a sprite that is served.
         let thumbnails = try #require(video.textTracks.first { $0.label == "thumbnails" })
         #expect(thumbnails.kind == "metadata" && thumbnails.width == 160 && thumbnails.height == 90)

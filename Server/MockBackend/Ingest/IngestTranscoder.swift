@@ -4,7 +4,8 @@ import WireModels
 /// Makes a media asset from an ingest request, in a folder of its own that the caller renames
 /// into the media folder when everything is there: the source fetched (or read from an allowed
 /// folder), transcoded by one ffmpeg run into the profile's ladder (H.264 + AAC, 2 s MPEG-TS
-/// segments, one audio rendition per audio stream of the source), the poster and thumbnail
+/// segments, one audio rendition per audio stream of the source) and an HEVC ladder of the same
+/// sizes (the CMAF sources' `hvc1` renditions), the poster and thumbnail
 /// captured at the middle or made from the given images, the WebVTT text tracks fetched and
 /// cut into segments, and `asset.json` written as `MediaAsset` reads it (the fixture layout).
 struct IngestTranscoder {
@@ -59,6 +60,20 @@ struct IngestTranscoder {
                           "-b:v", "\(kbps)k", "-maxrate", "\(kbps * 3 / 2)k", "-bufsize", "\(kbps * 2)k",
                           "-force_key_frames", "expr:gte(t,n_forced*\(Self.segmentSeconds))", "-sc_threshold", "0"] + hls(dir)
         }
+        // The HEVC ladder beside it (the CMAF sources of an account with HEVC delivery list it), the
+        // same sizes at 60 % of the H.264 rate, keyframes on the same boundaries.
+        var hevcDirs: [String] = []
+        for rendition in videos {
+            let kbps = max(1, rendition.kilobitsPerSecond * 3 / 5)
+            let dir = "video-hevc/\(kbps)"
+            hevcDirs.append(dir)
+            try? fm.createDirectory(at: directory.appendingPathComponent(dir), withIntermediateDirectories: true)
+            arguments += ["-map", "0:v:0", "-an", "-sn", "-dn", "-map_metadata", "-1",
+                          "-c:v", "libx265", "-preset", "veryfast", "-profile:v", "main", "-pix_fmt", "yuv420p",
+                          "-x265-params", "scenecut=0:open-gop=0:log-level=error", "-vf", "scale=-2:\(rendition.height ?? 270)",
+                          "-b:v", "\(kbps)k", "-maxrate", "\(kbps * 3 / 2)k", "-bufsize", "\(kbps * 2)k",
+                          "-force_key_frames", "expr:gte(t,n_forced*\(Self.segmentSeconds))"] + hls(dir)
+        }
         for (index, language) in languages.enumerated() {
             let dir = "audio/\(language)"
             try? fm.createDirectory(at: directory.appendingPathComponent(dir), withIntermediateDirectories: true)
@@ -69,7 +84,7 @@ struct IngestTranscoder {
         guard run.status == 0 else { throw IngestFailure("TranscodeError", "ffmpeg could not transcode the source: \(run.stderrTail)") }
 
         // Every rendition gets as many segments as the shortest has (an audio tail of a few ms past the video's end is dropped).
-        let dirs = videoDirs + languages.map { "audio/\($0)" }
+        let dirs = videoDirs + hevcDirs + languages.map { "audio/\($0)" }
         var playlists: [String: [WireModels.Segment]] = [:]
         for dir in dirs {
             let url = directory.appendingPathComponent("\(dir)/index.m3u8")
@@ -97,6 +112,12 @@ struct IngestTranscoder {
             videoJSON.append(["name": "\(info.width)x\(info.height)", "dir": dir, "width": info.width, "height": info.height,
                               "frame_rate": info.frameRate, "codecs": info.codecs, "bitrate": rendition.kilobitsPerSecond * 1000])
             madeVideos.append(.init(id: rendition.id, kilobitsPerSecond: rendition.kilobitsPerSecond, width: info.width, height: info.height))
+        }
+        var hevcJSON: [[String: Any]] = []
+        for dir in hevcDirs {
+            let info = try probeVideoStream(directory.appendingPathComponent("\(dir)/\(playlists[dir]![0].uri)"))
+            hevcJSON.append(["name": "\(info.width)x\(info.height)", "dir": dir, "width": info.width, "height": info.height,
+                             "frame_rate": info.frameRate])
         }
         let audioJSON: [[String: Any]] = languages.map {
             ["language": $0, "name": Locale(identifier: "en").localizedString(forLanguageCode: $0) ?? $0, "dir": "audio/\($0)",
@@ -157,7 +178,7 @@ struct IngestTranscoder {
         }
 
         var manifest: [String: Any] = ["name": directory.lastPathComponent, "segment_duration": Double(Self.segmentSeconds),
-                                       "segment_count": count, "mpegts_start": mpegtsStart, "video": videoJSON, "audio": audioJSON,
+                                       "segment_count": count, "mpegts_start": mpegtsStart, "video": videoJSON, "hevc": hevcJSON, "audio": audioJSON,
                                        "subtitles": subtitleJSON, "poster": "poster.jpg", "thumbnail": "thumbnail.jpg"]
         if let thumbnailsJSON { manifest["thumbnails"] = thumbnailsJSON }
         guard let data = try? JSONSerialization.data(withJSONObject: manifest, options: [.prettyPrinted, .sortedKeys]) else {
@@ -232,7 +253,8 @@ struct IngestTranscoder {
         return first
     }
 
-    /// A video rendition's size, frame rate and RFC 6381 codec string, from its first segment.
+    /// A video rendition's size, frame rate and RFC 6381 codec string, from its first segment (the
+    /// codec string is an H.264 one; an HEVC rendition's comes from its SPS when it is packaged).
     private func probeVideoStream(_ segment: URL) throws(IngestFailure) -> (width: Int, height: Int, frameRate: Double, codecs: String) {
         let output = try tools.run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height,r_frame_rate,profile,level",
                                                "-of", "json", segment.path])
