@@ -306,7 +306,7 @@ struct DownloadTests {
         } }
     }
 
-    @Test("at start: stranded package folders go (unless the delegate keeps them), vanished files make a download stale")
+    @Test("at start: stranded package folders this store made go (unless the delegate keeps them), other stores' stay and are listed, vanished files make a download stale")
     func recovery() async throws {
         final class Delegate: OfflineVideoManagerDelegate {
             let keep: String
@@ -330,8 +330,18 @@ struct DownloadTests {
             #expect(try await events.finished(token) == nil)
             await first.close()
             let packages = storage.url.appendingPathComponent("packages")
+            // Stranded: folders this store made (its stamp, the first file a request writes) and never recorded.
+            let stamp = try Data(contentsOf: packages.appendingPathComponent(token).appendingPathComponent(".store"))
             for name in ["stranded", "mine"] {
                 try FileManager.default.createDirectory(at: packages.appendingPathComponent(name), withIntermediateDirectories: true)
+                try stamp.write(to: packages.appendingPathComponent(name).appendingPathComponent(".store"))
+            }
+            // Another store's folder and one without a stamp: media this store cannot claim, never deleted.
+            for (name, other) in [("foreign", Data("0123".utf8)), ("unstamped", nil)] {
+                let folder = packages.appendingPathComponent(name)
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                try Data(repeating: 0x47, count: 188).write(to: folder.appendingPathComponent("0-video-416x234-000.ts"))
+                if let other { try other.write(to: folder.appendingPathComponent(".store")) }
             }
             let segment = try #require(try await first.store.offPool { try $0.segments(token) }.last)
             try FileManager.default.removeItem(at: packages.appendingPathComponent(token).appendingPathComponent(segment.file))
@@ -341,6 +351,10 @@ struct DownloadTests {
             #expect(Set(delegate.asked.withLock { $0 }.map { ($0 as NSString).lastPathComponent }) == ["stranded", "mine"])
             #expect(!FileManager.default.fileExists(atPath: packages.appendingPathComponent("stranded").path))
             #expect(FileManager.default.fileExists(atPath: packages.appendingPathComponent("mine").path))
+            #expect(await second.unclaimedPackageFolders.map { ($0 as NSString).lastPathComponent } == ["foreign", "unstamped"])
+            for name in ["foreign", "unstamped"] {
+                #expect(FileManager.default.fileExists(atPath: packages.appendingPathComponent(name).appendingPathComponent("0-video-416x234-000.ts").path))
+            }
             let stale = try await second.status(token)
             #expect(stale.downloadState == .stale)
             #expect(stale.error?.reason == .filesMissing)
@@ -348,5 +362,43 @@ struct DownloadTests {
             #expect(await second.videoObject(fromOfflineVideoToken: token)?.playableOffline == false)
             await second.close()
         }
+    }
+
+    @Test("an offline store cut to nothing, or removed, beside its packages deletes no media: the next start keeps every folder and lists it")
+    func lostStoreKeepsMedia() async throws {
+        try await withBackend { server in
+            for loss in ["truncated", "removed"] {
+                let storage = try TemporaryDirectory()
+                defer { storage.remove() }
+                let service = PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
+                // The first manager gone, as after the app quits (its store connections closed).
+                let token = try await Self.completedDownload(storage, service)
+                let folder = storage.url.appendingPathComponent("packages").appendingPathComponent(token)
+                let files = try FileManager.default.subpathsOfDirectory(atPath: folder.path).sorted()
+                #expect(files.contains { $0.hasSuffix(".ts") })
+                let store = storage.url.appendingPathComponent("offline.sqlite")
+                for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: store.path + suffix) }
+                if loss == "truncated" { try Data().write(to: store) } else { try FileManager.default.removeItem(at: store) }
+
+                let second = try await OfflineVideoManager(configuration: testConfiguration(storage))
+                #expect(try await second.offlineVideoStatus().isEmpty, "\(loss): the new store knows no download")
+                #expect(await second.unclaimedPackageFolders.map { ($0 as NSString).lastPathComponent } == [token], "\(loss)")
+                #expect(try FileManager.default.subpathsOfDirectory(atPath: folder.path).sorted() == files, "\(loss): every file kept")
+                // Checking again deletes nothing either.
+                #expect(try await second.checkStorage() == false)
+                #expect(FileManager.default.fileExists(atPath: folder.path))
+                await second.close()
+            }
+        }
+    }
+
+    /// A clear download completed by a manager that is closed and gone when this returns.
+    static func completedDownload(_ storage: TemporaryDirectory, _ service: PlaybackService) async throws -> OfflineVideoToken {
+        let manager = try await OfflineVideoManager(configuration: testConfiguration(storage))
+        let events = EventRecorder(manager)
+        let token = try await manager.requestVideoDownload(try await service.findVideo(id: Catalog.clearVideo), mediaSelections: nil, parameters: nil)
+        #expect(try await events.finished(token) == nil)
+        await manager.close()
+        return token
     }
 }

@@ -66,15 +66,17 @@ struct SharedManagerTests {
         }
     }
 
-    @Test("checkStorage: missing files make a download stale, unknown folders go, the delegate hears it; nothing changed, false")
+    @Test("checkStorage: missing files make a download stale, stranded folders go, the delegate hears it; nothing changed, false")
     func checkStorage() async throws {
         try await withBackend { server in try await withHarness(server) { h in
             let token = try await h.request(Catalog.clearVideo)
             #expect(try await h.events.finished(token) == nil)
             #expect(try await h.manager.checkStorage() == false, "nothing changed")
 
+            // A folder this store made and never recorded (its stamp inside): stranded, it goes.
             let stray = await h.manager.downloads.packagesDirectory.appendingPathComponent("left-behind")
             try FileManager.default.createDirectory(at: stray, withIntermediateDirectories: true)
+            try await h.manager.downloads.storeStamp().write(to: stray.appendingPathComponent(".store"))
             try FileManager.default.removeItem(at: await h.manager.packageFolder(token).appendingPathComponent("0-video/00002.ts"))
             #expect(try await h.manager.checkStorage())
             try await h.events.wait { $0 == .storageChanged }

@@ -35,13 +35,23 @@ extension OfflineDownloads {
         // A request writes its folder before its record (a license round trip apart): skip those.
         let known = Set(records.map(\.token)).union(scheduler.preparingPackages)
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: packagesDirectory.path)) ?? []
+        let stamp = try storeStamp()
+        var unclaimed: [URL] = []
         for folder in folders.sorted() where !known.contains(folder) {
-            let path = packagesDirectory.appendingPathComponent(folder).path
-            if hub.delegate?.shouldDeleteVideoPackage(path) ?? true {
-                try? FileManager.default.removeItem(atPath: path)
+            let url = packagesDirectory.appendingPathComponent(folder)
+            // Stranded (the seed's word): made by this store, never recorded (a crash between the
+            // folder and its record). Any other folder holds media of another store (this one's
+            // file lost, cut to nothing or replaced, or a folder copied in): never deleted, only listed.
+            guard FileManager.default.contents(atPath: url.appendingPathComponent(PackageLayout.storeStampFile).path) == stamp else {
+                unclaimed.append(url)
+                continue
+            }
+            if hub.delegate?.shouldDeleteVideoPackage(url.path) ?? true {
+                try? FileManager.default.removeItem(atPath: url.path)
                 changed = true
             }
         }
+        unclaimedFolders = unclaimed
         if changed { hub.emit(.storageChanged) }
         return changed
     }

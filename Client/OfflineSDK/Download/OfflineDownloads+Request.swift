@@ -12,8 +12,12 @@ extension OfflineDownloads {
     /// keeps the same files with the plan, a download's run first writes again any that is
     /// missing or not whole (`restorePlaylists`) and syncs them while its segments come
     /// (`syncPackageFiles`), before the download may be called complete.
-    static func writePackageFiles(_ files: [String: Data], to folder: URL) throws(OfflineVideoError) {
+    /// The store's stamp goes first (`PackageLayout.storeStampFile`): a crash after it leaves a
+    /// folder this store knows it made.
+    static func writePackageFiles(_ files: [String: Data], stamp: Data, to folder: URL) throws(OfflineVideoError) {
         do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try writeUnsynced(stamp, to: folder.appendingPathComponent(PackageLayout.storeStampFile).path)
             for (path, bytes) in files {
                 let url = folder.appendingPathComponent(path)
                 try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)

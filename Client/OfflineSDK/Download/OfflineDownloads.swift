@@ -52,6 +52,10 @@ actor OfflineDownloads: SharesManagerQueue {
     let arrivals: SegmentArrivals
     let packagesDirectory: URL
     private(set) var seams = DownloadSeams.detached
+    /// The store's stamp once read (`storeStamp()`).
+    private var stamp: Data?
+    /// Package folders no download claims that this store did not make (`checkStorage`): kept.
+    var unclaimedFolders: [URL] = []
 
     /// Which downloads run (at most `maxConcurrentDownloads`), wait or wind down, and which
     /// videos a request is working on (`DownloadScheduler`; its actions are carried out in `run`).
@@ -170,7 +174,7 @@ actor OfflineDownloads: SharesManagerQueue {
         } catch {
             throw OfflineVideoError(.downloadFailure, .storage, "Cannot encode the media options: \(error)", underlying: error)
         }
-        try OfflineDownloads.writePackageFiles(files, to: folder)
+        try OfflineDownloads.writePackageFiles(files, stamp: try storeStamp(), to: folder)
         // The license comes after the local playlists (a failure there costs the server nothing)
         // and before any media byte.
         var license: StoredLicense?
@@ -298,6 +302,22 @@ actor OfflineDownloads: SharesManagerQueue {
     func stopRunning(_ token: OfflineVideoToken) {
         live[token] = nil
         run(scheduler.stop(token))
+    }
+
+    /// This offline store's stamp: made once with the store (the `store_id` setting), written into
+    /// every package folder it makes. A store that is new beside old folders (its file lost, cut
+    /// to nothing, replaced) has another stamp, so its first start never takes their media for
+    /// stranded requests of its own.
+    func storeStamp() throws(OfflineVideoError) -> Data {
+        if let stamp = stamp { return stamp }
+        let made = try storeCall(.download) {
+            try store.setting("store_id") {
+                var generator = SystemRandomNumberGenerator()
+                return Data(Hex.lowercase((0 ..< 16).map { _ in UInt8.random(in: 0 ... 255, using: &generator) }).utf8)
+            }
+        }
+        stamp = made
+        return made
     }
 
     /// Whether `token` is queued or running.

@@ -11,6 +11,9 @@ enum PackageLayout {
     static let artworkFile = "images/artwork"
     /// The video's audio and subtitle options (`MediaOptionCatalog`), as JSON.
     static let mediaOptionsFile = "media-options.json"
+    /// The stamp of the offline store that made the folder (`OfflineDownloads.storeStamp`), its
+    /// first file: only a folder this store made and never recorded is a stranded one to delete.
+    static let storeStampFile = ".store"
 
     /// Where the package folders are: `packages/` in the storage folder.
     static func packagesDirectory(in storage: URL) -> URL {

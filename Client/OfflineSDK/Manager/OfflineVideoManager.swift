@@ -507,6 +507,16 @@ public actor OfflineVideoManager: SharesManagerQueue {
         try await downloads.checkStorage(deep: deep)
     }
 
+    /// The paths of the package folders in the storage folder that no download claims and that this offline store
+    /// did not make, as the last start or `checkStorage` found them: the media of another store
+    /// (`offline.sqlite` lost, cut to nothing or replaced beside its packages, or a folder copied
+    /// in). They are never deleted, unlike a stranded folder this store made and never recorded
+    /// (`shouldDeleteVideoPackage(_:)`); an app may move or delete them, or download the videos
+    /// again.
+    public var unclaimedPackageFolders: [String] {
+        get async { await downloads.unclaimedFolders.map(\.path) }
+    }
+
     // MARK: Status
 
     /// Every offline video's token, in the order requested.
