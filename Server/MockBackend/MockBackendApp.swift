@@ -28,8 +28,6 @@ public final class MockBackendApp: Sendable {
     var contentKeys: [String: ContentKey] { live.snapshot.contentKeys }
     let renderer: VideoRenderer
     let packager: HLSPackager
-    /// Media made once and kept as files in the data directory's cache.
-    let mediaCache: MediaFileCache
     let encryptor: SegmentEncryptor
     /// The assets' renditions as CMAF tracks, packaged on first use (HLS v7 and DASH).
     let cmaf: CMAFPackager
@@ -101,7 +99,8 @@ public final class MockBackendApp: Sendable {
         restrictions = try PlaybackRestrictions(store: store)
         renderer = VideoRenderer(mediaTokenTTL: configuration.mediaTokenTTL)
         packager = HLSPackager(plainSampleAESKeys: configuration.plainSampleAESKeysForTesting)
-        mediaCache = MediaFileCache(directory: configuration.dataDirectory.appendingPathComponent("cache"))
+        // Media made once and kept as files in the data directory's cache, TS and CMAF alike.
+        let mediaCache = MediaFileCache(directory: configuration.dataDirectory.appendingPathComponent("cache"))
         encryptor = SegmentEncryptor(cache: mediaCache)
         cmaf = CMAFPackager(cache: mediaCache)
         requestLog = RequestLog(capacity: configuration.requestLogSize)

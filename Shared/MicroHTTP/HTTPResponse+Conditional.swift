@@ -5,8 +5,21 @@ extension HTTPResponse {
     /// The answer after If-None-Match (304) and Range (206/416, with If-Range) are taken into
     /// account. A 206 keeps every header of the 200 (an ETag, a `Repr-Digest`: both describe the
     /// whole representation, not the range); a 304 keeps the ones RFC 9110 §15.4.5 says a 304
-    /// sends, and the `Repr-Digest` (RFC 9530) of the representation it stands for.
+    /// sends, and the `Repr-Digest` (RFC 9530) of the representation it stands for. A ranged body
+    /// is made for the range sent, or whole when none applies.
     package func applyingConditionals(for request: HTTPRequest) -> HTTPResponse {
+        conditionalAnswer(for: request).withRangedBodyMade()
+    }
+
+    /// A ranged body no range was applied to, made whole; any other answer as it is.
+    package func withRangedBodyMade() -> HTTPResponse {
+        guard case .ranged(let ranged) = body else { return self }
+        var response = self
+        response.body = ranged.whole
+        return response
+    }
+
+    private func conditionalAnswer(for request: HTTPRequest) -> HTTPResponse {
         guard status == 200, request.method == "GET" || request.method == "HEAD" else { return self }
         var response = self
         if case .empty = body {} else { response.headers.set("Accept-Ranges", "bytes") }
@@ -22,21 +35,15 @@ extension HTTPResponse {
         }
 
         if case .stream = body { return response }  // made while sent: no ranges
-        // A ranged body answers with the whole unless a range applies below.
-        let whole = { (response: HTTPResponse) -> HTTPResponse in
-            var response = response
-            if case .ranged(let ranged) = response.body { response.body = ranged.whole }
-            return response
-        }
-        guard let rangeHeader = request.headers["Range"], body != .empty else { return whole(response) }
+        guard let rangeHeader = request.headers["Range"], body != .empty else { return response }
         // If-Range: the range applies only when the validator is this representation's strong
         // ETag (RFC 9110 §13.1.5 compares strongly); another tag, a weak one or a date means:
         // send the whole, current representation.
-        if let ifRange = request.headers["If-Range"], !HTTPResponse.strongETag(ifRange, matches: headers["ETag"]) { return whole(response) }
+        if let ifRange = request.headers["If-Range"], !HTTPResponse.strongETag(ifRange, matches: headers["ETag"]) { return response }
         let size = body.count
         switch ByteRange.parse(rangeHeader, size: size) {
         case .none:
-            return whole(response)  // not a single bytes range we understand: ignore it, as RFC 9110 allows
+            return response  // not a single bytes range we understand: ignore it, as RFC 9110 allows
         case .unsatisfiable:
             var refused = HTTPResponse(status: 416, body: .empty)
             refused.headers.set("Content-Range", "bytes */\(size)")

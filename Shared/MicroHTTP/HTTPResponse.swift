@@ -31,6 +31,29 @@ package struct HTTPResponse: Sendable {
             case .ranged(let ranged): ranged.length
             }
         }
+
+        /// The bytes the body holds, a file's read from its region (all of them, else nil); nil for
+        /// a body made while it is sent or for the range asked (a stream, a ranged body).
+        package var contents: [UInt8]? {
+            switch self {
+            case .empty: return []
+            case .bytes(let bytes): return bytes
+            case .file(let path, let offset, let length):
+                let fd = open(path, O_RDONLY | O_CLOEXEC)
+                guard fd >= 0 else { return nil }
+                defer { close(fd) }
+                var bytes = [UInt8](repeating: 0, count: Int(length))
+                var done = 0
+                while done < bytes.count {
+                    let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(offset) + off_t(done)) }
+                    if read < 0, errno == EINTR { continue }
+                    guard read > 0 else { return nil }
+                    done += read
+                }
+                return bytes
+            case .stream, .ranged: return nil
+            }
+        }
     }
 
     /// The status code.

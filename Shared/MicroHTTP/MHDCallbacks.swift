@@ -210,9 +210,7 @@ nonisolated enum MHDCallbacks {
     /// Hands a response to MHD, applying ranges and conditionals first when `request` is given.
     private static func queue(_ response: HTTPResponse, for request: HTTPRequest?, state: RequestState,
                               connection: OpaquePointer, core: ServerCore) -> MHD_Result {
-        var response = request.map { response.applyingConditionals(for: $0) } ?? response
-        // Not a GET or HEAD answered 200 (no range applied): the whole of a ranged body.
-        if case .ranged(let ranged) = response.body { response.body = ranged.whole }
+        var response = request.map { response.applyingConditionals(for: $0) } ?? response.withRangedBodyMade()
         if response.dropsConnection {
             state.note = response.note
             return .NO  // MHD closes the connection without an answer

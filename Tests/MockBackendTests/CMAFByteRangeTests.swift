@@ -19,9 +19,7 @@ struct CMAFByteRangeTests {
 
     /// The v7 media playlists of the 416x234 video and the English audio of `video`.
     static func mediaPlaylists(_ video: Video) async throws -> [MediaPlaylist] {
-        let master = try MasterPlaylist(parsing: try await Curl.fetch(video.sources[1].src).text)
-        let videoURI = try #require(master.variants.first { $0.resolution?.width == 416 && $0.codecs?.hasPrefix("avc1") == true }?.uri)
-        let audioURI = try #require(master.renditions.first { $0.type == .audio && $0.language == "en" }?.uri)
+        let (videoURI, audioURI) = try await playlistURIs(video)
         var playlists: [MediaPlaylist] = []
         for uri in [videoURI, audioURI] { playlists.append(try MediaPlaylist(parsing: try await Curl.fetch(uri).text)) }
         return playlists
@@ -178,18 +176,7 @@ struct CMAFByteRangeTests {
 
     @Test("a catalog file naming an unknown cmaf_addressing is refused at start with a sentence")
     func unknownAddressingAtStart() async throws {
-        try await withTemporaryDirectory { directory in
-            var text = try String(contentsOf: BackendConfiguration.defaultCatalogFile, encoding: .utf8)
-            text = text.replacingOccurrences(of: #""fairplay": true,"#, with: #""fairplay": true, "cmaf_addressing": "chunks","#)
-            let file = directory.appendingPathComponent("catalog.json")
-            try text.write(to: file, atomically: true, encoding: .utf8)
-            try FileManager.default.createSymbolicLink(at: directory.appendingPathComponent("media"),
-                                                       withDestinationURL: BackendConfiguration.defaultCatalogFile.deletingLastPathComponent().appendingPathComponent("media"))
-            #expect {
-                try Catalog.load(from: file)
-            } throws: { error in
-                "\(error)".contains("cmaf_addressing 'chunks' is not one of segments, byte_ranges")
-            }
-        }
+        try await CMAFDeliveryTests.expectRefusedAtStart(accountSetting: #""cmaf_addressing": "chunks""#,
+                                                         saying: "cmaf_addressing 'chunks' is not one of segments, byte_ranges")
     }
 }

@@ -98,9 +98,16 @@ struct CMAFDeliveryTests {
 
     @Test("a catalog file naming an unknown delivery format is refused at start with a sentence")
     func unknownFormatAtStart() async throws {
+        try await Self.expectRefusedAtStart(accountSetting: #""delivery_formats": ["hls_ts", "smooth"]"#,
+                                            saying: "delivery format 'smooth' is not one of hls_ts, hls_cmaf, dash, mp4, hevc")
+    }
+
+    /// Expects the default catalog, with `accountSetting` added to its FairPlay account, to be
+    /// refused at load with an error that says `sentence`.
+    static func expectRefusedAtStart(accountSetting: String, saying sentence: String) async throws {
         try await withTemporaryDirectory { directory in
             var text = try String(contentsOf: BackendConfiguration.defaultCatalogFile, encoding: .utf8)
-            text = text.replacingOccurrences(of: #""fairplay": true,"#, with: #""fairplay": true, "delivery_formats": ["hls_ts", "smooth"],"#)
+            text = text.replacingOccurrences(of: #""fairplay": true,"#, with: #""fairplay": true, "# + accountSetting + ",")
             let file = directory.appendingPathComponent("catalog.json")
             try text.write(to: file, atomically: true, encoding: .utf8)
             try FileManager.default.createSymbolicLink(at: directory.appendingPathComponent("media"),
@@ -108,7 +115,7 @@ struct CMAFDeliveryTests {
             #expect {
                 try Catalog.load(from: file)
             } throws: { error in
-                "\(error)".contains("delivery format 'smooth' is not one of hls_ts, hls_cmaf, dash, mp4, hevc")
+                "\(error)".contains(sentence)
             }
         }
     }

@@ -35,7 +35,7 @@ extension OfflineDownloads {
         // A request writes its folder before its record (a license round trip apart): skip those.
         let known = Set(records.map(\.token)).union(scheduler.preparingPackages)
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: packagesDirectory.path)) ?? []
-        let stamp = try storeStamp()
+        let stamp = try storeStamp(during: operation)
         var unclaimed: [URL] = []
         for folder in folders.sorted() where !known.contains(folder) {
             let url = packagesDirectory.appendingPathComponent(folder)

@@ -308,14 +308,10 @@ actor OfflineDownloads: SharesManagerQueue {
     /// every package folder it makes. A store that is new beside old folders (its file lost, cut
     /// to nothing, replaced) has another stamp, so its first start never takes their media for
     /// stranded requests of its own.
-    func storeStamp() throws(OfflineVideoError) -> Data {
+    /// A store failure is reported as part of `operation`.
+    func storeStamp(during operation: StoreOperation = .download) throws(OfflineVideoError) -> Data {
         if let stamp = stamp { return stamp }
-        let made = try storeCall(.download) {
-            try store.setting("store_id") {
-                var generator = SystemRandomNumberGenerator()
-                return Data(Hex.lowercase((0 ..< 16).map { _ in UInt8.random(in: 0 ... 255, using: &generator) }).utf8)
-            }
-        }
+        let made = try storeCall(operation) { try store.setting("store_id") { Data(Hex.random(bytes: 16).utf8) } }
         stamp = made
         return made
     }

@@ -83,8 +83,7 @@ public final class OfflinePlayback: Sendable {
         self.sideband = sideband
         self.images = images
         self.onClose = onClose
-        var generator = SystemRandomNumberGenerator()
-        let secret = Hex.lowercase((0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let secret = Hex.random(bytes: 16)
         state.withLock { $0.secret = secret }
     }
 

@@ -175,7 +175,7 @@ public final class FaultInjector: Sendable {
     /// for a body already made while sent.
     private static func shaped(_ body: HTTPResponse.Body, corrupt: Int?, stream: (bytesPerSecond: Int?, cutAfter: Int?, stall: Bool)?,
                                random: SplitMix) -> HTTPResponse.Body? {
-        guard var bytes = FaultInjector.bytes(of: body) else { return nil }
+        guard var bytes = body.contents else { return nil }
         if let corrupt, !bytes.isEmpty {
             var random = random
             for _ in 0..<corrupt {
@@ -187,20 +187,6 @@ public final class FaultInjector: Sendable {
             return .stream(FaultInjector.shaped(bytes, bytesPerSecond: stream.bytesPerSecond, cutAfter: stream.cutAfter, stall: stream.stall))
         }
         return .bytes(bytes)
-    }
-
-    /// The body's bytes (a file's read from disk); nil for a body already made while sent.
-    private static func bytes(of body: HTTPResponse.Body) -> [UInt8]? {
-        switch body {
-        case .empty: return []
-        case .bytes(let bytes): return bytes
-        case .file(let path, let offset, let length):
-            guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-            defer { try? handle.close() }
-            try? handle.seek(toOffset: offset)
-            return Array((try? handle.read(upToCount: Int(length))) ?? Data())
-        case .stream, .ranged: return nil
-        }
     }
 
     /// `bytes` (their full length announced) paced to `bytesPerSecond` in tenth-of-a-second

@@ -48,31 +48,31 @@ struct IngestTranscoder {
              "-hls_segment_filename", directory.appendingPathComponent("\(dir)/seg_%03d.ts").path,
              directory.appendingPathComponent("\(dir)/index.m3u8").path]
         }
+        // One output per rendition: `codec` at `kbps` (capped at 1.5x), scaled to the rendition's
+        // height, a keyframe on every segment boundary.
+        let video = { (rendition: IngestRendition, dir: String, kbps: Int, codec: [String]) -> [String] in
+            try? fm.createDirectory(at: directory.appendingPathComponent(dir), withIntermediateDirectories: true)
+            return ["-map", "0:v:0", "-an", "-sn", "-dn", "-map_metadata", "-1"] + codec
+                + ["-pix_fmt", "yuv420p", "-vf", "scale=-2:\(rendition.height ?? 270)",
+                   "-b:v", "\(kbps)k", "-maxrate", "\(kbps * 3 / 2)k", "-bufsize", "\(kbps * 2)k",
+                   "-force_key_frames", "expr:gte(t,n_forced*\(Self.segmentSeconds))"] + hls(dir)
+        }
         var videoDirs: [String] = []
         for rendition in videos {
             let dir = "video/\(rendition.kilobitsPerSecond)"
             videoDirs.append(dir)
-            try? fm.createDirectory(at: directory.appendingPathComponent(dir), withIntermediateDirectories: true)
-            let kbps = rendition.kilobitsPerSecond
-            arguments += ["-map", "0:v:0", "-an", "-sn", "-dn", "-map_metadata", "-1",
-                          "-c:v", "libx264", "-preset", "veryfast", "-profile:v", rendition.h264Profile ?? "main", "-pix_fmt", "yuv420p",
-                          "-vf", "scale=-2:\(rendition.height ?? 270)",
-                          "-b:v", "\(kbps)k", "-maxrate", "\(kbps * 3 / 2)k", "-bufsize", "\(kbps * 2)k",
-                          "-force_key_frames", "expr:gte(t,n_forced*\(Self.segmentSeconds))", "-sc_threshold", "0"] + hls(dir)
+            arguments += video(rendition, dir, rendition.kilobitsPerSecond,
+                               ["-c:v", "libx264", "-preset", "veryfast", "-profile:v", rendition.h264Profile ?? "main", "-sc_threshold", "0"])
         }
         // The HEVC ladder beside it (the CMAF sources of an account with HEVC delivery list it), the
-        // same sizes at 60 % of the H.264 rate, keyframes on the same boundaries.
+        // same sizes at 60 % of the H.264 rate.
         var hevcDirs: [String] = []
         for rendition in videos {
             let kbps = max(1, rendition.kilobitsPerSecond * 3 / 5)
             let dir = "video-hevc/\(kbps)"
             hevcDirs.append(dir)
-            try? fm.createDirectory(at: directory.appendingPathComponent(dir), withIntermediateDirectories: true)
-            arguments += ["-map", "0:v:0", "-an", "-sn", "-dn", "-map_metadata", "-1",
-                          "-c:v", "libx265", "-preset", "veryfast", "-profile:v", "main", "-pix_fmt", "yuv420p",
-                          "-x265-params", "scenecut=0:open-gop=0:log-level=error", "-vf", "scale=-2:\(rendition.height ?? 270)",
-                          "-b:v", "\(kbps)k", "-maxrate", "\(kbps * 3 / 2)k", "-bufsize", "\(kbps * 2)k",
-                          "-force_key_frames", "expr:gte(t,n_forced*\(Self.segmentSeconds))"] + hls(dir)
+            arguments += video(rendition, dir, kbps,
+                               ["-c:v", "libx265", "-preset", "veryfast", "-profile:v", "main", "-x265-params", "scenecut=0:open-gop=0:log-level=error"])
         }
         for (index, language) in languages.enumerated() {
             let dir = "audio/\(language)"

@@ -42,7 +42,7 @@ final class CMAFPackager: Sendable {
     private let origins = Locked<[String: Int64]>([:])
     /// Each asset's fingerprint (its TS files' digests), in cache paths: media made again never meets old files.
     private let fingerprints = Locked<[String: String]>([:])
-    /// Digests of the bodies served from memory (WebVTT, image playlists), by what made them.
+    /// Digests of bodies not kept as files (WebVTT, image playlists) and of the byte-range forms, by what made them.
     private let digests = Locked<[String: ReprDigest]>([:])
     private let cache: MediaFileCache
     /// The byte-range forms laid out, by rendition and encryption.
@@ -133,8 +133,8 @@ final class CMAFPackager: Sendable {
     }
 
     /// The digest of the whole byte-range form of `ref`: its header and every segment in order
-    /// (a segment not yet in the cache made once more, not kept: a long video's would fill the
-    /// disk for one digest), then kept.
+    /// (one this run has not made yet made once more and not written: a long video's would fill
+    /// the disk for one digest), then kept.
     func singleFileDigest(_ video: CatalogVideo, _ ref: RenditionRef, _ encryption: CMAFEncryption) throws -> ReprDigest {
         let id = "\(video.asset.name)|\(video.repeatCount)|\(ref.kind.rawValue)|\(ref.index)|track|\(encryption.cacheName)"
         if let digest = digests.withLock({ $0[id] }) { return digest }

@@ -148,12 +148,16 @@ struct DASHManifest: Sendable {
         """
     }
 
+    /// `presentationStart90k` in `timescale` ticks, rounded: the `presentationTimeOffset` that puts
+    /// the first video frame at presentation time 0.
+    private func presentationTimeOffset(timescale: UInt64) -> UInt64 { (presentationStart90k * timescale + 45000) / 90000 }
+
     /// The end of a `Representation` element: `/>` when its set's template addresses it, else
     /// its `track.mp4` and the `SegmentBase` that says where the init segment and the `sidx` are.
     private func segmentBase(_ representation: Representation) -> String {
         guard let file = representation.singleFile else { return "/>\n" }
         let timescale = UInt64(representation.track.format.timescale)
-        let offset = (presentationStart90k * timescale + 45000) / 90000
+        let offset = presentationTimeOffset(timescale: timescale)
         let index = file.indexRange
         return ">\n"
             + "        <BaseURL>\(representation.ref.uuid)/\(SingleTrackFile.name)?fastly_token=\(token)</BaseURL>\n"
@@ -169,7 +173,7 @@ struct DASHManifest: Sendable {
     private func template(_ track: PackagedTrack) -> String {
         let timescale = UInt64(track.format.timescale)
         let repeated = track.repeated(video.repeatCount)
-        let offset = (presentationStart90k * timescale + 45000) / 90000
+        let offset = presentationTimeOffset(timescale: timescale)
         var xml = "      <SegmentTemplate timescale=\"\(timescale)\" presentationTimeOffset=\"\(offset)\" startNumber=\"0\""
             + " initialization=\"$RepresentationID$/init.mp4?fastly_token=\(token)\""
             + " media=\"$RepresentationID$/$Number$.m4s?fastly_token=\(token)\">\n"

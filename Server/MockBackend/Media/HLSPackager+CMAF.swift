@@ -24,8 +24,8 @@ extension HLSPackager {
 
     /// A rendition's v7 media playlist. `track` is the rendition's CMAF track, or for
     /// subtitles the first video rendition's (whose segment boundaries the text follows).
-    /// With `singleFile` (an account addressing CMAF by byte ranges), the init and media
-    /// segments are byte ranges of the rendition's `track.mp4` (subtitles stay WebVTT files).
+    /// With `singleFile` (an account addressing CMAF by byte ranges; nil for subtitles, which stay
+    /// WebVTT files), the init and media segments are byte ranges of the rendition's `track.mp4`.
     func cmafMedia(_ video: CatalogVideo, _ ref: RenditionRef, track: PackagedTrack, singleFile: SingleTrackFile? = nil,
                    key: ContentKey?, keyExpiresAt: Date, expiresAt: Date, links: Links) -> MediaPlaylist {
         let scheme = HLSPackager.cmafScheme(video)
@@ -40,7 +40,6 @@ extension HLSPackager {
                 : EncryptionKey(method: .sampleAES, uri: "skd://\(key.keyID)",
                                 keyFormat: EncryptionKey.fairPlayKeyFormat, keyFormatVersions: "1")
         }
-        let singleFile = ref.kind == .subtitles ? nil : singleFile
         let singleFileURI = singleFile.map { _ in links.signed(Links.cmafSingleFilePath(video, ref, scheme: scheme), expiresAt: expiresAt) }
         let map = ref.kind == .subtitles ? nil : InitializationSection(
             uri: singleFileURI ?? links.signed(Links.cmafInitPath(video, ref, scheme: scheme), expiresAt: expiresAt),

@@ -22,7 +22,7 @@ struct SingleTrackFile: Sendable {
     let initLength: Int
     /// The size of each segment of a pass, as the last pass serves it.
     let passSizes: [Int]
-    /// The size of a pass's last segment in the passes before the last.
+    /// The size of a pass's last segment in the passes before the last (with one pass, unused).
     let shortenedLast: Int
     /// How many passes the file holds.
     let passCount: Int
@@ -35,7 +35,7 @@ struct SingleTrackFile: Sendable {
          passCount: Int, span: (Int) -> UInt64) {
         self.initLength = initSegment.count
         self.passSizes = passSizes
-        self.shortenedLast = passCount > 1 ? shortenedLast : passSizes.last ?? 0
+        self.shortenedLast = shortenedLast
         self.passCount = passCount
         let count = passSizes.count * passCount
         var references: [SegmentIndex.Reference] = []

@@ -239,10 +239,8 @@ extension MockBackendApp {
                 case .header(let range):
                     out += file.header[range]
                 case .segment(let index, let offset, let length):
-                    guard let made = segmentFile(index), let handle = FileHandle(forReadingAtPath: made.path) else { return nil }
-                    defer { try? handle.close() }
-                    guard (try? handle.seek(toOffset: offset)) != nil, let data = try? handle.read(upToCount: Int(length)),
-                          data.count == Int(length) else { return nil }
+                    guard let made = segmentFile(index),
+                          let data = HTTPResponse.Body.file(path: made.path, offset: offset, length: length).contents else { return nil }
                     out += data
                 }
             }

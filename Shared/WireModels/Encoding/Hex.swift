@@ -17,6 +17,12 @@ public enum Hex {
         }
     }
 
+    /// `count` bytes from the system's random generator, as lowercase hex: a secret or an id.
+    public static func random(bytes count: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return lowercase((0 ..< count).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+    }
+
     /// 16 bytes as a lowercase UUID (`8-4-4-4-12` hex digits).
     @inlinable
     public static func uuid(_ bytes: some Collection<UInt8>) -> String {
