@@ -162,7 +162,7 @@ let package = Package(
         .target(
             name: "OfflineSDK",
             dependencies: [
-                "WireModels", "CurlTransfer", "LicenseProtocol", "SampleAES", "MicroHTTP", "Locking", "SQLiteSupport", "SystemFiles",
+                "WireModels", "CurlTransfer", "LicenseProtocol", "SampleAES", "CMAF", "MicroHTTP", "Locking", "SQLiteSupport", "SystemFiles",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,5 +1,5 @@
 /// Why a CMAF step (remuxing MPEG-TS, reading parameter sets and slice headers, laying out
-/// subsamples, encrypting or decrypting a sample) failed. Errors are values: these parsers read media
+/// subsamples, encrypting or decrypting a sample, reading boxes back) failed. Errors are values: these parsers read media
 /// bytes, so malformed input never traps or loops; it ends up here with a message that says
 /// what is wrong and where, and the AES implementation's error when it refused.
 package struct CMAFError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -7,7 +7,7 @@ package struct CMAFError: Error, Sendable, Equatable, CustomStringConvertible {
     /// messages. New codes may be added; switch with a `default`.
     package struct Code: Hashable, Sendable, CustomStringConvertible {
         fileprivate enum Value: Hashable, Sendable {
-            case malformedTransportStream, malformedParameterSet, malformedSlice, malformedSample, unsupportedStream
+            case malformedTransportStream, malformedParameterSet, malformedSlice, malformedSample, malformedBox, unsupportedStream
             case invalidKey, invalidPattern, cipherFailure
         }
         fileprivate let value: Value
@@ -23,6 +23,10 @@ package struct CMAFError: Error, Sendable, Equatable, CustomStringConvertible {
         /// A sample whose NAL unit lengths do not add up to its size, or subsamples that do
         /// not add up to the sample.
         package static let malformedSample = Code(value: .malformedSample)
+        /// ISO BMFF input that cannot be read: a box whose size runs past its parent or is
+        /// smaller than its header, a field past a box's end, a required box missing, sample data
+        /// or auxiliary information outside the segment.
+        package static let malformedBox = Code(value: .malformedBox)
         /// Valid media this layer does not handle (H.264 slice groups, HEVC screen-content
         /// coding or layers above the base layer); the message says which.
         package static let unsupportedStream = Code(value: .unsupportedStream)

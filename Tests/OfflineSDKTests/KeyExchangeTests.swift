@@ -86,13 +86,13 @@ struct KeyExchangeTests {
         try await withBackend { other in
             let video = try await PlaybackService(baseURL: other.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
                 .findVideo(id: Catalog.fairPlayVideo)
-            let url = try #require(try DownloadPlanner.offlineSource(of: video).fairPlay?.certificateURL)
+            let url = try #require(DownloadPlanner.fairPlaySystem(of: video)?.certificateURL)
             foreign = try await Curl.fetch(url).body
         }
         try await withBackend { server in
             let video = try await PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
                 .findVideo(id: Catalog.fairPlayVideo)
-            let url = try #require(try DownloadPlanner.offlineSource(of: video).fairPlay?.certificateURL)
+            let url = try #require(DownloadPlanner.fairPlaySystem(of: video)?.certificateURL)
             let own = try await Curl.fetch(url).body
             let fetchesBefore = Self.certificateRequests(server)
             for identifier in [Catalog.account, OfflineVideoManager.defaultFairPlayApplicationCertificateIdentifier] {

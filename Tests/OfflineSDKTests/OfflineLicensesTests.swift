@@ -73,7 +73,7 @@ struct OfflineLicensesTests {
 
         /// A license of `video` under `terms`, stored as a preloaded record (what a preload stores).
         func preload(_ video: PlaybackVideo, _ terms: RequestedLicense, now: Date) async throws -> DownloadRecord {
-            let fairPlay = try #require(try DownloadPlanner.offlineSource(of: video).fairPlay)
+            let fairPlay = try #require(DownloadPlanner.fairPlaySystem(of: video))
             let keyID = try #require(DownloadPlanner.fairPlayKeyID(try await planner.master(of: video).playlist.sessionKeys))
             let license = try await licenses.acquire(terms, fairPlay: fairPlay, contentKeyID: keyID, video: video)
             let sequence = try await BlockingWork.run { [store] in try store.nextSequence() }

@@ -118,31 +118,61 @@ struct PlaybackTests {
         #expect(throws: OfflineVideoError.self) { try playback.serve() }
     }
 
-    @Test("FairPlay: the loopback URL decodes with ffmpeg to the clear fixture's frames, every decrypted segment equals the fixture's bytes")
-    func fairPlayDecrypts() async throws {
-        try await withBackend { server in try await withHarness(server) { h in
+    @Test("FairPlay: the loopback URL decodes with ffmpeg to the clear fixture's frames and audio, the segments and the export are clear",
+          arguments: PackageFormat.allCases)
+    func fairPlayDecrypts(_ format: PackageFormat) async throws {
+        // The H.264 renditions: the frames are compared with the H.264 fixture's.
+        try await format.withHarness({ _, configuration in configuration.unplayableCodecs = [.hevc] }) { _, h in
             let token = try await h.manager.requestVideoDownload(try await h.service.findVideo(id: Catalog.fairPlayVideo),
                                                                  mediaSelections: MediaSelections(audioLanguages: ["es"]),
                                                                  parameters: DownloadParameters(license: .purchase))
             #expect(try await h.events.finished(token) == nil)
+            let segments = try await h.manager.store.offPool { try $0.segments(token) }
+            #expect(segments.contains { $0.sequence < 0 } == format.isCMAF, "init segments exactly for CMAF")
+            #expect(segments.contains { $0.range != nil } == (format == .cmafByteRanges), "byte ranges exactly for that form")
+            #expect(segments.allSatisfy { $0.sequence < 0 || $0.range != nil } || format != .cmafByteRanges, "every piece a byte range")
             let playback = try await h.manager.openPlayback(token)
             #expect(playback.license?.kind == .purchase && playback.license?.expiration == nil)
-            var clear: [[UInt8]] = []
-            for try await segment in playback.segments(of: playback.tracks[0]) { clear.append(segment.bytes) }
-            try #expect(clear == ClearFixture.segments("video/416x234"))
-            var audio: [[UInt8]] = []
-            for try await segment in playback.segments(of: playback.tracks[1]) { audio.append(segment.bytes) }
-            try #expect(audio == ClearFixture.segments("audio/es"))
+            var clear: [ClearSegment] = []
+            for try await segment in playback.segments(of: playback.tracks[0]) { clear.append(segment) }
+            var audio: [ClearSegment] = []
+            for try await segment in playback.segments(of: playback.tracks[1]) { audio.append(segment) }
+            if format.isCMAF {
+                // The init segment first, then six fragments; nothing of the protection is left.
+                #expect(clear.map(\.sequence) == Array(-1 ..< 6) && audio.map(\.sequence) == Array(-1 ..< 6))
+                for segment in clear + audio {
+                    for box in ["encv", "enca", "sinf", "senc", "saio", "saiz", "pssh"] {
+                        #expect(!segment.bytes.contains(subsequence: Array(box.utf8)), "\(box) in segment \(segment.sequence)")
+                    }
+                }
+            } else {
+                try #expect(clear.map(\.bytes) == ClearFixture.segments("video/416x234"))
+                try #expect(audio.map(\.bytes) == ClearFixture.segments("audio/es"))
+            }
 
             let url = try playback.serve().absoluteString
+            // Decoded frames and audio equal the clear fixture's (their hashes; the timeline differs between formats).
+            let md5 = { (lines: [String]) in lines.map { $0.split(separator: ",").last.map(String.init) ?? "" } }
             let frames = try await ClearFixture.frameHashes(url, map: "0:v:0")
             let fixture = try await ClearFixture.frameHashes(ClearFixture.root.appendingPathComponent("video/416x234/index.m3u8").path, map: "0:v:0")
-            #expect(frames.count == 300 && frames == fixture, "all 300 frames equal the clear fixture's")
-            let export = h.storage.url.appendingPathComponent("export.ts")
-            try await playback.export(to: export)
-            #expect(Array(try Data(contentsOf: export)) == clear.flatMap { $0 })
+            #expect(frames.count == 300 && md5(frames) == md5(fixture), "all 300 frames equal the clear fixture's")
+            let sound = try await ClearFixture.frameHashes(url, map: "0:a:0")
+            let fixtureSound = try await ClearFixture.frameHashes(ClearFixture.root.appendingPathComponent("audio/es/index.m3u8").path, map: "0:a:0")
+            #expect(!sound.isEmpty && md5(sound) == md5(fixtureSound), "every audio frame equals the fixture's")
+            let export = h.storage.url.appendingPathComponent(format.isCMAF ? "export.mp4" : "export.ts")
+            try await playback.export(to: export, audioLanguage: format.isCMAF ? "es" : nil)
+            if format.isCMAF {
+                let exported = try await ClearFixture.frameHashes(export.path, map: "0:v:0")
+                #expect(md5(exported) == md5(fixture), "the MP4's frames are the fixture's")
+                let exportedSound = try await ClearFixture.frameHashes(export.path, map: "0:a:0")
+                #expect(md5(exportedSound) == md5(fixtureSound), "the MP4's audio is the fixture's")
+                let probe = try await Run.process("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", export.path])
+                #expect(abs((Double(probe.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) - 12) < 0.1, "\(probe.stdoutText)")
+            } else {
+                #expect(Array(try Data(contentsOf: export)) == clear.flatMap(\.bytes))
+            }
             await playback.close()
-        } }
+        }
     }
 
     @Test("dual expiry after an online first play: recorded before any byte, reported, the server's license stored; expired 69303 once past the window")

@@ -204,35 +204,62 @@ struct RulesTests {
         #expect(Array(SegmentURLs()).isEmpty)
     }
 
-    @Test("the offline source: HLS of MPEG-TS only, the FairPlay one of a protected video, HTTPS first, then the answer's order; HLSe and CMAF-only refused")
+    @Test("the offline source: HLS only, playable codecs, the FairPlay one of a protected video, the preferred format, HTTPS first, then the answer's order; HLSe refused")
     func offlineSource() throws {
         let fairPlay = [KeySystem.fairPlay: KeySystem(keyRequestURL: "https://h/license", certificateURL: "https://h/cert")]
         let ts = VideoSource(src: "http://h/manifest/v1/hls/v5/clear/1/v/2s/master.m3u8", extXVersion: "5")
         let tsHTTPS = VideoSource(src: "https://h/manifest/v1/hls/v5/clear/1/v/2s/master.m3u8", extXVersion: "5")
         let v7 = VideoSource(src: "https://h/manifest/v2/hls/v7/clear/avc1_mp4a/1/v/2s/master.m3u8", extXVersion: "7", codecs: "avc1,mp4a")
+        let hevcOnly = VideoSource(src: "https://h/manifest/v2/hls/v7/clear/hvc1_mp4a/1/v/2s/master.m3u8", extXVersion: "7", codecs: "hvc1,mp4a")
+        let mixed = VideoSource(src: "https://h/manifest/v2/hls/v7/clear/avc1_hvc1_mp4a/1/v/2s/master.m3u8", extXVersion: "7",
+                                codecs: "avc1,hvc1,mp4a")
         let dash = VideoSource(type: VideoSource.dashType, src: "https://h/manifest.mpd")
         let mp4 = VideoSource(type: nil, src: "https://h/high.mp4")
-        let choose = { (sources: [VideoSource]) throws(OfflineVideoError) in try OfflineSourceRule.choose(sources, videoID: "42") }
-        // A Dynamic Delivery answer's order: TS HLS, HLS v7, DASH, MP4. TS is taken, v7 passed over.
-        #expect(try choose([ts, v7, dash, mp4]) == ts)
-        #expect(try choose([v7, ts]) == ts)
-        // HTTPS before HTTP, whatever the order.
+        func choose(_ sources: [VideoSource], _ rule: OfflineSourceRule = OfflineSourceRule(),
+                    format: HLSSourceFormat? = nil) throws(OfflineVideoError) -> VideoSource {
+            try rule.choose(sources, videoID: "42", format: format)
+        }
+        // A Dynamic Delivery answer's order: TS HLS, HLS v7, DASH, MP4. By default the first HLS one (Brightcove's rule).
+        #expect(try choose([tsHTTPS, v7, dash, mp4]) == tsHTTPS)
+        #expect(try choose([v7, ts]) == v7)
+        #expect(try choose([v7, dash]) == v7)
+        // The preferred format when there is one, else the other.
+        let preferCMAF = OfflineSourceRule(preference: .prefer(.cmaf))
+        #expect(try choose([ts, v7, dash], preferCMAF) == v7)
+        #expect(try choose([ts, dash], preferCMAF) == ts)
+        #expect(try choose([v7, ts], OfflineSourceRule(preference: .prefer(.transportStream))) == ts)
+        // HTTPS before HTTP, whatever the order (within the preferred format).
         #expect(try choose([ts, tsHTTPS]) == tsHTTPS)
-        // A FairPlay source before a clear one, even when HTTP and listed later.
-        var protected = ts
+        #expect(try choose([ts, v7], OfflineSourceRule(preference: .prefer(.transportStream))) == ts)
+        // A FairPlay source before a clear one, even when HTTP and listed later, and before the preferred format.
+        var protected = tsHTTPS
         protected.keySystems = fairPlay
-        #expect(try choose([tsHTTPS, protected]) == protected)
+        #expect(try choose([ts, protected]) == protected)
+        var protectedHTTP = ts
+        protectedHTTP.keySystems = fairPlay
+        #expect(try choose([tsHTTPS, protectedHTTP]) == protectedHTTP)
         var protectedV7 = v7
         protectedV7.keySystems = fairPlay
         #expect(try choose([protected, protectedV7]) == protected)
+        #expect(try choose([protected, protectedV7], preferCMAF) == protectedV7)
+        #expect(try choose([protected, v7], preferCMAF) == protected)
+        // Codecs the device cannot play: a source of only those is passed over, a mixed one kept.
+        let noHEVC = OfflineSourceRule(preference: .prefer(.cmaf), unplayableCodecs: [.hevc])
+        #expect(try choose([ts, hevcOnly], noHEVC) == ts)
+        #expect(try choose([ts, mixed], noHEVC) == mixed)
+        #expect(noHEVC.plays(codecs: "avc1.4d401f,mp4a.40.2") && !noHEVC.plays(codecs: "hvc1.2.4.L93.B0,mp4a.40.2") && noHEVC.plays(codecs: nil))
+        // A download refreshing its URLs stays in its format.
+        #expect(try choose([ts, v7], format: .cmaf) == v7)
         // Refusals, 69301 with a reason and a sentence.
-        for (sources, reason, words) in [
-            ([dash, mp4], OfflineVideoError.Reason.noHLSSource, "has no HLS source"),
-            ([v7, dash], .noHLSSource, "only CMAF HLS (ext_x_version 7)"),
-            ([VideoSource(src: "https://h/manifest/v1/hls/v5/aes128/1/v/2s/master.m3u8", extXVersion: "5")], .hlseNotSupported, "AES-128 (HLSe)"),
+        for (sources, rule, format, reason, words) in [
+            ([dash, mp4], OfflineSourceRule(), nil, OfflineVideoError.Reason.noHLSSource, "has no HLS source"),
+            ([hevcOnly, dash], noHEVC, nil, .noHLSSource, "no HLS source this device can play"),
+            ([ts], OfflineSourceRule(), HLSSourceFormat.cmaf, .noHLSSource, "no longer has the CMAF HLS source"),
+            ([VideoSource(src: "https://h/manifest/v1/hls/v5/aes128/1/v/2s/master.m3u8", extXVersion: "5")], OfflineSourceRule(), nil,
+             .hlseNotSupported, "AES-128 (HLSe)"),
         ] {
             do {
-                _ = try choose(sources)
+                _ = try choose(sources, rule, format: format)
                 Issue.record("not refused: \(sources.map(\.src))")
             } catch {
                 #expect(error.code == .unsupported && error.reason == reason && error.message.contains(words), "\(error.message)")
@@ -247,8 +274,9 @@ struct RulesTests {
             (head + "#EXT-X-KEY:METHOD=AES-128,URI=\"k\"\n#EXTINF:2,\nb.ts\n", .hlseNotSupported),
             // The AES-128 key stays in effect for the segments after it.
             ("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-KEY:METHOD=AES-128,URI=\"k\"\n#EXTINF:2,\na.ts\n#EXTINF:2,\nb.ts\n", .hlseNotSupported),
-            (head + "#EXT-X-BYTERANGE:100@0\n#EXTINF:2,\nb.ts\n", .malformedPlaylist),
-            (head + "#EXT-X-MAP:URI=\"init.mp4\"\n#EXTINF:2,\nb.m4s\n", .malformedPlaylist),
+            (head + "#EXT-X-KEY:METHOD=SAMPLE-AES-CTR,URI=\"skd://k\"\n#EXTINF:2,\nb.m4s\n#EXT-X-ENDLIST\n", .malformedPlaylist),
+            (head + "#EXT-X-MAP:URI=\"init.ts\"\n#EXTINF:2,\nb.ts\n#EXT-X-ENDLIST\n", .malformedPlaylist),
+            (head + "#EXT-X-BYTERANGE:0@10\n#EXTINF:2,\nb.ts\n#EXT-X-ENDLIST\n", .malformedPlaylist),
             (head + "#EXTINF:2,\n", .malformedPlaylist),
             // Live (no ENDLIST) and event playlists: refused before anything is stored, never kept truncated.
             (head + "#EXTINF:2,\nb.ts\n", .liveNotSupported),
@@ -256,7 +284,7 @@ struct RulesTests {
         ]
         for (text, reason) in cases {
             do {
-                _ = try DownloadPlanner.readMedia(Array(text.utf8), url: "http://h/p.m3u8") { _, _ in }
+                _ = try DownloadPlanner.readMedia(Array(text.utf8), url: "http://h/p.m3u8") { _, _, _ in }
                 Issue.record("not refused: \(text)")
             } catch {
                 #expect(error.reason == reason, "\(text)")
@@ -264,10 +292,41 @@ struct RulesTests {
         }
         // A key that ends (METHOD=NONE) before any AES-128 one is fine; relative URIs are made absolute.
         var urls: [String] = []
-        _ = try DownloadPlanner.readMedia(Array((head + "#EXT-X-KEY:METHOD=NONE\n#EXTINF:2,\nb.ts\n#EXT-X-ENDLIST\n").utf8), url: "http://h/x/p.m3u8") { _, segment in
+        _ = try DownloadPlanner.readMedia(Array((head + "#EXT-X-KEY:METHOD=NONE\n#EXTINF:2,\nb.ts\n#EXT-X-ENDLIST\n").utf8), url: "http://h/x/p.m3u8") { _, segment, _ in
             urls.append(segment.uri)
         }
         #expect(urls == ["http://h/x/a.ts", "http://h/x/b.ts"])
+    }
+
+    @Test("a CMAF playlist's init section and byte ranges are read, an omitted offset following the range before it")
+    func cmafMediaPlaylist() throws {
+        let text = """
+            #EXTM3U
+            #EXT-X-VERSION:7
+            #EXT-X-TARGETDURATION:2
+            #EXT-X-PLAYLIST-TYPE:VOD
+            #EXT-X-MAP:URI="track.mp4",BYTERANGE="800@0"
+            #EXTINF:2,
+            #EXT-X-BYTERANGE:1000@900
+            track.mp4
+            #EXTINF:2,
+            #EXT-X-BYTERANGE:500
+            track.mp4
+            #EXTINF:2,
+            #EXT-X-BYTERANGE:300
+            other.mp4
+            #EXT-X-ENDLIST
+
+            """
+        var read: [(String, String?, SegmentRange?)] = []
+        _ = try DownloadPlanner.readMedia(Array(text.utf8), url: "https://h/v/p.m3u8?t=1") { _, segment, range in
+            read.append((segment.uri, segment.map?.uri, range))
+        }
+        #expect(read.map(\.0) == ["https://h/v/track.mp4", "https://h/v/track.mp4", "https://h/v/other.mp4"])
+        #expect(read.map(\.1) == ["https://h/v/track.mp4", nil, nil])
+        #expect(read.map(\.2) == [SegmentRange(offset: 900, length: 1000), SegmentRange(offset: 1900, length: 500),
+                                  SegmentRange(offset: 0, length: 300)])
+        #expect(DownloadPlanner.range(of: InitializationSection(uri: "x", byteRange: ByteRange(length: 800))) == SegmentRange(offset: 0, length: 800))
     }
 
     @Test("local playlists point at relative files named by track and sequence")

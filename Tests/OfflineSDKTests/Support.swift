@@ -182,3 +182,51 @@ func expectPlays(_ manager: OfflineVideoManager, _ token: OfflineVideoToken,
         #expect(response.status == 200 && !response.body.isEmpty, "\(name)", sourceLocation: sourceLocation)
     }
 }
+
+/// The package formats a download can take, for suites that run on each (parameterised, never
+/// copied): HLS of MPEG-TS, CMAF HLS of one file per segment, and CMAF HLS of byte ranges of one
+/// file per track (the account's `cmaf_addressing: "byte_ranges"`).
+enum PackageFormat: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case transportStream = "MPEG-TS"
+    case cmafSegments = "CMAF segments"
+    case cmafByteRanges = "CMAF byte ranges"
+
+    var testDescription: String { rawValue }
+
+    var isCMAF: Bool { self != .transportStream }
+
+    /// The manager's settings that take this format.
+    func configure(_ configuration: inout OfflineVideoManagerConfiguration) {
+        configuration.sourcePreference = .prefer(isCMAF ? .cmaf : .transportStream)
+    }
+
+    /// Sets the test account's CMAF addressing on `server` for this format.
+    func prepare(_ server: MockBackendServer) async throws {
+        let addressing = self == .cmafByteRanges ? "byte_ranges" : "segments"
+        let response = try await HTTPClient().send(HTTPClientRequest(
+            url: server.baseURL + "/_admin/v1/accounts/\(Catalog.account)", method: .init("PATCH"),
+            headers: [("Authorization", "Bearer \(server.app.adminToken)"), ("Content-Type", "application/json")],
+            body: Array(#"{"cmaf_addressing":"\#(addressing)"}"#.utf8)))
+        try #require(response.status == 200, "\(String(decoding: response.body, as: UTF8.self))")
+    }
+
+    /// A backend and a harness downloading in this format.
+    func withHarness(_ configure: @escaping (MockBackendServer, inout OfflineVideoManagerConfiguration) -> Void = { _, _ in },
+                     _ body: (MockBackendServer, Harness) async throws -> Void) async throws {
+        try await withBackend { server in
+            try await prepare(server)
+            try await OfflineSDKTests.withHarness(server, { configuration in
+                self.configure(&configuration)
+                configure(server, &configuration)
+            }) { h in try await body(server, h) }
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Whether `needle` occurs anywhere in the bytes.
+    func contains(subsequence needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty, needle.count <= count else { return needle.isEmpty }
+        return (0 ... count - needle.count).contains { start in self[start ..< start + needle.count].elementsEqual(needle) }
+    }
+}

@@ -16,8 +16,10 @@ enum DownloadPlan: Equatable, Sendable {
     case fail(TransferError)
 
     /// The plan for a response to a request that asked for bytes from `resumeOffset` on
-    /// (0: no Range header was sent).
-    static func decide(resumeOffset: Int64, head: ResponseHead) -> DownloadPlan {
+    /// (0: no Range header was sent), of the whole file or of `span` (a byte range of it, whose
+    /// bytes alone the file holds: always asked for with a Range).
+    static func decide(resumeOffset: Int64, head: ResponseHead, span: ByteSpan? = nil) -> DownloadPlan {
+        if let span { return decide(resumeOffset: resumeOffset, head: head, span: span) }
         switch head.status {
         case 200:
             return .replace(expectedTotal: head.contentLength)
@@ -41,6 +43,34 @@ enum DownloadPlan: Equatable, Sendable {
             if let total = head.contentRange?.completeLength, total == resumeOffset, head.contentRange?.range == nil {
                 return .alreadyComplete(total: total)
             }
+            return .restartFromZero
+        default:
+            return .fail(TransferError(.http(head.status), "the server answered \(head.status)", retryAfter: head.value("Retry-After")))
+        }
+    }
+
+    /// The same for a request of `span`'s bytes from `resumeOffset` on: only a 206 with exactly
+    /// those bytes is kept. A 200 is the whole file, which is not the segment: it fails (a server
+    /// that ignores ranges cannot serve byte-range playlists).
+    private static func decide(resumeOffset: Int64, head: ResponseHead, span: ByteSpan) -> DownloadPlan {
+        let first = span.offset + resumeOffset, last = span.offset + span.length - 1
+        switch head.status {
+        case 206:
+            guard let range = head.contentRange?.range else {
+                return .fail(TransferError(.lengthMismatch, "206 response without a usable Content-Range"))
+            }
+            guard range.lowerBound == first, range.upperBound == last else {
+                return .fail(TransferError(.lengthMismatch, "asked for bytes \(first)-\(last), server sent \(range.lowerBound)-\(range.upperBound)"))
+            }
+            if let contentLength = head.contentLength, contentLength != last - first + 1 {
+                return .fail(TransferError(.lengthMismatch,
+                                           "Content-Length \(contentLength) does not match Content-Range \(range.lowerBound)-\(range.upperBound)"))
+            }
+            return .append(expectedTotal: span.length)
+        case 200:
+            return .fail(TransferError(.lengthMismatch,
+                                       "asked for bytes \(first)-\(last), the server answered 200 with the whole file: it does not serve byte ranges"))
+        case 416 where resumeOffset > 0:
             return .restartFromZero
         default:
             return .fail(TransferError(.http(head.status), "the server answered \(head.status)", retryAfter: head.value("Retry-After")))

@@ -15,19 +15,37 @@ package struct FileDownload: Sendable {
     package var destination: String
     /// The group whose limit this download counts against, if any.
     package var group: TransferGroup?
+    /// The bytes of the resource to fetch (an HLS `EXT-X-BYTERANGE`), nil for all of it. The
+    /// file then holds those bytes only, and is resumed within them.
+    package var range: ByteSpan?
 
     /// Creates a job with a fresh id.
     package init(url: String, destination: String, headers: [(String, String)] = [], id: TransferID = TransferID(),
-                group: TransferGroup? = nil) {
+                group: TransferGroup? = nil, range: ByteSpan? = nil) {
         self.id = id
         self.url = url
         self.headers = headers
         self.destination = destination
         self.group = group
+        self.range = range
     }
 
     /// Where the bytes are written until the download completes; kept for a later resume.
     package var partialPath: String { destination + ".part" }
+}
+
+/// `length` bytes of a resource from byte `offset` on.
+package struct ByteSpan: Sendable, Hashable {
+    package var offset: Int64
+    package var length: Int64
+
+    package init(offset: Int64, length: Int64) {
+        self.offset = offset
+        self.length = length
+    }
+
+    /// The `Range` value (without `bytes=`) for the span's bytes from `skipping` on.
+    func rangeValue(skipping: Int64) -> String { "\(offset + skipping)-\(offset + length - 1)" }
 }
 
 /// What a finished download did.

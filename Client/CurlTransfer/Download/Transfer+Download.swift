@@ -15,11 +15,20 @@ extension Transfer {
         try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, configuration.stallTimeout.milliseconds / 1000))
         try easy.setHeaders(Transfer.headerLines(state.job.headers))
         state.resumeOffset = PartFile.existingSize(at: state.job.partialPath)
-        try setRange(from: state.resumeOffset)
+        if let span = state.job.range, state.resumeOffset >= span.length {
+            // A span's whole bytes were in (a stop before the commit) or more: no range asks for the
+            // check a whole file's 416 gives, so the span is fetched again.
+            PartFile.remove(at: state.job.partialPath)
+            state.resumeOffset = 0
+        }
+        try setRange(from: state.resumeOffset, of: state.job.range)
     }
 
-    private func setRange(from offset: Int64) throws(CurlOptionError) {
-        if offset > 0 {
+    /// The Range to ask for: the bytes from `offset` on, of the whole file or of `span`.
+    private func setRange(from offset: Int64, of span: ByteSpan?) throws(CurlOptionError) {
+        if let span {
+            try easy.set(CURLOPT_RANGE, span.rangeValue(skipping: offset))
+        } else if offset > 0 {
             try easy.set(CURLOPT_RANGE, "\(offset)-")
         } else {
             try easy.set(CURLOPT_RANGE, pointer: nil)
@@ -44,7 +53,7 @@ extension Transfer {
 
     /// Decides what to do with the final response and opens the `.part` file accordingly.
     private func preparePlan(_ state: DownloadState) {
-        let plan = DownloadPlan.decide(resumeOffset: state.resumeOffset, head: head)
+        let plan = DownloadPlan.decide(resumeOffset: state.resumeOffset, head: head, span: state.job.range)
         state.plan = plan
         do throws(TransferError) {
             switch plan {
@@ -125,7 +134,7 @@ extension Transfer {
         state.file = nil
         head = ResponseHead()
         do {
-            try setRange(from: 0)
+            try setRange(from: 0, of: state.job.range)
         } catch {
             state.answer(.failure(error.transferError))
             return .answered

@@ -23,15 +23,26 @@ struct DownloadPlan: Sendable {
     var trackRecords: [TrackRecord] { tracks.map(\.record) }
 
     /// The rows to store for the segments, made one at a time as the store inserts them: a
-    /// long video's plan holds its URLs once and compactly, never as records.
+    /// long video's plan holds its URLs once and compactly, never as records. A track's init
+    /// segments come first (sequences below 0).
     var segmentRecords: some Sequence<SegmentRecord> {
         tracks.lazy.flatMap { track in
-            zip(track.urls, track.durations).enumerated().lazy.map { sequence, segment in
-                SegmentRecord(token: track.record.token, track: track.record.position, sequence: sequence, url: segment.0,
-                              file: PackageLayout.segmentFile(trackFolder: track.folder, sequence: sequence, remoteURL: segment.0,
-                                                              kind: track.kind),
-                              duration: segment.1, estimatedBytes: track.estimatedBytes(duration: segment.1), bytes: nil, done: false)
+            let inits = track.inits.enumerated().lazy.map { index, section in
+                let sequence = PackageLayout.initSequence(index)
+                return SegmentRecord(token: track.record.token, track: track.record.position, sequence: sequence, url: section.url,
+                                     file: PackageLayout.segmentFile(trackFolder: track.folder, sequence: sequence, remoteURL: section.url,
+                                                                     kind: track.kind),
+                                     duration: 0, estimatedBytes: PlannedTrack.initEstimate, bytes: nil, done: false, range: section.range)
             }
+            let media = zip(track.urls, track.durations).enumerated().lazy.map { sequence, segment in
+                let range = track.ranges.isEmpty ? nil : track.ranges[sequence]
+                return SegmentRecord(token: track.record.token, track: track.record.position, sequence: sequence, url: segment.0,
+                                     file: PackageLayout.segmentFile(trackFolder: track.folder, sequence: sequence, remoteURL: segment.0,
+                                                                     kind: track.kind, fragmented: track.isFragmented, ranged: range != nil),
+                                     duration: segment.1, estimatedBytes: track.estimatedBytes(duration: segment.1), bytes: nil, done: false,
+                                     range: range)
+            }
+            return [AnySequence(inits), AnySequence(media)].lazy.joined()
         }
     }
 }
@@ -47,6 +58,17 @@ struct PlannedTrack: Sendable {
     /// The segments' absolute URLs and durations.
     var urls: SegmentURLs
     var durations: [Double]
+    /// Each segment's byte range of its URL (`EXT-X-BYTERANGE`), by sequence; empty when no
+    /// segment has one.
+    var ranges: [SegmentRange?] = []
+    /// The track's init segments (`EXT-X-MAP`), in the order they appear: fragmented MP4.
+    var inits: [(url: String, range: SegmentRange?)] = []
+
+    /// An init segment's size until it is known: a few hundred bytes to a few kilobytes.
+    static let initEstimate: Int64 = 1_024
+
+    /// Whether the track is fragmented MP4 (CMAF): it has an init segment.
+    var isFragmented: Bool { !inits.isEmpty }
 
     /// Bandwidth x duration, until the real size is known.
     func estimatedBytes(duration: Double) -> Int64 { Int64((bitsPerSecond * duration / 8).rounded(.up)) }
@@ -60,19 +82,38 @@ struct DownloadPlanner: Sendable {
     /// 429) is tried again, and how long between tries.
     var retry = RetryPolicy()
 
-    /// The HLS source offline downloads use (`OfflineSourceRule`).
-    static func offlineSource(of video: PlaybackVideo) throws(OfflineVideoError) -> VideoSource {
-        try OfflineSourceRule.choose(video.sources, videoID: video.id)
+    /// Which source and which variants the app's device takes (its settings).
+    var sources = OfflineSourceRule()
+
+    /// The HLS source offline downloads use (`OfflineSourceRule`); `format` keeps a download
+    /// refreshing its URLs in the format it was planned in.
+    func offlineSource(of video: PlaybackVideo, format: HLSSourceFormat? = nil) throws(OfflineVideoError) -> VideoSource {
+        try sources.choose(video.sources, videoID: video.id, format: format)
     }
 
-    func master(of video: PlaybackVideo) async throws(OfflineVideoError) -> (url: String, playlist: MasterPlaylist) {
-        let url = try DownloadPlanner.offlineSource(of: video).src
+    /// The FairPlay key system of `video`'s HLS sources (each format has the same), if any.
+    static func fairPlaySystem(of video: PlaybackVideo) -> KeySystem? {
+        video.sources.first { $0.isHLS && $0.fairPlay != nil }?.fairPlay
+    }
+
+    /// The offline source's master playlist, its URIs made absolute, without the variants whose
+    /// codecs the app cannot play.
+    func master(of video: PlaybackVideo, format: HLSSourceFormat? = nil) async throws(OfflineVideoError) -> (url: String, playlist: MasterPlaylist) {
+        let url = try offlineSource(of: video, format: format).src
         let text = try await fetchText(url, what: "master playlist")
         do {
             var master = try MasterPlaylist(parsing: text)
             for index in master.variants.indices { master.variants[index].uri = DownloadPlanner.resolve(master.variants[index].uri, against: url) }
             for index in master.renditions.indices {
                 master.renditions[index].uri = master.renditions[index].uri.map { DownloadPlanner.resolve($0, against: url) }
+            }
+            let all = master.variants
+            master.variants.removeAll { !sources.plays(codecs: $0.codecs) }
+            if master.variants.isEmpty, !all.isEmpty {
+                throw OfflineVideoError(.unsupported, .noMatchingRendition,
+                                        "Every variant of video \(video.id) uses a codec the app cannot play ("
+                                            + sources.unplayableCodecs.map(\.rawValue).sorted().joined(separator: ", ") + "): "
+                                            + all.compactMap(\.codecs).joined(separator: "; "))
             }
             return (url, master)
         } catch {
@@ -81,30 +122,60 @@ struct DownloadPlanner: Sendable {
     }
 
     /// Reads a media playlist (its bytes as received) segment by segment, checking it for what
-    /// offline downloads support (no HLSe, no live or event playlist) and making each segment URI
-    /// absolute before `segment` sees it. Returns the playlist without its segments.
+    /// offline downloads support (no HLSe or SAMPLE-AES-CTR, no live or event playlist, no
+    /// MPEG-TS init section) and making each segment's and `EXT-X-MAP`'s URI absolute before
+    /// `segment` sees them, with the segment's byte range resolved (an omitted offset follows
+    /// the previous range of the same URI). Returns the playlist without its segments.
     static func readMedia(_ body: [UInt8], url: String,
-                          segment: (_ index: Int, Segment) -> Void) throws(OfflineVideoError) -> MediaPlaylist {
+                          segment: (_ index: Int, Segment, _ range: SegmentRange?) -> Void) throws(OfflineVideoError) -> MediaPlaylist {
         var index = 0
         var keysInEffect: [EncryptionKey] = []
         var refusal: OfflineVideoError?
+        var previous: (uri: String, end: Int)?
         let playlist: MediaPlaylist
         do {
             playlist = try MediaPlaylist.parse(utf8: body) { parsed in
                 guard refusal == nil else { return }
                 if !parsed.keys.isEmpty { keysInEffect = parsed.keys }
-                if keysInEffect.first(where: { $0.method != .none })?.method == .aes128 {
+                let method = keysInEffect.first(where: { $0.method != .none })?.method
+                if method == .aes128 {
                     refusal = OfflineVideoError(.unsupported, .hlseNotSupported,
                                                 "AES-128 (HLSe) content is not supported for download: only clear and FairPlay HLS can be downloaded")
-                } else if parsed.byteRange != nil || parsed.map != nil {
-                    refusal = OfflineVideoError(.unsupported, .malformedPlaylist,
-                                                "Byte-range and fMP4 (EXT-X-MAP) playlists are not supported offline")
-                } else {
-                    var absolute = parsed
-                    absolute.uri = DownloadPlanner.resolve(parsed.uri, against: url)
-                    segment(index, absolute)
-                    index += 1
+                    return
                 }
+                if let method, method != .sampleAES {
+                    refusal = OfflineVideoError(.unsupported, .malformedPlaylist,
+                                                "\(method) encryption is not supported offline: only clear and FairPlay (SAMPLE-AES) HLS can be downloaded")
+                    return
+                }
+                var absolute = parsed
+                absolute.uri = DownloadPlanner.resolve(parsed.uri, against: url)
+                if var map = parsed.map {
+                    map.uri = DownloadPlanner.resolve(map.uri, against: url)
+                    if URLToken.path(ofURL: map.uri).hasSuffix(".ts") {
+                        refusal = OfflineVideoError(.unsupported, .malformedPlaylist,
+                                                    "An MPEG-TS initialization section (EXT-X-MAP to a .ts file) is not supported offline")
+                        return
+                    }
+                    absolute.map = map
+                }
+                var range: SegmentRange?
+                if let byteRange = parsed.byteRange {
+                    // An omitted offset continues the previous range of the same resource (RFC 8216 4.4.4.2).
+                    let offset = byteRange.offset ?? (previous?.uri == absolute.uri ? previous?.end ?? 0 : 0)
+                    let (end, overflow) = offset.addingReportingOverflow(byteRange.length)
+                    guard byteRange.length > 0, !overflow else {
+                        refusal = OfflineVideoError(.downloadFailure, .malformedPlaylist,
+                                                    "Segment \(index) of \(url) has an unusable byte range \(byteRange)")
+                        return
+                    }
+                    range = SegmentRange(offset: Int64(offset), length: Int64(byteRange.length))
+                    previous = (absolute.uri, end)
+                } else {
+                    previous = nil
+                }
+                segment(index, absolute, range)
+                index += 1
             }
         } catch {
             throw OfflineVideoError(.downloadFailure, .malformedPlaylist, "A media playlist is not valid HLS: \(error)")
@@ -117,6 +188,11 @@ struct DownloadPlanner: Sendable {
                                     "\(url.split(separator: "?").first.map(String.init) ?? url) is \(kind): only finished video on demand can be downloaded")
         }
         return playlist
+    }
+
+    /// An `EXT-X-MAP`'s byte range (an omitted offset is 0), or nil for the whole resource.
+    static func range(of map: InitializationSection) -> SegmentRange? {
+        map.byteRange.map { SegmentRange(offset: Int64($0.offset ?? 0), length: Int64($0.length)) }
     }
 
     /// Several media playlists fetched at once, their bodies in the order of `urls`. Bytes, not
@@ -216,14 +292,34 @@ struct DownloadPlanner: Sendable {
         case .subtitles: 1_000
         }
         var urls = SegmentURLs(), durations: [Double] = [], localSegments = "", firstKeys: [EncryptionKey] = []
-        let remote = try readMedia(body, url: choice.playlistURL) { index, segment in
+        var ranges: [SegmentRange?] = [], ranged = false, inits: [(url: String, range: SegmentRange?)] = []
+        var lastMap: InitializationSection?
+        var mapAfterStart = false
+        let remote = try readMedia(body, url: choice.playlistURL) { index, segment, range in
             if index == 0 { firstKeys = segment.keys }
-            // The same name as the segment's record gets (`PackageLayout.segmentFile`).
+            if index > 0, lastMap == nil, segment.map != nil { mapAfterStart = true }
             var local = segment
-            local.uri = PackageLayout.segmentName(sequence: index, remoteURL: segment.uri, kind: choice.kind)
+            if let map = segment.map {
+                // A map repeated as it was (a playlist may restate it) is the same init segment.
+                if map != lastMap {
+                    inits.append((map.uri, DownloadPlanner.range(of: map)))
+                    lastMap = map
+                }
+                local.map = InitializationSection(uri: PackageLayout.segmentName(sequence: PackageLayout.initSequence(inits.count - 1),
+                                                                                 remoteURL: map.uri, kind: choice.kind))
+            }
+            // The same name as the segment's record gets (`PackageLayout.segmentFile`): one file per segment.
+            local.uri = PackageLayout.segmentName(sequence: index, remoteURL: segment.uri, kind: choice.kind,
+                                                  fragmented: lastMap != nil, ranged: range != nil)
+            local.byteRange = nil
             local.render(into: &localSegments)
             urls.append(segment.uri)
             durations.append(segment.duration)
+            if range != nil, !ranged {
+                ranged = true
+                ranges = Array(repeating: nil, count: index)
+            }
+            if ranged { ranges.append(range) }
         }
         var local = ""
         remote.renderHead(into: &local)
@@ -232,13 +328,19 @@ struct DownloadPlanner: Sendable {
         let record = TrackRecord(token: token, position: position, kind: choice.kind.rawValue, language: choice.language,
                                  name: choice.name, playlistURL: choice.playlistURL, bandwidth: choice.bandwidth,
                                  localPlaylist: "\(folder)/index.m3u8")
+        if mapAfterStart {
+            throw OfflineVideoError(.unsupported, .malformedPlaylist,
+                                    "\(choice.playlistURL) starts without an EXT-X-MAP and has one later: a track that changes from MPEG-TS to fragmented MP4 is not supported offline")
+        }
         return (PlannedTrack(record: record, kind: choice.kind, folder: folder, bitsPerSecond: bitsPerSecond, urls: urls,
-                             durations: durations), local, firstKeys)
+                             durations: durations, ranges: ranges, inits: inits), local, firstKeys)
     }
 
-    /// Fresh segment URLs for the tracks of a planned download, from a fresh video object.
-    func freshURLs(video: PlaybackVideo, tracks: [TrackRecord]) async throws(OfflineVideoError) -> [(track: Int, sequence: Int, url: String)] {
-        let (_, master) = try await master(of: video)
+    /// Fresh segment URLs for the tracks of a planned download, from a fresh video object, in
+    /// the download's `format`.
+    func freshURLs(video: PlaybackVideo, tracks: [TrackRecord],
+                   format: HLSSourceFormat) async throws(OfflineVideoError) -> [(track: Int, sequence: Int, url: String)] {
+        let (_, master) = try await master(of: video, format: format)
         var playlistURLs: [String] = []
         for track in tracks {
             guard let playlistURL = DownloadPlanner.matching(track, in: master) else {
@@ -249,7 +351,16 @@ struct DownloadPlanner: Sendable {
         }
         var urls: [(track: Int, sequence: Int, url: String)] = []
         for (track, (body, playlistURL)) in zip(tracks, zip(try await mediaBodies(playlistURLs), playlistURLs)) {
-            _ = try DownloadPlanner.readMedia(body, url: playlistURL) { index, segment in urls.append((track.position, index, segment.uri)) }
+            var maps = 0
+            var lastMap: InitializationSection?
+            _ = try DownloadPlanner.readMedia(body, url: playlistURL) { index, segment, _ in
+                if let map = segment.map, map != lastMap {
+                    urls.append((track.position, PackageLayout.initSequence(maps), map.uri))
+                    maps += 1
+                    lastMap = map
+                }
+                urls.append((track.position, index, segment.uri))
+            }
         }
         return urls
     }

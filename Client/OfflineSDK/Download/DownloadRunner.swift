@@ -259,7 +259,9 @@ struct DownloadRunner: Sendable {
         try await NetworkGate.wait(network, allowsCellular: allowsCellular, url: segment.url)
         let destination = path(of: segment.file)
         do {
-            return .received(segment, try await engine.receive(FileDownload(url: segment.url, destination: destination, group: transfers)))
+            let span = segment.range.map { ByteSpan(offset: $0.offset, length: $0.length) }
+            return .received(segment, try await engine.receive(FileDownload(url: segment.url, destination: destination, group: transfers,
+                                                                            range: span)))
         } catch {
             if Task.isCancelled { throw CancellationError() }
             if !NetworkGate.allows(network, allowsCellular: allowsCellular, url: segment.url) { return .networkUnavailable(segment) }
@@ -269,7 +271,8 @@ struct DownloadRunner: Sendable {
 
     private func commit(_ segment: SegmentRecord, _ file: ReceivedFile) async -> Outcome {
         await beforeCommit?()
-        let digest = file.result.reprDigest.flatMap(ReprDigest.init(headerValue:))
+        // A byte range's answer carries the whole file's Repr-Digest, which says nothing of the range.
+        let digest = segment.range == nil ? file.result.reprDigest.flatMap(ReprDigest.init(headerValue:)) : nil
         do {
             let committed = try await file.commit(verifying: SegmentCheck.verifier(file: segment.file, digest: digest))
             return .finished(segment, committed.totalSize, digest: digest?.hex)

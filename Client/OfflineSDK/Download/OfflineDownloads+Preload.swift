@@ -17,7 +17,7 @@ extension OfflineDownloads {
         guard video.canBeDownloaded else {
             throw OfflineVideoError(.unsupported, .notEligible, "Video \(video.id) is not eligible for offline playback")
         }
-        let source = try DownloadPlanner.offlineSource(of: video)
+        let source = try planner.offlineSource(of: video)
         guard let fairPlay = source.fairPlay else {
             throw OfflineVideoError(.unsupported, .license, "Preloading a license is only for FairPlay videos; video \(video.id) is not one")
         }

@@ -231,8 +231,8 @@ extension OfflineDownloads {
             throw OfflineVideoError(.downloadFailure, .tokenExpired, "The video's URLs expired and fetching it again failed: \(error)",
                                     httpStatus: error.status, underlying: error)
         }
-        let tracks = try storeCall(.download) { try store.tracks(token) }
-        let urls = try await planner.freshURLs(video: fresh, tracks: tracks)
+        let (tracks, fragmented) = try storeCall(.download) { (try store.tracks(token), try store.hasInitSegments(token)) }
+        let urls = try await planner.freshURLs(video: fresh, tracks: tracks, format: fragmented ? .cmaf : .transportStream)
         let json = try? DownloadRecord.videoJSON(of: fresh)
         try storeCall(.download) {
             try store.updateURLs(token: token, urls)

@@ -122,7 +122,7 @@ actor OfflineDownloads: SharesManagerQueue {
         guard video.canBeDownloaded else {
             throw OfflineVideoError(.unsupported, .notEligible, "Video \(video.id) is not eligible for offline playback")
         }
-        let source = try DownloadPlanner.offlineSource(of: video)
+        let source = try planner.offlineSource(of: video)
         // Checked and reserved before the first suspension: a second request for the video
         // while this one plans or licenses is refused, not downloaded twice.
         let existing = try reserve(video, refusingIn: DownloadStateMachine.holdsVideo,

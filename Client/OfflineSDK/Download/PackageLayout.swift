@@ -39,22 +39,34 @@ enum PackageLayout {
     }
 
     /// The file of segment `sequence` inside the package folder: `{trackFolder}/{segmentName}`.
-    static func segmentFile(trackFolder: String, sequence: Int, remoteURL: String, kind: TrackChoice.Kind) -> String {
-        trackFolder + "/" + segmentName(sequence: sequence, remoteURL: remoteURL, kind: kind)
+    static func segmentFile(trackFolder: String, sequence: Int, remoteURL: String, kind: TrackChoice.Kind,
+                            fragmented: Bool = false, ranged: Bool = false) -> String {
+        trackFolder + "/" + segmentName(sequence: sequence, remoteURL: remoteURL, kind: kind, fragmented: fragmented, ranged: ranged)
     }
 
+    /// The sequence of a track's init segment `index` (its `index`-th `EXT-X-MAP`): init
+    /// segments are stored as segments numbered below 0, so they are fetched first.
+    static func initSequence(_ index: Int) -> Int { -1 - index }
+
     /// The file name of segment `sequence` in its track's folder (`00042.ts`), keeping the
-    /// remote file's extension (`.ts`, `.vtt`, `.aac`).
-    static func segmentName(sequence: Int, remoteURL: String, kind: TrackChoice.Kind) -> String {
+    /// remote file's extension (`.ts`, `.m4s`, `.vtt`, `.aac`). A byte range of a remote file
+    /// (`ranged`) is a CMAF fragment of its own, `.m4s`; without a usable extension a segment is
+    /// `.vtt` for subtitles, `.m4s` in a `fragmented` (EXT-X-MAP) track, else `.ts`. An init
+    /// segment (a sequence below 0) is `init-0.mp4`.
+    static func segmentName(sequence: Int, remoteURL: String, kind: TrackChoice.Kind, fragmented: Bool = false, ranged: Bool = false) -> String {
+        if sequence < 0 { return "init-\(-1 - sequence).mp4" }
         // Byte-wise and without String(format:): this runs for every segment planned.
-        let path = URLToken.path(ofURL: remoteURL)
-        let name = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { path[path.utf8.index(after: $0)...] } ?? path[...]
-        var ext = name.utf8.lastIndex(of: UInt8(ascii: ".")).map { String(name[name.utf8.index(after: $0)...]) } ?? ""
+        var ext = ""
+        if !ranged {
+            let path = URLToken.path(ofURL: remoteURL)
+            let name = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { path[path.utf8.index(after: $0)...] } ?? path[...]
+            ext = name.utf8.lastIndex(of: UInt8(ascii: ".")).map { String(name[name.utf8.index(after: $0)...]) } ?? ""
+        }
         let isAlphanumeric = { (byte: UInt8) in
             (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
         }
         if ext.isEmpty || ext.utf8.count > 5 || !ext.utf8.allSatisfy(isAlphanumeric) {
-            ext = kind == .subtitles ? "vtt" : "ts"
+            ext = kind == .subtitles ? "vtt" : (fragmented || ranged ? "m4s" : "ts")
         }
         let number = String(sequence)
         return String(repeating: "0", count: max(0, 5 - number.utf8.count)) + number + "." + ext

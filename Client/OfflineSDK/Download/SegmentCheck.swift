@@ -8,9 +8,11 @@ import WireModels
 ///
 /// - With a digest (the answer's `Repr-Digest`, recorded with the segment): SHA-256 of the whole
 ///   file must equal it.
-/// - Without one: an MPEG-TS file (`.ts`; the SDK downloads clear and SAMPLE-AES media, which
-///   keep the transport-stream structure) must be whole 188-byte packets, each starting with the
-///   sync byte 0x47. Other files are checked for their length only (CurlTransfer does that).
+/// - Without one (a server that sends none, or a byte range, whose answer's digest is the whole
+///   file's): an MPEG-TS file (`.ts`; the SDK downloads clear and SAMPLE-AES media, which keep
+///   the transport-stream structure) must be whole 188-byte packets, each starting with the sync
+///   byte 0x47; a fragmented MP4 file (`.m4s`, `.mp4`: a CMAF segment or init segment) must be
+///   whole boxes, end to end. Other files are checked for their length only (CurlTransfer does that).
 enum SegmentCheck {
     /// Why `bytes` are not what `file` should hold, or nil when they are.
     static func problem(_ bytes: UnsafeRawBufferPointer, file: String, digest: ReprDigest?) -> String? {
@@ -18,8 +20,38 @@ enum SegmentCheck {
             let actual = ReprDigest(of: bytes)
             return actual == digest ? nil : "its SHA-256 is \(actual.hex.prefix(16))…, the server's Repr-Digest says \(digest.hex.prefix(16))…"
         }
-        guard file.hasSuffix(".ts") else { return nil }
-        return transportStreamProblem(bytes)
+        if file.hasSuffix(".ts") { return transportStreamProblem(bytes) }
+        if file.hasSuffix(".m4s") || file.hasSuffix(".mp4") { return boxesProblem(bytes) }
+        return nil
+    }
+
+    /// Why `bytes` are not ISO base media boxes laid end to end (each a 32-bit size of at least
+    /// 8, or 1 and a 64-bit size, and a type of four printable characters), or nil. A body cut,
+    /// or shifted by a wrong range, fails it: its last box runs past the end or its next size
+    /// lands in the middle of data.
+    static func boxesProblem(_ bytes: UnsafeRawBufferPointer) -> String? {
+        guard !bytes.isEmpty else { return "an empty file is no MP4 segment" }
+        var offset = 0
+        while offset < bytes.count {
+            guard bytes.count - offset >= 8 else { return "\(bytes.count - offset) bytes at \(offset) are too few for a box header" }
+            var size = UInt64(bytes[offset]) << 24 | UInt64(bytes[offset + 1]) << 16 | UInt64(bytes[offset + 2]) << 8 | UInt64(bytes[offset + 3])
+            let type = bytes[(offset + 4) ..< (offset + 8)]
+            guard type.allSatisfy({ (0x20 ... 0x7E).contains($0) }) else { return "the box at byte \(offset) has no four-character type" }
+            if size == 1 {
+                guard bytes.count - offset >= 16 else { return "the box at byte \(offset) is cut in its 64-bit size" }
+                size = (8 ..< 16).reduce(UInt64(0)) { $0 << 8 | UInt64(bytes[offset + $1]) }
+                guard size >= 16 else { return "the box at byte \(offset) has a 64-bit size below its header's" }
+            } else if size == 0 {
+                size = UInt64(bytes.count - offset)  // to the end of the file
+            } else if size < 8 {
+                return "the box at byte \(offset) has size \(size), below its header's"
+            }
+            guard size <= UInt64(bytes.count - offset) else {
+                return "the box at byte \(offset) is \(size) bytes, past the end of the file (\(bytes.count) bytes)"
+            }
+            offset += Int(size)
+        }
+        return nil
     }
 
     /// Why `bytes` are not a sequence of whole MPEG-TS packets, or nil.

@@ -11,7 +11,7 @@ import WireModels
 extension OfflineLicenses {
     /// A report of `kind` for the license in `terms`, or nil when the video has no FairPlay source.
     func report(_ kind: LicenseReport.Kind, record: DownloadRecord, terms: LicenseTerms) -> LicenseReport? {
-        guard let video = try? record.video(), let fairPlay = try? DownloadPlanner.offlineSource(of: video).fairPlay,
+        guard let video = try? record.video(), let fairPlay = DownloadPlanner.fairPlaySystem(of: video),
               let keySystem = try? JSONEncoder().encode(fairPlay) else { return nil }
         return LicenseReport(id: nil, kind: kind, token: record.token, licenseID: terms.licenseID, contentKeyID: terms.contentKeyID,
                              accountID: record.accountID, videoID: record.videoID, keySystem: keySystem,
@@ -120,6 +120,6 @@ extension OfflineLicenses {
                                       client: http)
         }
         guard let service, let video = try? await service.findVideo(id: report.videoID) else { return nil }
-        return try? DownloadPlanner.offlineSource(of: video).fairPlay
+        return DownloadPlanner.fairPlaySystem(of: video)
     }
 }

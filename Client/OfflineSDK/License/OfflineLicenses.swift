@@ -114,7 +114,7 @@ actor OfflineLicenses: SharesManagerQueue {
             throw OfflineVideoError(.invalidParameter, .invalidParameter,
                                     "Video \(video.id) is from account \(video.accountID), not \(record.accountID) like \(token)")
         }
-        guard let fairPlay = try DownloadPlanner.offlineSource(of: video).fairPlay else {
+        guard let fairPlay = try planner.offlineSource(of: video).fairPlay else {
             throw OfflineVideoError(.unsupported, .license, "Video \(video.id) is not protected with FairPlay")
         }
         let renewed: StoredLicense

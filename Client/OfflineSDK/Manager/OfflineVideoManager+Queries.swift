@@ -12,7 +12,7 @@ extension OfflineVideoManager {
     ///   (``OfflineVideoError/Reason/hlseNotSupported``) or a video without HLS
     ///   (``OfflineVideoError/Reason/noHLSSource``).
     public nonisolated func offlineSource(for video: PlaybackVideo) throws(OfflineVideoError) -> VideoSource {
-        try DownloadPlanner.offlineSource(of: video)
+        try planner.offlineSource(of: video)
     }
 
     /// The BANDWIDTH of every variant, ascending, without duplicates.

@@ -108,7 +108,7 @@ public actor OfflineVideoManager: SharesManagerQueue {
         transferConfiguration = transfer.clamped
         engine = TransferEngine(configuration: transferConfiguration.engineConfiguration(trustedCAFile: configuration.trustedCAFile))
         client = HTTPClient(engine: engine)
-        planner = DownloadPlanner(client: client, retry: transferConfiguration.retryPolicy)
+        planner = DownloadPlanner(client: client, retry: transferConfiguration.retryPolicy, sources: OfflineSourceRule(configuration))
         let licenseClient = FairPlayLicenseClient(store: store, device: device, client: client, clock: configuration.clock,
                                                   retry: transferConfiguration.retryPolicy,
                                                   keyExchange: Locked(configuration.keyExchange))

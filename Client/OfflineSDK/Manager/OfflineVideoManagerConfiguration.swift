@@ -60,6 +60,15 @@ public struct OfflineVideoManagerConfiguration: Sendable {
     public var preferredAudioLanguages: [String] = []
     /// Subtitle languages taken when a request gives no media selections.
     public var preferredSubtitleLanguages: [String] = []
+    /// Which HLS format a download takes when a video offers both MPEG-TS and CMAF (fragmented
+    /// MP4) HLS: by default the first one the Playback API lists, after the FairPlay and HTTPS
+    /// preferences, as Brightcove's iOS SDK chooses (Dynamic Delivery lists MPEG-TS first);
+    /// `.prefer(.cmaf)` takes CMAF where the video has it (HEVC renditions come only in CMAF).
+    public var sourcePreference: HLSSourcePreference = .firstListed
+    /// Codecs this device cannot play: a source or variant using one is never downloaded (an
+    /// HEVC-less device sets `[.hevc]`: the H.264 variants of a mixed CMAF source are then the
+    /// ones chosen). Empty by default.
+    public var unplayableCodecs: Set<MediaCodec> = []
     /// Failures without progress (no byte received and kept, across all of a download's or a
     /// request's tries) before it fails, once `timeWithoutProgress` has passed too (default 10).
     public var failuresWithoutProgress = 10

@@ -1,13 +1,16 @@
+import CMAF
 import Foundation
 import SystemFiles
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Writes a package's video rendition, clear, to one MPEG-TS file: the segments as they are,
-/// or multiplexed with an audio rendition. Parts joined at an `EXT-X-DISCONTINUITY` are
-/// re-timed to follow each other, so the file plays as one timeline (without discontinuities
-/// the video alone is exactly its segments, concatenated). Written to `{file}.part` and renamed
+/// Writes a package's video rendition, clear, to one file: for MPEG-TS, one MPEG-TS file of the
+/// segments as they are, or multiplexed with an audio rendition (parts joined at an
+/// `EXT-X-DISCONTINUITY` are re-timed to follow each other, so the file plays as one timeline;
+/// without discontinuities the video alone is exactly its segments, concatenated); for CMAF,
+/// one fragmented MP4 of the video track and the audio track (`FragmentedMP4Join`: one header
+/// for both, then their clear fragments interleaved, segment by segment). Written to `{file}.part` and renamed
 /// when whole: the file never appears half-written. Not synced to disk (as cp and ffmpeg do
 /// not): an export is made again at will, a download is what must survive a power loss.
 enum ClearExport {
@@ -54,6 +57,11 @@ enum ClearExport {
             return .success(pairs)
         }
         var mux = TransportStreamMux()
+        // CMAF: one MP4 header for the tracks, written first; their fragments follow it.
+        var join = try await ClearExport.join(reader: reader, video: video, audio: audio)
+        if let header = join?.initSegment {
+            try await BlockingWork.run { () throws(OfflineVideoError) in try writeAll(header, to: descriptor, path: partial) }
+        }
         var ahead: [Task<Run, Never>] = []
         defer { for task in ahead { task.cancel() } }
         var requested = 0
@@ -75,6 +83,16 @@ enum ClearExport {
                 // timestamps are shifted in place (a copy of every segment was a tenth of the work).
                 var videoBytes: [UInt8] = []
                 swap(&videoBytes, &pairs[index].video)
+                if join != nil {
+                    do {
+                        written.append(try join!.segment(videoBytes, track: 0))
+                        if let audioBytes = pairs[index].audio.take() { written.append(try join!.segment(audioBytes, track: 1)) }
+                    } catch {
+                        throw OfflineVideoError(.downloadFailure, .other, "Segment \(sequence) cannot be written to the MP4: \(error)")
+                    }
+                    sequence += 1
+                    continue
+                }
                 let offset = timeline.offset(at: sequence, of: video, firstSegment: videoBytes)
                 TransportStreamMux.shiftTimestamps(&videoBytes, by: offset)
                 var bytes = videoBytes
@@ -103,6 +121,23 @@ enum ClearExport {
             return 0
         }
         if renamed != 0 { throw failure("Cannot move the export into place at \(file.path)", renamed) }
+    }
+
+    /// The MP4 join of a CMAF package's video and audio tracks (their clear init segments, the
+    /// video's length), or nil for MPEG-TS. A track that changes init segment midway is refused.
+    static func join(reader: ClearMediaReader, video: ClearMediaReader.Track,
+                     audio: ClearMediaReader.Track?) async throws(OfflineVideoError) -> FragmentedMP4Join? {
+        guard video.isFragmented else { return nil }
+        let tracks = [video] + (audio.map { [$0] } ?? [])
+        guard tracks.allSatisfy({ $0.inits.count == 1 }) else {
+            throw OfflineVideoError(.unsupported, .other, "A CMAF track with more than one init segment (EXT-X-MAP) cannot be exported to one MP4")
+        }
+        var inits: [[UInt8]] = []
+        for track in tracks { inits.append(try await reader.segment(track, PackageLayout.initSequence(0))) }
+        let milliseconds = UInt64((video.durations.reduce(0, +) * 1000).rounded())
+        do { return try FragmentedMP4Join(initSegments: inits, duration: milliseconds, timescale: 1000) } catch {
+            throw OfflineVideoError(.downloadFailure, .malformedPlaylist, "The package's init segments cannot be joined into one MP4: \(error)")
+        }
     }
 
     /// Where each part of the video (from one discontinuity to the next) goes on the joined

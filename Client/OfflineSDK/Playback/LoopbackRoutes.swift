@@ -29,7 +29,7 @@ enum LoopbackRoutes {
         if let (track, sequence) = reader.segment(at: path) {
             do {
                 let bytes = try await reader.segment(track, sequence)
-                return .bytes(bytes, contentType: track.selection.kind == .subtitles ? "text/vtt" : "video/mp2t")
+                return .bytes(bytes, contentType: track.contentType)
             } catch {
                 return .text("\(error.message)\n", status: status(for: error))
             }

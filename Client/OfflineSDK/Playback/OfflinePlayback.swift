@@ -4,14 +4,19 @@ import MicroHTTP
 import WireModels
 import Locking
 
-/// One clear segment of a track, in order.
+/// One clear segment of a track, in order. A CMAF track's init segment comes before the
+/// segments it describes, with a sequence below 0 (-1 for the first) and duration 0, so the
+/// bytes of a track's segments, one after another, are a playable file.
 public struct ClearSegment: Sendable, Equatable {
-    /// Its position in the track (0 first).
+    /// Its position in the track (0 first; an init segment below 0).
     public var sequence: Int
-    /// Its `EXTINF` duration in seconds.
+    /// Its `EXTINF` duration in seconds (0 for an init segment).
     public var duration: Double
-    /// The clear MPEG-TS (or WebVTT) bytes.
+    /// The clear MPEG-TS, fragmented MP4 (or WebVTT) bytes.
     public var bytes: [UInt8]
+
+    /// Whether this is a CMAF init segment (`EXT-X-MAP`).
+    public var isInitSegment: Bool { sequence < 0 }
 }
 
 /// How a playback session is opened (the reference's playback-controller options).
@@ -150,6 +155,10 @@ public final class OfflinePlayback: Sendable {
                 do {
                     for sequence in found.names.indices {
                         try Task.checkCancellation()
+                        if found.isFragmented, sequence == 0 || found.initOfSegment[sequence] != found.initOfSegment[sequence - 1] {
+                            let initSequence = PackageLayout.initSequence(found.initOfSegment[sequence])
+                            continuation.yield(ClearSegment(sequence: initSequence, duration: 0, bytes: try await reader.segment(found, initSequence)))
+                        }
                         let bytes = try await reader.segment(found, sequence)
                         continuation.yield(ClearSegment(sequence: sequence, duration: found.durations[sequence], bytes: bytes))
                     }
@@ -164,13 +173,13 @@ public final class OfflinePlayback: Sendable {
 
     // MARK: Export
 
-    /// Writes the video rendition, clear, to one MPEG-TS file at `file` (replaced if there):
-    /// with `audioLanguage`, that downloaded audio is multiplexed in; without, the video track's
-    /// segments as they are (with their own audio, if the rendition carries it). The file
-    /// appears only once whole.
+    /// Writes the video rendition, clear, to one file at `file` (replaced if there): MPEG-TS for
+    /// an MPEG-TS package, a fragmented MP4 for a CMAF one. With `audioLanguage`, that downloaded
+    /// audio is multiplexed in (in an MP4, as its second track); without, the video track as it
+    /// is (an MPEG-TS rendition with its own audio keeps it). The file appears only once whole.
     ///
     /// - Parameters:
-    ///   - file: Where the MPEG-TS file is written (replaced if there).
+    ///   - file: Where the MPEG-TS or MP4 file is written (replaced if there).
     ///   - audioLanguage: The downloaded audio language to multiplex in; nil (the default) keeps the video
     ///     track's segments as they are.
     /// - Throws: ``OfflineVideoError``: code ``OfflineVideoError/Code/invalidParameter`` for a package without

@@ -24,7 +24,9 @@ extension OfflinePlaybackSessions {
             properties[OfflineVideoManager.OfflineProperty.licenseAbsoluteExpirationTime] = since2001(expires.timeIntervalSince1970)
         }
         if let played = record.initialPlaybackAt { properties[OfflineVideoManager.OfflineProperty.initialPlaybackTime] = since2001(played) }
-        if let source = try? DownloadPlanner.offlineSource(of: original) {
+        // The source the package was downloaded from: the rule's choice in the package's format.
+        let format: HLSSourceFormat = (try? store.hasInitSegments(token)) == true ? .cmaf : .transportStream
+        if let source = try? OfflineSourceRule(configuration).choose(original.sources, videoID: original.id, format: format) {
             properties[OfflineVideoManager.OfflineProperty.onlineSource] = .string(source.src)
             if let data = try? WireJSON.encoder(sortedKeys: true).encode(source),
                let json = try? JSONDecoder().decode(JSONValue.self, from: data) {

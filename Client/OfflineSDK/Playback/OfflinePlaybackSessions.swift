@@ -170,14 +170,18 @@ actor OfflinePlaybackSessions: SharesManagerQueue {
         let allowsCellular = seams.options().allowsCellularPlayback
         let ownerLock = configuration.role == .reader ? configuration.storageDirectory.appendingPathComponent("owner.lock").path : nil
         return { track, sequence in
-            let path = folder + "/" + track.folder + "/" + track.names[sequence]
+            let path = folder + "/" + track.folder + "/" + (track.name(of: sequence) ?? "")
             if let bytes = await OfflinePlaybackSessions.readFileOffPool(path) { return bytes }
             let key = SegmentKey(track: track.position, sequence: sequence)
             for attempt in 0..<2 {
-                guard let url = try await BlockingWork.run({ try store.segmentURLs(token, [key])[key] }),
+                guard let (url, range) = try await BlockingWork.run({ try store.segmentSource(token, key) }),
                       NetworkGate.allows(network, allowsCellular: allowsCellular, url: url) else { break }
-                let response = try? await client.send(HTTPClientRequest(url: url))
-                if let response, response.status == 200 { return response.body }
+                // A byte range of its URL is asked for as one (and only a 206 of exactly it is taken).
+                let headers = range.map { [("Range", "bytes=\($0.offset)-\($0.offset + $0.length - 1)")] } ?? []
+                let response = try? await client.send(HTTPClientRequest(url: url, headers: headers))
+                if let response, range == nil ? response.status == 200 : response.status == 206 && Int64(response.body.count) == range?.length {
+                    return response.body
+                }
                 guard attempt == 0, response?.status == 403 else { break }
                 try await seams.refreshURLs(token)
             }

@@ -137,6 +137,15 @@ extension OfflineStore {
             // SDK is adopted by its first owner (`adoptLegacyDeviceKey`).
             try db.alter(table: "download") { t in t.add(column: "license_seal", .text) }
         }
+        migrator.registerMigration("v8: byte-range segments") { db in
+            // A segment that is a byte range of its URL (`EXT-X-BYTERANGE`, an `EXT-X-MAP` with
+            // `BYTERANGE`): where it starts in the remote file and how long it is. NULL for a
+            // segment that is its whole URL. Init segments are rows with a sequence below 0.
+            try db.alter(table: "segment") { t in
+                t.add(column: "range_offset", .integer)
+                t.add(column: "range_length", .integer)
+            }
+        }
         return migrator
     }
 }

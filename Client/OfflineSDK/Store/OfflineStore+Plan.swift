@@ -33,6 +33,11 @@ extension OfflineStore {
         }
     }
 
+    /// Whether a download's tracks have init segments (sequences below 0): it is fragmented MP4.
+    func hasInitSegments(_ token: String) throws -> Bool {
+        try read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM segment WHERE token = ? AND sequence < 0)", arguments: [token]) ?? false }
+    }
+
     /// What the runner needs to know of every segment of a download, without its URL:
     /// visited in (track, sequence) order, never all in memory at once.
     func forEachSegmentState(_ token: String, _ body: (SegmentState) throws -> Void) throws {
@@ -52,11 +57,21 @@ extension OfflineStore {
     /// `position` when given: the runner pages through a long video's segments.
     func pendingSegments(_ token: String, after position: (sequence: Int, track: Int)?, limit: Int) throws -> [SegmentRecord] {
         try read { db in
-            let after = position ?? (sequence: -1, track: -1)
+            let after = position ?? (sequence: Int.min, track: Int.min)  // init segments have sequences below 0
             return try SegmentRecord.fetchAll(db, sql: """
                 SELECT * FROM segment WHERE token = ? AND done = 0 AND (sequence > ? OR (sequence = ? AND track > ?))
                 ORDER BY sequence, track LIMIT ?
                 """, arguments: [token, after.sequence, after.sequence, after.track, limit])
+        }
+    }
+
+    /// Where one segment is fetched from: its stored URL and byte range (nil: the whole URL).
+    func segmentSource(_ token: String, _ key: SegmentKey) throws -> (url: String, range: SegmentRange?)? {
+        try read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT url, range_offset, range_length FROM segment WHERE token = ? AND track = ? AND sequence = ?",
+                                             arguments: [token, key.track, key.sequence]) else { return nil }
+            let offset: Int64? = row[1], length: Int64? = row[2]
+            return (row[0], offset.flatMap { offset in length.map { SegmentRange(offset: offset, length: $0) } })
         }
     }
 

@@ -121,7 +121,7 @@ struct TrackRecord: Codable, Sendable, Equatable, FetchableRecord, PersistableRe
 }
 
 /// One segment to fetch. `done` is set once its file is complete on disk.
-struct SegmentRecord: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+struct SegmentRecord: Sendable, Equatable, FetchableRecord, PersistableRecord {
     static let databaseTableName = "segment"
 
     var token: String
@@ -136,14 +136,11 @@ struct SegmentRecord: Codable, Sendable, Equatable, FetchableRecord, Persistable
     /// The real size once fetched.
     var bytes: Int64?
     var done: Bool
+    /// The bytes of `url` the segment is (`EXT-X-BYTERANGE`), or nil for the whole of it.
+    var range: SegmentRange? = nil
 
     /// The segment's identity within its download.
     var key: SegmentKey { SegmentKey(track: track, sequence: sequence) }
-
-    enum CodingKeys: String, CodingKey {
-        case token, track, sequence, url, file, duration, bytes, done
-        case estimatedBytes = "estimated_bytes"
-    }
 }
 
 extension SegmentRecord {
@@ -160,9 +157,12 @@ extension SegmentRecord {
         estimatedBytes = row["estimated_bytes"]
         bytes = row["bytes"]
         done = row["done"]
+        if let offset: Int64 = row["range_offset"], let length: Int64 = row["range_length"] {
+            range = SegmentRange(offset: offset, length: length)
+        }
     }
 
-    /// Written column by column (see `init(row:)`), the same columns as `CodingKeys`.
+    /// Written column by column (see `init(row:)`), the columns it reads.
     func encode(to container: inout PersistenceContainer) throws {
         container["token"] = token
         container["track"] = track
@@ -173,7 +173,15 @@ extension SegmentRecord {
         container["estimated_bytes"] = estimatedBytes
         container["bytes"] = bytes
         container["done"] = done
+        container["range_offset"] = range?.offset
+        container["range_length"] = range?.length
     }
+}
+
+/// The bytes of a remote file a segment is: `length` bytes from `offset`.
+struct SegmentRange: Sendable, Hashable {
+    var offset: Int64
+    var length: Int64
 }
 
 /// A segment's progress without its URL (see `OfflineStore.forEachSegmentState`).

@@ -64,7 +64,7 @@ package struct SampleCipher: Sendable {
         }
     }
 
-    private let key: SymmetricKey
+    let key: SymmetricKey
 
     /// A cipher with the AES-128 `key` (16 bytes).
     package init(key: [UInt8]) throws(CMAFError) {
@@ -154,15 +154,16 @@ package struct SampleCipher: Sendable {
     /// AES-128-CTR of `input` from the counter block `counter`, the block counter being its
     /// lower 64 bits (a 16-byte IV whose lower half would overflow wraps there, the upper
     /// half untouched, as FFmpeg's CENC decryptor counts).
-    private func ctr(_ input: [UInt8], counter: [UInt8]) throws(CMAFError) -> Data {
+    func ctr<Input: DataProtocol>(_ input: Input, counter: [UInt8]) throws(CMAFError) -> Data where Input.Index == Int {
         let low = counter[8 ..< 16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let blocksBeforeWrap = (UInt64.max - low) &+ 1  // 0 means 2^64: no wrap possible
         let splitAt = blocksBeforeWrap == 0 || blocksBeforeWrap >= UInt64(input.count / 16 + 1) ? input.count : Int(blocksBeforeWrap) * 16
+        let start = input.startIndex
         do {
-            var output = try AES._CTR.encrypt(input[0 ..< splitAt], using: key, nonce: AES._CTR.Nonce(nonceBytes: counter))
+            var output = try AES._CTR.encrypt(input[start ..< start + splitAt], using: key, nonce: AES._CTR.Nonce(nonceBytes: counter))
             if splitAt < input.count {
                 let wrapped = Array(counter[0 ..< 8]) + [UInt8](repeating: 0, count: 8)
-                output += try AES._CTR.encrypt(input[splitAt...], using: key, nonce: AES._CTR.Nonce(nonceBytes: wrapped))
+                output += try AES._CTR.encrypt(input[(start + splitAt)...], using: key, nonce: AES._CTR.Nonce(nonceBytes: wrapped))
             }
             return output
         } catch {
@@ -173,7 +174,7 @@ package struct SampleCipher: Sendable {
     // MARK: helpers
 
     /// The 16-byte counter block an 8- or 16-byte `cenc` IV starts from.
-    private static func counterBlock(_ iv: [UInt8]) throws(CMAFError) -> [UInt8] {
+    static func counterBlock(_ iv: [UInt8]) throws(CMAFError) -> [UInt8] {
         switch iv.count {
         case 8: return iv + [UInt8](repeating: 0, count: 8)
         case 16: return iv
@@ -182,7 +183,7 @@ package struct SampleCipher: Sendable {
     }
 
     /// The constant `cbcs` IV (16 bytes).
-    private static func cbcIV(_ iv: [UInt8]) throws(CMAFError) -> AES._CBC.IV {
+    static func cbcIV(_ iv: [UInt8]) throws(CMAFError) -> AES._CBC.IV {
         guard iv.count == 16 else { throw CMAFError(.invalidKey, "the IV is \(iv.count) bytes; cbcs needs 16") }
         do {
             return try AES._CBC.IV(ivBytes: iv)
@@ -192,7 +193,7 @@ package struct SampleCipher: Sendable {
     }
 
     /// Checks that `subsamples` (none negative) add up to `size`, as `senc` requires.
-    private static func check(_ subsamples: [Subsample], cover size: Int) throws(CMAFError) {
+    static func check(_ subsamples: [Subsample], cover size: Int) throws(CMAFError) {
         var total = 0
         for (index, subsample) in subsamples.enumerated() {
             guard subsample.clear >= 0, subsample.protected >= 0 else {
@@ -206,7 +207,7 @@ package struct SampleCipher: Sendable {
     }
 
     /// Calls `body(start, length)` for each non-empty protected range, in order.
-    private static func forEachProtectedRange(_ subsamples: [Subsample], _ body: (Int, Int) -> Void) {
+    static func forEachProtectedRange(_ subsamples: [Subsample], _ body: (Int, Int) -> Void) {
         var offset = 0
         for subsample in subsamples {
             offset += subsample.clear
