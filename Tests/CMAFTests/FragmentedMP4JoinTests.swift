@@ -138,4 +138,14 @@ import Testing
         #expect(numbers == [1, 2, 3, 4] && tracks == [1, 2, 3, 1])
         #expect(cmafErrorCode { _ = try join.segment(video.segments[0], track: 3) } == .unsupportedStream)
     }
+
+    @Test("durations move between timescales rounded, clamped to their field, unknown (all ones) kept")
+    func durationsAreRescaled() {
+        #expect(FragmentedMP4Join.rescale(12000, from: 1000, to: 90000) == 1_080_000)
+        #expect(FragmentedMP4Join.rescale(1_080_001, from: 90000, to: 1000) == 12000)
+        #expect(FragmentedMP4Join.rescale(1_080_045, from: 90000, to: 1000) == 12001)
+        #expect(FragmentedMP4Join.rescale(UInt64(UInt32.max), from: 1000, to: 90000, width: 4) == UInt64(UInt32.max))
+        #expect(FragmentedMP4Join.rescale(100_000_000, from: 1000, to: 90000, width: 4) == UInt64(UInt32.max))
+        #expect(FragmentedMP4Join.rescale(UInt64.max, from: 1, to: 90000) == UInt64.max)
+    }
 }
