@@ -66,12 +66,15 @@ struct ClearMediaReader: Sendable {
     let key: (key: [UInt8], iv: [UInt8])?
     let source: Source
     let protections = InitProtections()
+    /// The content key made ready once for the CMAF fragments (nil without a key, or one of the wrong size).
+    let cipher: SampleCipher?
 
     init(folder: String, tracks: [Track], key: (key: [UInt8], iv: [UInt8])?, source: @escaping Source) {
         self.folder = folder
         self.tracks = tracks
         self.key = key
         self.source = source
+        cipher = key.flatMap { try? SampleCipher(key: $0.key) }
     }
 
     /// Reads a package's local playlists. `keyID` is the content key id the license is for:
@@ -141,7 +144,8 @@ struct ClearMediaReader: Sendable {
             if track.isFragmented {
                 // cbcs: the IV is the init segment's (tenc), never the playlist's.
                 guard let protection = try await protection(track, initIndex: track.initOfSegment[sequence]) else { return stored }
-                return try ProtectionRemoval.clearSegment(stored, protection: protection, key: key.key)
+                guard let cipher else { return try ProtectionRemoval.clearSegment(stored, protection: protection, key: key.key) }  // throws the key's error
+                return try ProtectionRemoval.clearSegment(stored, protection: protection, cipher: cipher)
             }
             return try SampleAES.decrypt(segment: stored, key: key.key, iv: iv.count == 16 ? iv : key.iv)
         } catch let error as OfflineVideoError {

@@ -185,6 +185,20 @@ package struct FieldReader {
         return (UInt8(word >> 24), word & 0x00FF_FFFF)
     }
 
+    /// Skips the creation and modification times of an `mvhd`, `tkhd` or `mdhd` (32 or 64 bits
+    /// each, by `version`): the field after them (`timescale`, `track_ID`) is next.
+    package mutating func skipTimes(version: UInt8) throws(CMAFError) {
+        try skip(version == 1 ? 16 : 8, "times")
+    }
+
+    /// The version and flags, the times skipped, then the 32-bit field after them: the
+    /// `timescale` of an `mvhd` or `mdhd`, the `track_ID` of a `tkhd`.
+    package mutating func u32AfterTimes(_ what: @autoclosure () -> String) throws(CMAFError) -> UInt32 {
+        let (version, _) = try versionAndFlags()
+        try skipTimes(version: version)
+        return try u32(what())
+    }
+
     /// The 32-bit big-endian value at `offset` (the caller checked the bounds).
     static func u32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
         UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])

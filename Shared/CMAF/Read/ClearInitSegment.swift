@@ -79,9 +79,7 @@ package enum ProtectionRemoval {
             switch box.type {
             case "tkhd":
                 var reader = FieldReader(bytes, body: box)
-                let (version, _) = try reader.versionAndFlags()
-                try reader.skip(version == 1 ? 16 : 8, "times")
-                trackID = try reader.u32("track_ID")
+                trackID = try reader.u32AfterTimes("track_ID")
             case "mdia":
                 path.append(box)
                 var media = BoxIterator(bytes, in: box.body)
@@ -89,9 +87,7 @@ package enum ProtectionRemoval {
                     switch child.type {
                     case "mdhd":
                         var reader = FieldReader(bytes, body: child)
-                        let (version, _) = try reader.versionAndFlags()
-                        try reader.skip(version == 1 ? 16 : 8, "times")
-                        timescale = try reader.u32("timescale")
+                        timescale = try reader.u32AfterTimes("timescale")
                     case "hdlr":
                         var reader = FieldReader(bytes, body: child)
                         _ = try reader.versionAndFlags()

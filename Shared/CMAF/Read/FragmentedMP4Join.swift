@@ -46,9 +46,7 @@ package struct FragmentedMP4Join: Sendable {
                 switch box.type {
                 case "mvhd":
                     var reader = FieldReader(bytes, body: box)
-                    let (version, _) = try reader.versionAndFlags()
-                    try reader.skip(version == 1 ? 16 : 8, "times")
-                    header = (box, try reader.u32("timescale"))
+                    header = (box, try reader.u32AfterTimes("timescale"))
                 case "trak":
                     guard track == nil else { throw CMAFError(.unsupportedStream, "init segment \(index) describes more than one track") }
                     track = box
@@ -183,7 +181,7 @@ package struct FragmentedMP4Join: Sendable {
                 var reader = FieldReader(bytes, body: child)
                 let (version, flags) = try reader.versionAndFlags()
                 fields.append((child.body.lowerBound + 1, 3, UInt64(enabled ? flags | 1 : flags & ~1)))
-                try reader.skip(version == 1 ? 16 : 8, "times")
+                try reader.skipTimes(version: version)
                 fields.append((reader.position, 4, UInt64(trackID)))
                 try reader.skip(8, "track_ID and reserved")
                 let durationField = reader.position
