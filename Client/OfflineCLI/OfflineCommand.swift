@@ -124,9 +124,24 @@ struct StorageOptions: ParsableArguments {
     @Option(name: .customLong("reserve-mb"), help: "Refuse a download that would leave less free space than this (MiB).")
     var reserveMB: Int = 1024
 
+    @Option(name: .customLong("source-format"),
+            help: "Which HLS source to download when a video has both: first (as listed, the default), cmaf or ts. [OFFLINE_SOURCE_FORMAT]")
+    var sourceFormat: SourceFormatArgument?
+
+    @Option(name: .customLong("unplayable-codec"),
+            help: "A codec this device cannot play, never downloaded (repeatable).")
+    var unplayableCodecs: [CodecArgument] = []
+
     @Option(name: .customLong("clock-offset"),
             help: "Run the device clock this far ahead (e.g. 7h) to match a mock backend whose clock was moved. [OFFLINE_CLOCK_OFFSET]")
     var clockOffset: DurationArgument?
+
+    func validate() throws {
+        if sourceFormat == nil, let value = ProcessInfo.processInfo.environment["OFFLINE_SOURCE_FORMAT"], !value.isEmpty,
+           SourceFormatArgument(argument: value) == nil {
+            throw ValidationError("OFFLINE_SOURCE_FORMAT is '\(value)'; it must be one of first, cmaf, ts.")
+        }
+    }
 
     var folder: URL {
         if let folder = storage ?? ProcessInfo.processInfo.environment["OFFLINE_STORAGE"] { return URL(fileURLWithPath: folder) }
@@ -150,6 +165,9 @@ struct StorageOptions: ParsableArguments {
         configuration.segmentsInParallel = max(1, parallel)
         configuration.minimumFreeSpace = Int64(max(0, reserveMB)) * 1_048_576
         configuration.options.allowsCellularDownload = allowCellular
+        let format = sourceFormat ?? ProcessInfo.processInfo.environment["OFFLINE_SOURCE_FORMAT"].flatMap(SourceFormatArgument.init(argument:))
+        configuration.sourcePreference = format?.preference ?? .firstListed
+        configuration.unplayableCodecs = Set(unplayableCodecs.map(\.codec))
         let offset = self.offset
         configuration.clock = { Date().addingTimeInterval(offset) }
         return configuration
@@ -169,6 +187,31 @@ struct StorageOptions: ParsableArguments {
             return try await manager(role: .reader)
         }
     }
+}
+
+/// `--source-format`: `first`, `cmaf` or `ts`.
+enum SourceFormatArgument: String, ExpressibleByArgument, CaseIterable, Sendable {
+    case first, cmaf, ts
+
+    var preference: HLSSourcePreference {
+        switch self {
+        case .first: .firstListed
+        case .cmaf: .prefer(.cmaf)
+        case .ts: .prefer(.transportStream)
+        }
+    }
+}
+
+/// `--unplayable-codec`: a `MediaCodec` by its name.
+struct CodecArgument: ExpressibleByArgument, Sendable {
+    let codec: MediaCodec
+
+    init?(argument: String) {
+        guard let codec = MediaCodec(rawValue: argument.lowercased()) else { return nil }
+        self.codec = codec
+    }
+
+    static var allValueStrings: [String] { MediaCodec.allCases.map(\.rawValue) }
 }
 
 extension StorageOptions {

@@ -4,7 +4,8 @@
 extension HTTPResponse {
     /// The answer after If-None-Match (304) and Range (206/416, with If-Range) are taken into
     /// account. A 206 keeps every header of the 200 (an ETag, a `Repr-Digest`: both describe the
-    /// whole representation, not the range); a 304 keeps the ones RFC 9110 §15.4.5 says a 304
+    /// whole representation, not the range) and, for a ranged body that has one, adds the range's
+    /// `Content-Digest`; a 304 keeps the ones RFC 9110 §15.4.5 says a 304
     /// sends, and the `Repr-Digest` (RFC 9530) of the representation it stands for. A ranged body
     /// is made for the range sent, or whole when none applies.
     package func applyingConditionals(for request: HTTPRequest) -> HTTPResponse {
@@ -58,7 +59,9 @@ extension HTTPResponse {
             case .file(let path, let offset, _):
                 response.body = .file(path: path, offset: offset + lower, length: upper - lower + 1)
             case .stream: break
-            case .ranged(let ranged): response.body = ranged.body(lower, upper)
+            case .ranged(let ranged):
+                response.body = ranged.body(lower, upper)
+                if let digest = ranged.contentDigest(lower, upper) { response.headers.set("Content-Digest", digest) }
             }
             return response
         }

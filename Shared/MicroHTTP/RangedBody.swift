@@ -11,12 +11,24 @@ package final class RangedBody: Sendable {
     /// The whole length (sent as Content-Length when no range applies).
     package let length: UInt64
     private let make: @Sendable (_ lower: UInt64, _ upper: UInt64) -> HTTPResponse.Body
+    private let digest: (@Sendable (_ lower: UInt64, _ upper: UInt64) -> String?)?
 
     /// A body of `length` bytes; `make` gives the bytes from `lower` to `upper` (inclusive, within
-    /// the length) as bytes or, for a long range, a stream of exactly that many bytes.
-    package init(length: UInt64, make: @escaping @Sendable (_ lower: UInt64, _ upper: UInt64) -> HTTPResponse.Body) {
+    /// the length) as bytes or, for a long range, a stream of exactly that many bytes. `digest`,
+    /// when given, gives the `Content-Digest` field value (RFC 9530) of the bytes `lower ... upper`
+    /// should be: a `206` sends it, so a client can check the range it received, which the whole
+    /// representation's `Repr-Digest` cannot tell it.
+    package init(length: UInt64, make: @escaping @Sendable (_ lower: UInt64, _ upper: UInt64) -> HTTPResponse.Body,
+                 digest: (@Sendable (_ lower: UInt64, _ upper: UInt64) -> String?)? = nil) {
         self.length = length
         self.make = make
+        self.digest = digest
+    }
+
+    /// The `Content-Digest` field value of bytes `lower ... upper`, when the body has a digest.
+    package func contentDigest(_ lower: UInt64, _ upper: UInt64) -> String? {
+        guard lower <= upper, upper < length else { return nil }
+        return digest?(lower, upper)
     }
 
     /// The body of bytes `lower ... upper`.
@@ -28,9 +40,10 @@ package final class RangedBody: Sendable {
     /// The whole body.
     package var whole: HTTPResponse.Body { length == 0 ? .empty : body(0, length - 1) }
 
-    /// The same body with `transform` applied to each range made (a fault that cuts or corrupts it).
+    /// The same body with `transform` applied to each range made (a fault that cuts or corrupts
+    /// it); its digests stay those of the bytes as they should be, so a client can tell.
     package func mapping(_ transform: @escaping @Sendable (HTTPResponse.Body) -> HTTPResponse.Body) -> RangedBody {
-        RangedBody(length: length) { [make] lower, upper in transform(make(lower, upper)) }
+        RangedBody(length: length, make: { [make] lower, upper in transform(make(lower, upper)) }, digest: digest)
     }
 }
 

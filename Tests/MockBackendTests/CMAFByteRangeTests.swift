@@ -78,6 +78,11 @@ struct CMAFByteRangeTests {
                 let part = try await Curl.fetch(uri, ["-r", "\(ranges[7].offset!)-\(ranges[7].offset! + ranges[7].length - 1)", "-H", "If-Range: \(etag)"])
                 #expect(part.status == 206 && part.header("Content-Range") == "bytes \(ranges[7].offset!)-\(ranges[7].offset! + ranges[7].length - 1)/\(whole.body.count)")
                 #expect(part.header("Repr-Digest") == whole.header("Repr-Digest"))
+                // The range's own digest (RFC 9530 Content-Digest), for one segment and for a part of one.
+                #expect(part.header("Content-Digest") == "sha-256=:" + Data(SHA256.hash(data: part.body)).base64EncodedString() + ":")
+                let within = try await Curl.fetch(uri, ["-r", "\(ranges[7].offset! + 10)-\(ranges[7].offset! + ranges[7].length - 1)"])
+                #expect(within.status == 206 && within.header("Content-Digest") == "sha-256=:" + Data(SHA256.hash(data: within.body)).base64EncodedString() + ":")
+                #expect(whole.header("Content-Digest") == nil, "a 200 has its Repr-Digest")
                 #expect(try await Curl.fetch(uri, ["-r", "\(whole.body.count)-"]).status == 416)
                 #expect(try await Curl.fetch(uri, ["-H", "If-None-Match: \(etag)"]).status == 304)
                 let tail = try await Curl.fetch(uri, ["-r", "-100"])
@@ -151,7 +156,7 @@ struct CMAFByteRangeTests {
                 try #require(master.renditions.first { $0.type == .audio && $0.language == "en" }?.uri))
     }
 
-    @Test("a fault that cuts or corrupts track.mp4 does it to the range asked for, and leaves the whole file's digest")
+    @Test("a fault that cuts or corrupts track.mp4 does it to the range asked for, and leaves the whole file's digest and the range's")
     func faultsOnRanges() async throws {
         try await withLiveServer { server in
             #expect(try await Self.setAddressing(server, "byte_ranges").status == 200)
@@ -170,6 +175,8 @@ struct CMAFByteRangeTests {
             #expect(flipped.status == 206 && flipped.body.count == good.body.count)
             #expect(zip(flipped.body, good.body).filter { $0 != $1 }.count == 4)
             #expect(flipped.header("Repr-Digest") == good.header("Repr-Digest") && cut.header("Content-Range") == good.header("Content-Range"))
+            #expect(flipped.header("Content-Digest") == good.header("Content-Digest") && good.header("Content-Digest") != nil,
+                    "the range's digest is what it should have been")
             #expect(try await Curl.fetch(uri, ["-r", header]).body == good.body, "each rule used its one time")
         }
     }

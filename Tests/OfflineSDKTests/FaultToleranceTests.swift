@@ -8,11 +8,12 @@ import WireModels
 
 /// The SDK against the live mock with fault rules: every download either completes with every
 /// byte equal to what the server serves, or fails with a stable error code, and is never
-/// marked completed with missing or short data.
+/// marked completed with missing or short data. The segment faults run on each package format
+/// (MPEG-TS, CMAF segments, CMAF byte ranges); the license faults do not depend on it.
 @Suite("Downloads through injected faults, live")
 struct FaultToleranceTests {
-    /// Every stored segment of `token` is done and byte for byte what the server serves now
-    /// (call once the rules are removed), and the package plays.
+    /// Every stored segment of `token` is done and byte for byte what the server serves now (a
+    /// byte-range piece: its range; call once the rules are removed), and the package plays.
     static func expectWhole(_ server: MockBackendServer, _ h: Harness, _ token: OfflineVideoToken,
                             sourceLocation: SourceLocation = #_sourceLocation) async throws {
         #expect(try await h.manager.status(token).downloadState == .completed, sourceLocation: sourceLocation)
@@ -21,12 +22,22 @@ struct FaultToleranceTests {
         let client = HTTPClient()
         #expect(!segments.isEmpty && segments.allSatisfy(\.done), sourceLocation: sourceLocation)
         for segment in segments {
-            let served = try await client.send(HTTPClientRequest(url: segment.url))
+            let range = segment.range.map { [("Range", "bytes=\($0.offset)-\($0.offset + $0.length - 1)")] } ?? []
+            let served = try await client.send(HTTPClientRequest(url: segment.url, headers: range))
             let local = Array(try Data(contentsOf: folder.appendingPathComponent(segment.file)))
-            #expect(served.status == 200 && local == served.body, "\(segment.file) differs from \(segment.url)", sourceLocation: sourceLocation)
+            #expect(served.status == (range.isEmpty ? 200 : 206) && local == served.body, "\(segment.file) differs from \(segment.url)",
+                    sourceLocation: sourceLocation)
             #expect(segment.bytes == Int64(local.count), sourceLocation: sourceLocation)
         }
         try await expectPlays(h.manager, token, sourceLocation: sourceLocation)
+    }
+
+    /// The name a fault rule gives the rendition of `variant`: `416x234`, or `hevc:416x234` for
+    /// an HEVC one (a CMAF master lists both).
+    static func renditionName(_ variant: VariantStream) -> String? {
+        guard let resolution = variant.resolution?.description else { return nil }
+        let hevc = variant.codecs.map { $0.contains("hvc1") || $0.contains("hev1") } ?? false
+        return (hevc ? "hevc:" : "") + resolution
     }
 
     /// Answers each rule changed, by id.
@@ -34,10 +45,12 @@ struct FaultToleranceTests {
         Dictionary(uniqueKeysWithValues: server.app.faults.rules.map { ($0.rule.id ?? "", $0.applied) })
     }
 
-    @Test("segments reset mid-body (the first three, then 10 %) and answered 503 (5 %): the download completes, every byte as served")
-    func resetsAndErrors() async throws {
-        try await withBackend({ $0.faultSeed = 7 }) { server in try await withHarness(server) { h in
-            try server.app.faults.add(FaultRule(id: "first-cuts", route: .segment, times: 3, cutAfterBytes: 4_000))
+    @Test("segments reset mid-body (the first three, then 10 %) and answered 503 (5 %): the download completes, every byte as served",
+          arguments: PackageFormat.allCases)
+    func resetsAndErrors(_ format: PackageFormat) async throws {
+        try await format.withHarness(backend: { $0.faultSeed = 7 }) { server, h in
+            // 400 bytes: inside every body, a CMAF init segment's too.
+            try server.app.faults.add(FaultRule(id: "first-cuts", route: .segment, times: 3, cutAfterBytes: 400))
             try server.app.faults.add(FaultRule(id: "cuts", route: .segment, probability: 0.1, cutAfterBytes: 20_000))
             try server.app.faults.add(FaultRule(id: "errors", route: .segment, probability: 0.05, status: 503))
             let token = try await h.request(Catalog.clearVideo, MediaSelections(audioLanguages: ["en", "fr", "es"], subtitleLanguages: ["de"]))
@@ -49,15 +62,16 @@ struct FaultToleranceTests {
                 server.app.requestLog.entries(RequestLog.Filter(pathPrefix: "/media/")).filter { $0.fault?.hasPrefix("first-cuts") == true }.count == 3
             })
             let cut = server.app.requestLog.entries(RequestLog.Filter(pathPrefix: "/media/")).filter { $0.fault?.hasPrefix("first-cuts") == true }
-            #expect(cut.count == 3 && cut.allSatisfy { !$0.completed && $0.bytes == 4_000 })
+            #expect(cut.count == 3 && cut.allSatisfy { !$0.completed && $0.bytes == 400 })
             server.app.faults.removeAll()
             try await Self.expectWhole(server, h, token)
-        } }
+        }
     }
 
-    @Test("a congested network: 25 % of segment bodies cut after 3,000 bytes and 10 % answered 503 (Retry-After 1) on the 10-minute video: it completes, every byte as served")
-    func harshRates() async throws {
-        try await withBackend({ $0.faultSeed = 22 }) { server in try await withHarness(server) { h in
+    @Test("a congested network: 25 % of segment bodies cut after 3,000 bytes and 10 % answered 503 (Retry-After 1) on the 10-minute video: it completes, every byte as served",
+          arguments: PackageFormat.allCases)
+    func harshRates(_ format: PackageFormat) async throws {
+        try await format.withHarness(backend: { $0.faultSeed = 22 }) { server, h in
             try server.app.faults.add(FaultRule(id: "cuts", route: .segment, probability: 0.25, cutAfterBytes: 3_000))
             try server.app.faults.add(FaultRule(id: "busy", route: .segment, probability: 0.1, status: 503, retryAfter: 1))
             let token = try await h.request(Catalog.tenMinuteVideo)
@@ -67,12 +81,13 @@ struct FaultToleranceTests {
             #expect(applied["cuts"] ?? 0 > 50 && applied["busy"] ?? 0 > 20, "the faults were in force: \(applied)")
             server.app.faults.removeAll()
             try await Self.expectWhole(server, h, token)
-        } }
+        }
     }
 
-    @Test("5 % of segment answers with 3 bytes flipped: each is caught by its Repr-Digest and fetched again; the download completes byte-identical, digests recorded; a segment changed on disk later is found by the deep check")
-    func corruptBodies() async throws {
-        try await withBackend({ $0.faultSeed = 5 }) { server in try await withHarness(server) { h in
+    @Test("5 % of segment answers with 3 bytes flipped: each is caught by its Repr-Digest and fetched again; the download completes byte-identical, digests recorded; a segment changed on disk later is found by the deep check",
+          arguments: PackageFormat.allCases)
+    func corruptBodies(_ format: PackageFormat) async throws {
+        try await format.withHarness(backend: { $0.faultSeed = 5 }) { server, h in
             try server.app.faults.add(FaultRule(id: "flips", route: .segment, probability: 0.05, corruptBytes: 3))
             let token = try await h.request(Catalog.tenMinuteVideo)
             let failure = try await h.events.finished(token, timeout: .seconds(600))
@@ -101,19 +116,20 @@ struct FaultToleranceTests {
             #expect(!FileManager.default.fileExists(atPath: path))
             let after = try await h.manager.store.offPool { try $0.segments(token) }.first { $0.file == segment.file }
             #expect(after?.done == false, "marked to be fetched again")
-        } }
+        }
     }
 
-    @Test("a rendition whose every answer arrives damaged is no progress: the download fails, saying so, and keeps none of those bodies")
-    func alwaysDamaged() async throws {
-        try await withBackend { server in try await withHarness(server, {
-            $0.failuresWithoutProgress = 3
-            $0.timeWithoutProgress = .zero
-        }) { h in
+    @Test("a rendition whose every answer arrives damaged is no progress: the download fails, saying so, and keeps none of those bodies",
+          arguments: PackageFormat.allCases)
+    func alwaysDamaged(_ format: PackageFormat) async throws {
+        try await format.withHarness({ _, configuration in
+            configuration.failuresWithoutProgress = 3
+            configuration.timeWithoutProgress = .zero
+        }) { server, h in
             let video = try await h.service.findVideo(id: Catalog.clearVideo)
             let lowest = try #require(try await h.manager.variantBitrates(for: video).first)
-            let master = try MasterPlaylist(parsing: try await Curl.fetch(try #require(video.sources.first { $0.isHLS }?.src)).text)
-            let rendition = try #require(master.variants.first { $0.bandwidth == lowest }?.resolution?.description)
+            let master = try MasterPlaylist(parsing: try await Curl.fetch(try format.hlsSource(of: video.video).src).text)
+            let rendition = try #require(master.variants.first { $0.bandwidth == lowest }.flatMap(Self.renditionName))
             try server.app.faults.add(FaultRule(id: "flips", route: .segment, rendition: rendition, corruptBytes: 2))
             let token = try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: DownloadParameters(requestedBitrate: lowest))
             let error = try #require(try await h.events.finished(token))
@@ -121,7 +137,7 @@ struct FaultToleranceTests {
             #expect(try await h.manager.status(token).downloadState == .error)
             let video0 = try await h.manager.store.offPool { try $0.segments(token) }.filter { $0.track == 0 }
             #expect(!video0.isEmpty && video0.allSatisfy { !$0.done }, "no damaged body kept as done")
-        } }
+        }
     }
 
     @Test("a license answered 503 with Retry-After: 2 is asked again about 2 s later (the request log's times), with a fresh SPC, and the download completes")
@@ -158,9 +174,10 @@ struct FaultToleranceTests {
         } }
     }
 
-    @Test("a bandwidth-limited download (1 MB/s per response) completes with every byte, and does not count as stalled")
-    func bandwidthLimited() async throws {
-        try await withBackend { server in try await withHarness(server, { $0.stallTimeout = .seconds(1) }) { h in
+    @Test("a bandwidth-limited download (1 MB/s per response) completes with every byte, and does not count as stalled",
+          arguments: PackageFormat.allCases)
+    func bandwidthLimited(_ format: PackageFormat) async throws {
+        try await format.withHarness({ $1.stallTimeout = .seconds(1) }) { server, h in
             try server.app.faults.add(FaultRule(id: "thin", route: .segment, bytesPerSecond: 1_000_000))
             let token = try await h.request(Catalog.clearVideo)
             #expect(try await h.events.finished(token) == nil)
@@ -174,28 +191,30 @@ struct FaultToleranceTests {
             #expect(Self.applied(server)["thin"] == thin.count)
             server.app.faults.removeAll()
             try await Self.expectWhole(server, h, token)
-        } }
+        }
     }
 
-    @Test("stalled segments (headers, then nothing) time out and are fetched again; the download completes")
-    func stalledSegments() async throws {
-        try await withBackend { server in try await withHarness(server, { $0.stallTimeout = .seconds(1) }) { h in
+    @Test("stalled segments (headers, then nothing) time out and are fetched again; the download completes",
+          arguments: PackageFormat.allCases)
+    func stalledSegments(_ format: PackageFormat) async throws {
+        try await format.withHarness({ $1.stallTimeout = .seconds(1) }) { server, h in
             try server.app.faults.add(FaultRule(id: "stall", route: .segment, times: 2, stall: true))
             let token = try await h.request(Catalog.clearVideo)
             #expect(try await h.events.finished(token) == nil)
             #expect(Self.applied(server)["stall"] == 2)
             server.app.faults.removeAll()
             try await Self.expectWhole(server, h, token)
-        } }
+        }
     }
 
-    @Test("a media playlist that times out is asked for again; one that always does fails the request with downloadFailure/network and stores nothing")
-    func mediaPlaylistTimeout() async throws {
-        try await withBackend { server in try await withHarness(server, {
-            $0.requestTimeout = .seconds(1)
-            $0.failuresWithoutProgress = 3
-            $0.timeWithoutProgress = .zero
-        }) { h in
+    @Test("a media playlist that times out is asked for again; one that always does fails the request with downloadFailure/network and stores nothing",
+          arguments: PackageFormat.allCases)
+    func mediaPlaylistTimeout(_ format: PackageFormat) async throws {
+        try await format.withHarness({ _, configuration in
+            configuration.requestTimeout = .seconds(1)
+            configuration.failuresWithoutProgress = 3
+            configuration.timeWithoutProgress = .zero
+        }) { server, h in
             try server.app.faults.add(FaultRule(id: "once", route: .mediaPlaylist, times: 1, stall: true))
             let token = try await h.request(Catalog.clearVideo)
             #expect(Self.applied(server)["once"] == 1)
@@ -210,7 +229,7 @@ struct FaultToleranceTests {
             #expect(packages == [token], "and no package folder")
             server.app.faults.removeAll()
             try await Self.expectWhole(server, h, token)
-        } }
+        }
     }
 
     @Test("a license request that stalls is tried again with a fresh SPC; one that always stalls fails the request with contentKeyRequestFailed and stores nothing; asked again, it downloads and plays")
@@ -243,17 +262,18 @@ struct FaultToleranceTests {
         } }
     }
 
-    @Test("a rendition whose every segment is cut before its body fails the download with downloadFailure/network, never completed; nothing is kept as done")
-    func persistentCuts() async throws {
-        try await withBackend { server in try await withHarness(server, {
-            $0.failuresWithoutProgress = 3
-            $0.timeWithoutProgress = .zero
-        }) { h in
+    @Test("a rendition whose every segment is cut before its body fails the download with downloadFailure/network, never completed; nothing is kept as done",
+          arguments: PackageFormat.allCases)
+    func persistentCuts(_ format: PackageFormat) async throws {
+        try await format.withHarness({ _, configuration in
+            configuration.failuresWithoutProgress = 3
+            configuration.timeWithoutProgress = .zero
+        }) { server, h in
             let video = try await h.service.findVideo(id: Catalog.clearVideo)
             let lowest = try #require(try await h.manager.variantBitrates(for: video).first)
-            let master = try MasterPlaylist(parsing: try await Curl.fetch(try #require(video.sources.first { $0.isHLS }?.src)).text)
+            let master = try MasterPlaylist(parsing: try await Curl.fetch(try format.hlsSource(of: video.video).src).text)
             let variant = try #require(master.variants.first { $0.bandwidth == lowest })
-            let rendition = try #require(variant.resolution?.description)
+            let rendition = try #require(Self.renditionName(variant))
             try server.app.faults.add(FaultRule(id: "cut", route: .segment, rendition: rendition, cutAfterBytes: 0))
             let token = try await h.manager.requestVideoDownload(video, mediaSelections: nil, parameters: DownloadParameters(requestedBitrate: lowest))
             let error = try #require(try await h.events.finished(token))
@@ -271,6 +291,6 @@ struct FaultToleranceTests {
             try await h.manager.retryVideoDownload(token)
             #expect(try await h.events.wait { $0 == .downloadFinished(token, error: nil) } == .downloadFinished(token, error: nil))
             try await Self.expectWhole(server, h, token)
-        } }
+        }
     }
 }

@@ -168,9 +168,32 @@ struct RulesTests {
         flipped.withUnsafeBytes { #expect(SegmentCheck.problem($0, file: "a.ts", digest: nil)?.contains("sync byte") == true) }
         Array(stream.dropLast()).withUnsafeBytes { #expect(SegmentCheck.problem($0, file: "a.ts", digest: nil) != nil) }
         flipped.withUnsafeBytes { #expect(SegmentCheck.problem($0, file: "sub/00001.vtt", digest: nil) == nil, "only .ts has a structure to check") }
-        let verifier = SegmentCheck.verifier(file: "a.ts", digest: ReprDigest(of: stream))
+        let verifier = SegmentCheck.verifier(file: "a.ts", digest: .init(digest: ReprDigest(of: stream), from: 0))
         #expect(flipped.withUnsafeBytes { verifier($0) }?.code == .contentMismatch)
         #expect(stream.withUnsafeBytes { verifier($0) } == nil)
+    }
+
+    @Test("a byte-range piece resumed after a cut is checked against its last answer's Content-Digest from where it resumed, and as whole boxes")
+    func resumedPieceDigest() {
+        // Two boxes: a 16-byte `moof`-like box and a 24-byte `mdat`.
+        let box1: [UInt8] = [0, 0, 0, 16] + Array("moof".utf8) + [UInt8](repeating: 1, count: 8)
+        let box2: [UInt8] = [0, 0, 0, 24] + Array("mdat".utf8) + [UInt8](repeating: 2, count: 16)
+        let piece = box1 + box2
+        let tail = SegmentCheck.Digest(digest: ReprDigest(of: Array(piece[20...])), from: 20)
+        piece.withUnsafeBytes { #expect(SegmentCheck.problem($0, file: "1-audio/00003.m4s", check: tail) == nil) }
+        var flippedTail = piece
+        flippedTail[30] ^= 0x10
+        flippedTail.withUnsafeBytes {
+            #expect(SegmentCheck.problem($0, file: "1-audio/00003.m4s", check: tail)?.contains("from 20 on") == true)
+        }
+        // The kept prefix is not covered by the digest; a break in its structure still shows.
+        var brokenPrefix = piece
+        brokenPrefix[3] = 12
+        brokenPrefix.withUnsafeBytes { #expect(SegmentCheck.problem($0, file: "1-audio/00003.m4s", check: tail) != nil) }
+        // A whole piece with its digest is the digest's check alone.
+        let whole = SegmentCheck.Digest(digest: ReprDigest(of: piece), from: 0)
+        piece.withUnsafeBytes { #expect(SegmentCheck.problem($0, file: "1-audio/00003.m4s", check: whole) == nil) }
+        flippedTail.withUnsafeBytes { #expect(SegmentCheck.problem($0, file: "1-audio/00003.m4s", check: whole) != nil) }
     }
 
     @Test("progress is bytes done over bytes expected, never 100 before the end, at most 10 reports a second")

@@ -9,7 +9,7 @@ import TestKit
 import Testing
 
 /// A proxy in front of the mock backend that fails two of every three segment requests it
-/// forwards (503; never more than two in a row), counting what it did.
+/// forwards (503; never more than two in a row; MPEG-TS and CMAF alike), counting what it did.
 final class FlakyProxy: Sendable {
     let server: HTTPServer
     private let counters = Counters()
@@ -25,7 +25,7 @@ final class FlakyProxy: Sendable {
         let client = HTTPClient()
         server = HTTPServer(configuration: configuration, logger: quietLogger) { request in
             let (backend, fail) = counters.state.withLock { state -> (String, Bool) in
-                guard request.path.hasSuffix(".ts") else { return (state.backend, false) }
+                guard [".ts", ".m4s", ".mp4"].contains(where: request.path.hasSuffix) else { return (state.backend, false) }
                 state.segments += 1
                 let fail = state.segments % 3 != 0
                 if fail { state.failed += 1 }
@@ -38,7 +38,9 @@ final class FlakyProxy: Sendable {
                 return .text("backend gone\n", status: 502)
             }
             var headers = HTTPHeaders()
-            for field in answer.headers where field.name.lowercased() == "content-type" { headers.add(field.name, field.value) }
+            for field in answer.headers where ["content-type", "content-range"].contains(field.name.lowercased()) {
+                headers.add(field.name, field.value)
+            }
             return HTTPResponse(status: answer.status, headers: headers, body: .bytes(answer.body))
         }
         try server.start()
@@ -51,15 +53,18 @@ final class FlakyProxy: Sendable {
 
 @Suite("Downloads on a slow disk, live")
 struct SlowDiskTests {
-    @Test("failures between bodies that arrived whole do not fail a download whose commits lag behind; commits hold the network back")
-    func slowCommitsAndFailures() async throws {
+    @Test("failures between bodies that arrived whole do not fail a download whose commits lag behind; commits hold the network back",
+          arguments: PackageFormat.allCases)
+    func slowCommitsAndFailures(_ format: PackageFormat) async throws {
         let proxy = try FlakyProxy()
         let disk = Gate()  // every commit waits here: a disk that does not keep up
         try await withBackend({ $0.publicBaseURL = proxy.baseURL }) { server in
             proxy.forward(to: "http://127.0.0.1:\(server.port)")
+            try await format.prepare(server)
             // The proxy answers from the test pool, which can be half a minute late at the start
             // of a full run: request timeouts well past that (ceilings, never waits).
             try await withHarness(server, { configuration in
+                format.configure(&configuration)
                 configuration.beforeCommit = { await disk.wait() }
                 configuration.segmentsInParallel = 2
                 configuration.requestTimeout = .seconds(120)

@@ -210,10 +210,19 @@ enum PackageFormat: String, CaseIterable, Sendable, CustomTestStringConvertible 
         try #require(response.status == 200, "\(String(decoding: response.body, as: UTF8.self))")
     }
 
-    /// A backend and a harness downloading in this format.
-    func withHarness(_ configure: @escaping (MockBackendServer, inout OfflineVideoManagerConfiguration) -> Void = { _, _ in },
+    /// The `offline` command's arguments that take this format.
+    var commandLineArguments: [String] { ["--source-format", isCMAF ? "cmaf" : "ts"] }
+
+    /// The HLS source of `video` a download in this format takes.
+    func hlsSource(of video: Video) throws -> VideoSource {
+        try OfflineSourceRule(preference: .prefer(isCMAF ? .cmaf : .transportStream)).choose(video.sources, videoID: video.id)
+    }
+
+    /// A backend (set up by `backend`) and a harness downloading in this format.
+    func withHarness(backend: (inout BackendConfiguration) -> Void = { _ in },
+                     _ configure: @escaping (MockBackendServer, inout OfflineVideoManagerConfiguration) -> Void = { _, _ in },
                      _ body: (MockBackendServer, Harness) async throws -> Void) async throws {
-        try await withBackend { server in
+        try await withBackend(backend) { server in
             try await prepare(server)
             try await OfflineSDKTests.withHarness(server, { configuration in
                 self.configure(&configuration)

@@ -62,14 +62,20 @@ package struct FileDownloadResult: Sendable, Equatable {
     /// The final answer's `Repr-Digest` field (RFC 9530) as sent: the digest of the whole file,
     /// also on a 206 that sent only its end. nil when the server sent none.
     package var reprDigest: String?
+    /// The final answer's `Content-Digest` field (RFC 9530) as sent: the digest of the bytes that
+    /// answer carried (on a 206, the range sent, from `resumedFrom` in the file on). nil when the
+    /// server sent none.
+    package var contentDigest: String?
 
     /// Creates a result.
-    package init(bytesWritten: Int64, resumedFrom: Int64, totalSize: Int64, status: Int, reprDigest: String? = nil) {
+    package init(bytesWritten: Int64, resumedFrom: Int64, totalSize: Int64, status: Int, reprDigest: String? = nil,
+                 contentDigest: String? = nil) {
         self.bytesWritten = bytesWritten
         self.resumedFrom = resumedFrom
         self.totalSize = totalSize
         self.status = status
         self.reprDigest = reprDigest
+        self.contentDigest = contentDigest
     }
 }
 

@@ -120,7 +120,8 @@ extension Transfer {
         }
         state.answer(committing: file, result: FileDownloadResult(bytesWritten: state.bytesWritten, resumedFrom: resumed,
                                                                   totalSize: onDisk, status: head.status,
-                                                                  reprDigest: head.value("Repr-Digest")))
+                                                                  reprDigest: head.value("Repr-Digest"),
+                                                                  contentDigest: head.value("Content-Digest")))
         return .answered
     }
 

@@ -271,11 +271,18 @@ struct DownloadRunner: Sendable {
 
     private func commit(_ segment: SegmentRecord, _ file: ReceivedFile) async -> Outcome {
         await beforeCommit?()
-        // A byte range's answer carries the whole file's Repr-Digest, which says nothing of the range.
-        let digest = segment.range == nil ? file.result.reprDigest.flatMap(ReprDigest.init(headerValue:)) : nil
+        // A byte range's answer carries the whole file's Repr-Digest, which says nothing of the
+        // range: its Content-Digest does, of the bytes that answer sent (all of the piece, or its
+        // rest after a resume). The digest is kept only when it is the whole file's.
+        let check: SegmentCheck.Digest?
+        if segment.range == nil {
+            check = file.result.reprDigest.flatMap(ReprDigest.init(headerValue:)).map { .init(digest: $0, from: 0) }
+        } else {
+            check = file.result.contentDigest.flatMap(ReprDigest.init(headerValue:)).map { .init(digest: $0, from: file.result.resumedFrom) }
+        }
         do {
-            let committed = try await file.commit(verifying: SegmentCheck.verifier(file: segment.file, digest: digest))
-            return .finished(segment, committed.totalSize, digest: digest?.hex)
+            let committed = try await file.commit(verifying: SegmentCheck.verifier(file: segment.file, digest: check))
+            return .finished(segment, committed.totalSize, digest: check?.from == 0 ? check?.digest.hex : nil)
         } catch {
             return .failed(segment, error, whileCommitting: true)
         }

@@ -6,19 +6,36 @@ import WireModels
 /// Whether a segment's bytes are the ones the server meant, checked once as they arrive (before
 /// the file is kept) and again at rest (`checkStorage(deep:)`).
 ///
-/// - With a digest (the answer's `Repr-Digest`, recorded with the segment): SHA-256 of the whole
-///   file must equal it.
-/// - Without one (a server that sends none, or a byte range, whose answer's digest is the whole
-///   file's): an MPEG-TS file (`.ts`; the SDK downloads clear and SAMPLE-AES media, which keep
+/// - With a digest (the answer's `Repr-Digest`, recorded with the segment; for a byte-range
+///   piece, its answer's `Content-Digest`): SHA-256 of the whole file must equal it. A piece
+///   resumed after a cut has the digest of the rest only: its bytes from there must match it, and
+///   the whole file must also pass the structure check below.
+/// - Without one (a server that sends none, or a byte range whose server sends no
+///   `Content-Digest`): an MPEG-TS file (`.ts`; the SDK downloads clear and SAMPLE-AES media, which keep
 ///   the transport-stream structure) must be whole 188-byte packets, each starting with the sync
 ///   byte 0x47; a fragmented MP4 file (`.m4s`, `.mp4`: a CMAF segment or init segment) must be
 ///   whole boxes, end to end. Other files are checked for their length only (CurlTransfer does that).
 enum SegmentCheck {
+    /// A digest of a file's bytes from `from` on (0: the whole file).
+    struct Digest: Sendable {
+        var digest: ReprDigest
+        var from: Int64
+    }
+
     /// Why `bytes` are not what `file` should hold, or nil when they are.
     static func problem(_ bytes: UnsafeRawBufferPointer, file: String, digest: ReprDigest?) -> String? {
-        if let digest {
-            let actual = ReprDigest(of: bytes)
-            return actual == digest ? nil : "its SHA-256 is \(actual.hex.prefix(16))…, the server's Repr-Digest says \(digest.hex.prefix(16))…"
+        problem(bytes, file: file, check: digest.map { Digest(digest: $0, from: 0) })
+    }
+
+    /// Why `bytes` are not what `file` should hold, or nil when they are.
+    static func problem(_ bytes: UnsafeRawBufferPointer, file: String, check: Digest?) -> String? {
+        if let check, check.from >= 0, check.from <= Int64(bytes.count) {
+            let actual = ReprDigest(of: UnsafeRawBufferPointer(rebasing: bytes[Int(check.from)...]))
+            guard actual == check.digest else {
+                let what = check.from == 0 ? "its SHA-256" : "the SHA-256 of its bytes from \(check.from) on"
+                return "\(what) is \(actual.hex.prefix(16))…, the server's digest says \(check.digest.hex.prefix(16))…"
+            }
+            if check.from == 0 { return nil }
         }
         if file.hasSuffix(".ts") { return transportStreamProblem(bytes) }
         if file.hasSuffix(".m4s") || file.hasSuffix(".mp4") { return boxesProblem(bytes) }
@@ -67,9 +84,9 @@ enum SegmentCheck {
 
     /// The check CurlTransfer runs on a finished body before it is kept: a mismatch is a
     /// `.contentMismatch` (the body is deleted and fetched again).
-    static func verifier(file: String, digest: ReprDigest?) -> FileVerifier {
+    static func verifier(file: String, digest: Digest?) -> FileVerifier {
         { bytes in
-            problem(bytes, file: file, digest: digest).map {
+            problem(bytes, file: file, check: digest).map {
                 TransferError(.contentMismatch, "\(file) arrived damaged: \($0)")
             }
         }

@@ -60,7 +60,7 @@ enum APIResponse {
         response.headers.add("Access-Control-Allow-Methods", allowedMethods)
         response.headers.add("Access-Control-Allow-Headers",
                              "Accept, Authorization, BCOV-Policy, BCOV-Auth, Content-Type, Range, If-Range, If-None-Match, X-Admin-Token, X-BOLT-OFFLINE-LICENSE, X-BC-CRT-CONFIG, X-Device-ID, Idempotency-Key")
-        response.headers.add("Access-Control-Expose-Headers", "Content-Length, Content-Range, ETag, Repr-Digest, X-License-ID, X-License-Rental-End, X-License-Play-Duration")
+        response.headers.add("Access-Control-Expose-Headers", "Content-Length, Content-Range, ETag, Repr-Digest, Content-Digest, X-License-ID, X-License-Rental-End, X-License-Play-Duration")
         response.headers.add("Access-Control-Max-Age", "600")
     }
 }

@@ -246,7 +246,7 @@ extension MockBackendApp {
             }
             return out
         }
-        let body = RangedBody(length: file.size) { lower, upper in
+        let body = RangedBody(length: file.size, make: { lower, upper in
             let pieces = file.pieces(lower, upper)
             if pieces.count == 1, case .segment(let index, let offset, let length) = pieces[0], let made = segmentFile(index) {
                 return .file(path: made.path, offset: offset, length: length)
@@ -265,7 +265,18 @@ extension MockBackendApp {
                     return .bytes(piece)
                 }
             })
-        }
+        }, digest: { lower, upper in
+            // The range a player asks for (one segment, the init header, or the rest of one after a
+            // resume): its digest, the segment file's own when it is exactly that. None for a long
+            // range (a whole file read at once), which would be hashed for every request.
+            let pieces = file.pieces(lower, upper)
+            if pieces.count == 1, case .segment(let index, let offset, let length) = pieces[0],
+               let made = segmentFile(index), offset == 0, length == made.size {
+                return made.digest.headerValue
+            }
+            guard upper - lower < 4 << 20, let made = bytes(lower, upper) else { return nil }
+            return ReprDigest(of: made).headerValue
+        })
         return MediaResponse.ranged(body, digest: digest, contentType: contentType)
     }
 
