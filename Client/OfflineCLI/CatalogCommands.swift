@@ -67,14 +67,15 @@ struct SearchCommand: AsyncParsableCommand {
     }
 }
 
-/// What to download of a video: bitrate, audio and subtitle languages.
+/// What to download of a video: bitrate, audio and subtitle languages, the thumbnail track.
 struct SelectionOptions: ParsableArguments {
     @Option(help: "Bitrate in bits/s: the largest rendition at or below it (default: the lowest).") var bitrate: Int?
     @Option(help: "Audio languages, comma-separated (default: the default audio).") var audio: String?
     @Option(help: "Subtitle languages, comma-separated.") var subtitles: String?
+    @Flag(help: "Also download the thumbnail track (scrubbing previews), when the video has one.") var thumbnails = false
 
     var selections: MediaSelections {
-        MediaSelections(audioLanguages: Self.list(audio), subtitleLanguages: Self.list(subtitles))
+        MediaSelections(audioLanguages: Self.list(audio), subtitleLanguages: Self.list(subtitles), thumbnails: thumbnails)
     }
 
     static func list(_ text: String?) -> [String] {

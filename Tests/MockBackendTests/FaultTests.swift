@@ -31,6 +31,12 @@ struct FaultRuleTests {
         #expect(parts("/manifest/v2/hls/v7/clear/avc1_mp4a/1/v/2s/master.m3u8") == ["1", "v", nil])
         #expect(parts("/manifest/v2/hls/v7/clear/avc1_mp4a/1/v/r/2s/rendition.m3u8") == ["1", "v", "r"])
         #expect(parts("/manifest/v2/dash/live-baseurl/clear/avc1_mp4a/1/v/2s/manifest.mpd") == ["1", "v", nil])
+        // The thumbnail track's sprites and WebVTT are images of their video.
+        #expect(parts("/image/v1/1/v/160x90/image.jpg") == ["1", "v", nil])
+        #expect(classify("/image/v1/sprite/1/v/2s/thumbnails/3x2/tile_1.jpg") == .image)
+        #expect(parts("/image/v1/sprite/1/v/2s/thumbnails/3x2/tile_1.jpg") == ["1", "v", nil])
+        #expect(classify("/thumbnail/v1/1/v/t/thumbnail.webvtt") == .image)
+        #expect(parts("/thumbnail/v1/1/v/t/thumbnail.webvtt") == ["1", "v", nil])
         #expect(classify("/manifest/v2/dash/live-baseurl/clear/avc1_mp4a/1/v/2s/manifest.mpd") == .masterPlaylist)
         let media = RouteClass.classify("/media/v1/hls/v5/fairplay/acct/video-uuid/rendition-uuid/3.ts".split(separator: "/").map(String.init))
         #expect(media?.account == "acct" && media?.video == "video-uuid" && media?.rendition == "rendition-uuid")

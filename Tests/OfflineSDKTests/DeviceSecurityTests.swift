@@ -15,14 +15,24 @@ struct DeviceSecurityTests {
 
     /// A configuration whose clock is the backend's, with its own device secret (and, when
     /// given, another machine id).
-    static func configuration(_ server: MockBackendServer, storage: URL, secret: URL, machineID: URL? = nil) -> OfflineVideoManagerConfiguration {
+    static func configuration(_ server: MockBackendServer, _ format: PackageFormat = .transportStream, storage: URL, secret: URL,
+                              machineID: URL? = nil) -> OfflineVideoManagerConfiguration {
         var configuration = OfflineVideoManagerConfiguration(storageDirectory: storage)
+        format.configure(&configuration)
         configuration.minimumFreeSpace = 0
         configuration.retryInitialDelay = .milliseconds(20)
         configuration.clock = { server.app.clock.now() }
         configuration.deviceSecretFile = secret
         if let machineID { configuration.machineIDFiles = [machineID.path] }
         return configuration
+    }
+
+    /// A backend whose account packages CMAF in `format`'s addressing.
+    static func withPackagingBackend(_ format: PackageFormat, _ body: (MockBackendServer) async throws -> Void) async throws {
+        try await OfflineSDKTests.withBackend { server in
+            try await format.prepare(server)
+            try await body(server)
+        }
     }
 
     static func service(_ server: MockBackendServer) -> PlaybackService {
@@ -37,22 +47,36 @@ struct DeviceSecurityTests {
         let token = try await manager.requestVideoDownload(try await service(server).findVideo(id: id), mediaSelections: nil,
                                                            parameters: DownloadParameters(license: license))
         #expect(try await events.finished(token) == nil)
+        let fragmented = try await manager.store.offPool { try $0.hasInitSegments(token) }
+        #expect(fragmented == (configuration.sourcePreference == .prefer(.cmaf)), "downloaded in the format asked for")
         return (manager, token)
     }
 
+    /// Why `token` does not open, or nil when it opens and its first video segment reads clear.
     static func refusal(_ manager: OfflineVideoManager, _ token: OfflineVideoToken) async -> OfflineVideoError? {
+        let playback: OfflinePlayback
+        do { playback = try await manager.openPlayback(token) } catch { return error }
         do {
-            await (try await manager.openPlayback(token)).close()
+            var segments = playback.segments(of: playback.tracks[0]).makeAsyncIterator()
+            var first = try await segments.next()
+            while first?.isInitSegment == true { first = try await segments.next() }  // a CMAF track's first media segment, decrypted
+            #expect(first?.bytes.isEmpty == false)
+            await playback.close()
             return nil
-        } catch { return error }
+        } catch {
+            await playback.close()
+            Issue.record("opened, but its first segment does not read: \(error)")
+            return error as? OfflineVideoError
+        }
     }
 
-    @Test("an open refused as expired moves the trusted time: with the clock set back from +7 h to +1 h the rental is refused as a rollback, not played")
-    func refusedOpenMovesTrustedTime() async throws {
+    @Test("an open refused as expired moves the trusted time: with the clock set back from +7 h to +1 h the rental is refused as a rollback, not played",
+          arguments: PackageFormat.allCases)
+    func refusedOpenMovesTrustedTime(format: PackageFormat) async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        try await withBackend { server in
-            let configuration = Self.configuration(server, storage: folder.url.appendingPathComponent("storage"),
+        try await Self.withPackagingBackend(format) { server in
+            let configuration = Self.configuration(server, format, storage: folder.url.appendingPathComponent("storage"),
                                                    secret: folder.url.appendingPathComponent("secret/device-secret"))
             let (manager, token) = try await Self.download(server, configuration, Self.rentalVideo, .rental(duration: 2 * 86400, playDuration: 6 * 3600))
             await (try await manager.openPlayback(token)).close()  // starts the 6-hour play window
@@ -74,12 +98,13 @@ struct DeviceSecurityTests {
         }
     }
 
-    @Test("each stored value that decides an expiry, edited in offline.sqlite, refuses the open 69304 recordAltered; put back it plays; a renewal mends an edited mark")
-    func editedStoreValues() async throws {
+    @Test("each stored value that decides an expiry, edited in offline.sqlite, refuses the open 69304 recordAltered; put back it plays; a renewal mends an edited mark",
+          arguments: PackageFormat.allCases)
+    func editedStoreValues(format: PackageFormat) async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        try await withBackend { server in
-            let configuration = Self.configuration(server, storage: folder.url.appendingPathComponent("storage"),
+        try await Self.withPackagingBackend(format) { server in
+            let configuration = Self.configuration(server, format, storage: folder.url.appendingPathComponent("storage"),
                                                    secret: folder.url.appendingPathComponent("secret/device-secret"))
             let (manager, token) = try await Self.download(server, configuration, Self.rentalVideo, .rental(duration: 2 * 86400, playDuration: 6 * 3600))
             let events = EventRecorder(manager)
@@ -168,14 +193,15 @@ struct DeviceSecurityTests {
         }
     }
 
-    @Test("a storage folder copied to another machine (another machine id, or another device secret) refuses its licenses as otherDevice; renewed there it plays, and the original still does")
-    func copiedFolder() async throws {
+    @Test("a storage folder copied to another machine (another machine id, or another device secret) refuses its licenses as otherDevice; renewed there it plays, and the original still does",
+          arguments: PackageFormat.allCases)
+    func copiedFolder(format: PackageFormat) async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        try await withBackend { server in
+        try await Self.withPackagingBackend(format) { server in
             let secret = folder.url.appendingPathComponent("secret/device-secret")
             let original = folder.url.appendingPathComponent("storage")
-            let configuration = Self.configuration(server, storage: original, secret: secret)
+            let configuration = Self.configuration(server, format, storage: original, secret: secret)
             let (manager, token) = try await Self.download(server, configuration, Catalog.fairPlayVideo, .purchase)
             await manager.close()
 
@@ -183,8 +209,8 @@ struct DeviceSecurityTests {
             try Data("0123456789abcdef0123456789abcdef\n".utf8).write(to: machineID)
             let otherSecret = folder.url.appendingPathComponent("other/device-secret")
             for (name, copyConfiguration) in [
-                ("another machine id, the same secret", { (copy: URL) in Self.configuration(server, storage: copy, secret: secret, machineID: machineID) }),
-                ("this machine, another device secret", { (copy: URL) in Self.configuration(server, storage: copy, secret: otherSecret) }),
+                ("another machine id, the same secret", { (copy: URL) in Self.configuration(server, format, storage: copy, secret: secret, machineID: machineID) }),
+                ("this machine, another device secret", { (copy: URL) in Self.configuration(server, format, storage: copy, secret: otherSecret) }),
             ] {
                 let copy = folder.url.appendingPathComponent("copy-\(UUID().uuidString.prefix(8))")
                 try FileManager.default.copyItem(at: original, to: copy)

@@ -87,6 +87,11 @@ extension OfflineDownloads {
         var files = [PackageLayout.masterPlaylist] + ((try? store.tracks(record.token)) ?? []).map(\.localPlaylist)
         if let video = try? record.video() {
             files += OfflineDownloads.sidebandTracks(record: record, video: video).map(PackageLayout.sidebandFile)
+            if ThumbnailTrackFile.track(of: video, asked: StoredRequest.of(record).thumbnails == true) != nil {
+                let local = folder.appendingPathComponent(ThumbnailTrackFile.trackFile).path
+                files.append(ThumbnailTrackFile.trackFile)
+                files += OfflinePlaybackSessions.readFile(local).map { ThumbnailTrackFile.spriteFiles(local: String(decoding: $0, as: UTF8.self)) } ?? []
+            }
         }
         if let missing = files.first(where: { !exists($0) }) { return missing }
         // Segment by segment from the store: a long video's records are never all in memory.

@@ -67,7 +67,9 @@ extension OfflineDownloads {
             try Task.checkCancellation()
             switch result {
             case .success:
-                let sidebandError = await fetchSidebandSubtitles(token)
+                var sidebandError = await fetchSidebandSubtitles(token)
+                try Task.checkCancellation()
+                if sidebandError == nil { sidebandError = await fetchThumbnails(token) }
                 try Task.checkCancellation()
                 await fetchImages(token)
                 let syncError = await packageFilesSynced.value
@@ -272,20 +274,10 @@ extension OfflineDownloads {
             let perSelection = live[token].map { !$0.wholeDownload } ?? false
             let selection = OfflineMediaSelection(kind: .subtitles, language: track.srclang, name: track.label.isEmpty ? track.srclang : track.label)
             if perSelection { hub.emit(.progress(token, percent: 0, mediaSelection: selection)) }
-            do {
-                try await transferConfiguration.retryPolicy.retrying { [engine] _ -> Attempt<Void, TransferError> in
-                    do throws(TransferError) {
-                        _ = try await engine.download(FileDownload(url: track.src, destination: destination))
-                        return .done(())
-                    } catch {
-                        return RetryPolicy.isRetryable(error) ? .again(error, retryAfter: RetryPolicy.retryAfter(error.retryAfter)) : .failed(error)
-                    }
-                }
+            do throws(TransferError) {
+                try await fetchFile(track.src, to: destination)
             } catch {
-                if error.code == .cancelled { return nil }
-                return OfflineVideoError(.downloadFailure, error.code.httpStatus != nil ? .http : .network,
-                                         "The \(track.srclang) subtitle file failed: \(error.message)", httpStatus: error.code.httpStatus,
-                                         underlying: error)
+                return error.code == .cancelled ? nil : OfflineDownloads.fileFailure(error, "The \(track.srclang) subtitle file")
             }
             if perSelection {
                 hub.emit(.progress(token, percent: 100, mediaSelection: selection))
@@ -293,6 +285,26 @@ extension OfflineDownloads {
             }
         }
         return nil
+    }
+
+    /// One file of a package beside its segments (a sideband subtitle file, a thumbnail sprite):
+    /// fetched whole to `destination` (a `.part` file first, its length checked), a failure that
+    /// may pass tried again by the retry rule.
+    func fetchFile(_ url: String, to destination: String) async throws(TransferError) {
+        try await transferConfiguration.retryPolicy.retrying { [engine] _ -> Attempt<Void, TransferError> in
+            do throws(TransferError) {
+                _ = try await engine.download(FileDownload(url: url, destination: destination))
+                return .done(())
+            } catch {
+                return RetryPolicy.isRetryable(error) ? .again(error, retryAfter: RetryPolicy.retryAfter(error.retryAfter)) : .failed(error)
+            }
+        }
+    }
+
+    /// The download's error for a file `fetchFile` could not fetch (`what`: "The en subtitle file").
+    static func fileFailure(_ error: TransferError, _ what: String) -> OfflineVideoError {
+        OfflineVideoError(.downloadFailure, error.code.httpStatus != nil ? .http : .network,
+                          "\(what) failed: \(error.message)", httpStatus: error.code.httpStatus, underlying: error)
     }
 
     /// The video's sideband text tracks in the download's subtitle languages.

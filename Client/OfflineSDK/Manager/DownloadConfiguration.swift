@@ -235,6 +235,7 @@ struct DownloadSpec: Sendable {
             for extra in auxiliary {
                 merged.audioLanguages += extra.audioLanguages.filter { !merged.audioLanguages.contains($0) }
                 merged.subtitleLanguages += extra.subtitleLanguages.filter { !merged.subtitleLanguages.contains($0) }
+                merged.thumbnails = merged.thumbnails || extra.thumbnails
             }
             selections = merged
         }
@@ -256,17 +257,22 @@ struct StoredRequest: Codable, Sendable {
     /// Present for the download-configuration path: whole-download progress and
     /// `willDownloadVariants` instead of progress per media selection.
     var configuration: Configured?
+    /// Whether the thumbnail track was asked for (absent, as rows before it were written: no).
+    var thumbnails: Bool?
 
     struct Configured: Codable, Sendable {
         /// The artwork's file in the package, if one was given.
         var artworkFile: String?
     }
 
-    var selections: MediaSelections { MediaSelections(audioLanguages: audioLanguages, subtitleLanguages: subtitleLanguages) }
+    var selections: MediaSelections {
+        MediaSelections(audioLanguages: audioLanguages, subtitleLanguages: subtitleLanguages, thumbnails: thumbnails ?? false)
+    }
 
     init(_ selections: MediaSelections, configuration: Configured?) {
         audioLanguages = selections.audioLanguages
         subtitleLanguages = selections.subtitleLanguages
+        thumbnails = selections.thumbnails ? true : nil
         self.configuration = configuration
     }
 

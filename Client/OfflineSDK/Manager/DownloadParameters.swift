@@ -129,15 +129,32 @@ public struct MediaSelections: Sendable, Equatable, Codable {
     public var audioLanguages: [String]
     /// Subtitle languages to take; empty takes none.
     public var subtitleLanguages: [String]
+    /// Whether to take the video's thumbnail track (Dynamic Delivery's scrubbing previews: the
+    /// `text_tracks` entry labelled `thumbnails`, its WebVTT and sprite images), for
+    /// ``OfflinePlayback/thumbnails`` offline. False by default, as Brightcove's iOS SDK, whose
+    /// offline videos have no thumbnail seeking. A video without the track downloads without it.
+    public var thumbnails: Bool
 
     /// Creates selections.
     ///
     /// - Parameters:
     ///   - audioLanguages: Audio languages to take; empty (the default) takes the default audio rendition only.
     ///   - subtitleLanguages: Subtitle languages to take; empty (the default) takes none.
-    public init(audioLanguages: [String] = [], subtitleLanguages: [String] = []) {
+    ///   - thumbnails: Whether to take the thumbnail track; false by default.
+    public init(audioLanguages: [String] = [], subtitleLanguages: [String] = [], thumbnails: Bool = false) {
         self.audioLanguages = audioLanguages
         self.subtitleLanguages = subtitleLanguages
+        self.thumbnails = thumbnails
+    }
+
+    enum CodingKeys: String, CodingKey { case audioLanguages, subtitleLanguages, thumbnails }
+
+    /// Reads selections written before `thumbnails` (without it: false).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(audioLanguages: try c.decode([String].self, forKey: .audioLanguages),
+                  subtitleLanguages: try c.decode([String].self, forKey: .subtitleLanguages),
+                  thumbnails: try c.decodeIfPresent(Bool.self, forKey: .thumbnails) ?? false)
     }
 }
 

@@ -3,7 +3,8 @@ import MicroHTTP
 
 /// What the loopback server of a playback session answers: under `/{secret}/`, the package's
 /// playlists as served clear, its clear segments, sideband subtitles (with a playlist each, so a
-/// player finds them through the master; the session's subtitle language marked default) and images. Nothing else is reachable: every other
+/// player finds them through the master; the session's subtitle language marked default), images
+/// and the thumbnail track's WebVTT and sprites. Nothing else is reachable: every other
 /// path, or a wrong secret, is 404.
 enum LoopbackRoutes {
     static let playlistType = "application/vnd.apple.mpegurl"
@@ -35,7 +36,7 @@ enum LoopbackRoutes {
             }
         }
         if sideband.contains(where: { $0.file == path }) || images.contains(path) {
-            let type = path.hasSuffix(".vtt") ? "text/vtt" : "image/jpeg"
+            let type = path.hasSuffix(".vtt") ? "text/vtt" : path.hasSuffix(".png") ? "image/png" : path.hasSuffix(".webp") ? "image/webp" : "image/jpeg"
             return HTTPResponse.file(at: reader.folder + "/" + path, contentType: type) ?? notFound
         }
         return notFound

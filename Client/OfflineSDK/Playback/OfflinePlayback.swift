@@ -64,6 +64,10 @@ public final class OfflinePlayback: Sendable {
     public let subtitleLanguage: String?
     /// This session's id, sent with its play events.
     public let sessionID: String
+    /// The downloaded thumbnail track's previews, in order (``MediaSelections/thumbnails``);
+    /// empty when none was downloaded. Each names a sprite file in the package: an app shows
+    /// scrubbing previews from them without a network or the loopback server.
+    public let thumbnails: [OfflineThumbnail]
 
     let reader: ClearMediaReader
     /// Sideband subtitle files by language (inside the package).
@@ -75,7 +79,7 @@ public final class OfflinePlayback: Sendable {
     private let onReport: @Sendable (OfflineAnalytics.EventName, Double) async throws(OfflineVideoError) -> Void
 
     init(token: OfflineVideoToken, sessionID: String, reader: ClearMediaReader, license: OfflineLicenseInfo?, sideband: [(language: String, file: String)],
-         subtitleLanguage: String? = nil, images: [String],
+         subtitleLanguage: String? = nil, images: [String], thumbnails: [OfflineThumbnail] = [],
          onReport: @escaping @Sendable (OfflineAnalytics.EventName, Double) async throws(OfflineVideoError) -> Void,
          onClose: @escaping @Sendable () async -> Void) {
         self.token = token
@@ -87,6 +91,7 @@ public final class OfflinePlayback: Sendable {
         self.subtitleLanguage = subtitleLanguage
         self.sideband = sideband
         self.images = images
+        self.thumbnails = thumbnails
         self.onClose = onClose
         let secret = Hex.random(bytes: 16)
         state.withLock { $0.secret = secret }
@@ -134,6 +139,16 @@ public final class OfflinePlayback: Sendable {
             }
             return url
         }
+    }
+
+    /// The thumbnail track's WebVTT on the loopback server (starting it, as ``serve()``), for a
+    /// player's thumbnail plugin: a cue per preview, each a sprite URL beside it with its
+    /// `#xywh=` tile; nil when no thumbnail track was downloaded.
+    ///
+    /// - Throws: ``OfflineVideoError``, as ``serve()``.
+    public func thumbnailTrackURL() throws(OfflineVideoError) -> URL? {
+        guard !thumbnails.isEmpty else { return nil }
+        return try serve().deletingLastPathComponent().appendingPathComponent(ThumbnailTrackFile.trackFile)
     }
 
     // MARK: Segments

@@ -40,7 +40,10 @@ public enum RouteClass: String, Codable, Sendable, CaseIterable {
             case "sample-aes-test-key": return (.aesKey, at(3), at(4), nil)
             default: return nil
             }
-        case ("image", _): return (.image, at(2), at(3), nil)
+        // Posters and thumbnails (`/image/v1/{account}/{video}/…`), the thumbnail track's sprites
+        // (`/image/v1/sprite/{account}/{video}/…`) and its WebVTT (`/thumbnail/v1/{account}/{video}/…`).
+        case ("image", _): return at(2) == "sprite" ? (.image, at(3), at(4), nil) : (.image, at(2), at(3), nil)
+        case ("thumbnail", _): return (.image, at(2), at(3), nil)
         case ("text", _): return (.subtitles, at(2), at(3), nil)
         case ("tracker", _): return (.tracker, nil, nil, nil)
         default: return nil
