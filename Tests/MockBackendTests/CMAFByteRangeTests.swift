@@ -136,14 +136,14 @@ struct CMAFByteRangeTests {
 
             try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/gst-launch-1.0"),
                          "gst-launch-1.0 is missing: make test-deps installs gstreamer1.0-tools and its plugins")
-            let hls = try await CMAFLiveTests.gstreamerPlay(clear.sources[1].src)
+            let hls = try await GStreamer.play(clear.sources[1].src)
             #expect(hls.eos, "\(hls.log.suffix(2000))")
             #expect(hls.lastVideoPTS > 11.9, "last video PTS \(hls.lastVideoPTS)")
             // GStreamer 1.22's dashdemux2 fetches the last sidx subsegment of a SegmentBase
             // representation but never outputs it: Shaka Packager 3.8's own on-demand output of
             // this rendition loses its last subsegment the same way (docs/testing.md). So it plays
             // to EOS through the frames of every subsegment before the last (10.04 s).
-            let dash = try await CMAFLiveTests.gstreamerPlay(clear.sources[2].src)
+            let dash = try await GStreamer.play(clear.sources[2].src)
             #expect(dash.eos, "\(dash.log.suffix(2000))")
             #expect(dash.lastVideoPTS > 10.0, "last video PTS \(dash.lastVideoPTS)")
         }

@@ -47,30 +47,14 @@ struct CMAFLiveTests {
         }
     }
 
-    /// Plays `uri` with GStreamer's playbin3 (hlsdemux2 / dashdemux2) into fake sinks as fast as
-    /// it can; returns whether it reached EOS without an error, and the last video PTS in seconds.
-    static func gstreamerPlay(_ uri: String) async throws -> (eos: Bool, lastVideoPTS: Double, log: String) {
-        let output = try await Run.process("/usr/bin/gst-launch-1.0", [
-            "-v", "playbin3", "uri=\(uri)",
-            "video-sink=fakesink name=vs sync=false silent=false", "audio-sink=fakesink name=as sync=false",
-            "text-sink=fakesink sync=false",
-        ])
-        let log = output.stdoutText + output.stderrText
-        let pts = log.split(separator: "\n").filter { $0.contains("(vs:sink)") }.compactMap { line -> Double? in
-            guard let match = line.firstMatch(of: /pts: (\d+):(\d+):(\d+\.\d+)/) else { return nil }
-            return Double(match.1)! * 3600 + Double(match.2)! * 60 + Double(match.3)!
-        }
-        return (output.exitCode == 0 && log.contains("Got EOS") && !log.contains("ERROR"), pts.max() ?? 0, log)
-    }
-
     @Test("GStreamer (hlsdemux2, dashdemux2) plays clear CMAF HLS v7 and DASH to the end")
     func gstreamerPlaysToTheEnd() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/gst-launch-1.0"),
+        try #require(FileManager.default.isExecutableFile(atPath: GStreamer.launch),
                      "gst-launch-1.0 is missing: make test-deps installs gstreamer1.0-tools and its plugins")
         try await withLiveServer { server in
             let video = try await server.fetchVideo(Fixture.clearVideo)
             for source in [video.sources[1], video.sources[2]] {
-                let played = try await Self.gstreamerPlay(source.src)
+                let played = try await GStreamer.play(source.src)
                 #expect(played.eos, "\(source.src): \(played.log.suffix(2000))")
                 // The last frame is presented at 12.04 s (0.08 s + 299 frames of 0.04 s).
                 #expect(played.lastVideoPTS > 11.9, "\(source.src): last video PTS \(played.lastVideoPTS)")

@@ -118,11 +118,58 @@ struct PlaybackTests {
         #expect(throws: OfflineVideoError.self) { try playback.serve() }
     }
 
+    @Test("a clear CMAF download plays with the server gone: ffmpeg and GStreamer read the loopback URL, its frames and audio are the fixture's, so are the MP4 export's",
+          arguments: [PackageFormat.cmafSegments, .cmafByteRanges])
+    func clearCMAFOffline(_ format: PackageFormat) async throws {
+        let storage = try TemporaryDirectory()
+        defer { storage.remove() }
+        var token = ""
+        try await withBackend { server in
+            try await format.prepare(server)
+            var configuration = testConfiguration(storage)
+            format.configure(&configuration)
+            configuration.unplayableCodecs = [.hevc]  // the H.264 ladder, whose frames the fixture has
+            let manager = try await OfflineVideoManager(configuration: configuration)
+            let events = EventRecorder(manager)
+            let service = PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
+            token = try await manager.requestVideoDownload(try await service.findVideo(id: Catalog.clearVideo),
+                                                           mediaSelections: MediaSelections(audioLanguages: ["fr"], subtitleLanguages: ["de"]),
+                                                           parameters: DownloadParameters(requestedBitrate: 300_000))
+            #expect(try await events.finished(token) == nil)
+            let downloaded = token
+            #expect(try await manager.store.offPool { try $0.hasInitSegments(downloaded) }, "a CMAF package")
+            await manager.close()
+        }
+        // The backend is gone and the device has no network.
+        var configuration = testConfiguration(storage)
+        configuration.network = ManualNetworkMonitor(path: .none)
+        let manager = try await OfflineVideoManager(configuration: configuration)
+        let playback = try await manager.openPlayback(token)
+        let url = try playback.serve().absoluteString
+        let md5 = { (lines: [String]) in lines.map { $0.split(separator: ",").last.map(String.init) ?? "" } }
+        let fixture = try await ClearFixture.frameHashes(ClearFixture.root.appendingPathComponent("video/416x234/index.m3u8").path, map: "0:v:0")
+        let fixtureSound = try await ClearFixture.frameHashes(ClearFixture.root.appendingPathComponent("audio/fr/index.m3u8").path, map: "0:a:0")
+        let frames = try await ClearFixture.frameHashes(url, map: "0:v:0")
+        #expect(frames.count == 300 && md5(frames) == md5(fixture), "all 300 frames equal the clear fixture's")
+        #expect(md5(try await ClearFixture.frameHashes(url, map: "0:a:0")) == md5(fixtureSound), "every audio frame equals the fixture's")
+        let sideband = try await Curl.fetch(URL(string: url)!.deletingLastPathComponent().absoluteString + "sideband/de.vtt")
+        try #expect(sideband.status == 200 && sideband.body == ClearFixture.bytes("subtitles/de.vtt"))
+        try #require(FileManager.default.isExecutableFile(atPath: GStreamer.launch), "make test-deps installs gstreamer1.0-tools")
+        let played = try await GStreamer.play(url)
+        #expect(played.eos && played.lastVideoPTS > 11.5, "\(played.lastVideoPTS) s\n\(played.log.suffix(2000))")
+        let export = storage.url.appendingPathComponent("export.mp4")
+        try await playback.export(to: export, audioLanguage: "fr")
+        #expect(md5(try await ClearFixture.frameHashes(export.path, map: "0:v:0")) == md5(fixture), "the MP4's frames are the fixture's")
+        #expect(md5(try await ClearFixture.frameHashes(export.path, map: "0:a:0")) == md5(fixtureSound), "the MP4's audio is the fixture's")
+        await playback.close()
+        await manager.close()
+    }
+
     @Test("FairPlay: the loopback URL decodes with ffmpeg to the clear fixture's frames and audio, the segments and the export are clear",
           arguments: PackageFormat.allCases)
     func fairPlayDecrypts(_ format: PackageFormat) async throws {
         // The H.264 renditions: the frames are compared with the H.264 fixture's.
-        try await format.withHarness({ _, configuration in configuration.unplayableCodecs = [.hevc] }) { _, h in
+        try await format.withHarness({ _, configuration in configuration.unplayableCodecs = [.hevc] }) { server, h in
             let token = try await h.manager.requestVideoDownload(try await h.service.findVideo(id: Catalog.fairPlayVideo),
                                                                  mediaSelections: MediaSelections(audioLanguages: ["es"]),
                                                                  parameters: DownloadParameters(license: .purchase))
@@ -159,6 +206,12 @@ struct PlaybackTests {
             let sound = try await ClearFixture.frameHashes(url, map: "0:a:0")
             let fixtureSound = try await ClearFixture.frameHashes(ClearFixture.root.appendingPathComponent("audio/es/index.m3u8").path, map: "0:a:0")
             #expect(!sound.isEmpty && md5(sound) == md5(fixtureSound), "every audio frame equals the fixture's")
+            // A second player, with the backend answering nothing but 503: GStreamer plays the loopback URL to its end.
+            try #require(FileManager.default.isExecutableFile(atPath: GStreamer.launch), "make test-deps installs gstreamer1.0-tools")
+            try server.app.faults.add(FaultRule(id: "backend-down", status: 503))
+            let played = try await GStreamer.play(url)
+            #expect(played.eos && played.lastVideoPTS > 11.5, "\(played.lastVideoPTS) s\n\(played.log.suffix(2000))")
+            server.app.faults.removeAll()
             let export = h.storage.url.appendingPathComponent(format.isCMAF ? "export.mp4" : "export.ts")
             try await playback.export(to: export, audioLanguage: format.isCMAF ? "es" : nil)
             if format.isCMAF {
@@ -171,6 +224,34 @@ struct PlaybackTests {
             } else {
                 #expect(Array(try Data(contentsOf: export)) == clear.flatMap(\.bytes))
             }
+            await playback.close()
+        }
+    }
+
+    @Test("HEVC: on a device that cannot play H.264 the FairPlay video's CMAF HEVC variant is chosen; the loopback URL, a second player and the export decode to the HEVC fixture's frames",
+          arguments: [PackageFormat.cmafSegments, .cmafByteRanges])
+    func hevcDecrypts(_ format: PackageFormat) async throws {
+        try await format.withHarness({ _, configuration in configuration.unplayableCodecs = [.h264] }) { server, h in
+            let token = try await h.manager.requestVideoDownload(try await h.service.findVideo(id: Catalog.fairPlayVideo),
+                                                                 mediaSelections: MediaSelections(audioLanguages: ["en"]),
+                                                                 parameters: DownloadParameters(license: .purchase))
+            #expect(try await h.events.finished(token) == nil)
+            let master = try String(contentsOf: await h.manager.packageFolder(token).appendingPathComponent("master.m3u8"), encoding: .utf8)
+            let variants = master.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-STREAM-INF:") }
+            #expect(variants.count == 1 && variants[0].contains("hvc1") && !variants[0].contains("avc1"), "the HEVC variant: \(master)")
+            let playback = try await h.manager.openPlayback(token)
+            let url = try playback.serve().absoluteString
+            let md5 = { (lines: [String]) in lines.map { $0.split(separator: ",").last.map(String.init) ?? "" } }
+            let fixture = try await ClearFixture.frameHashes(ClearFixture.root.appendingPathComponent("video-hevc/416x234/index.m3u8").path, map: "0:v:0")
+            let frames = try await ClearFixture.frameHashes(url, map: "0:v:0")
+            #expect(frames.count == 300 && md5(frames) == md5(fixture), "all 300 HEVC frames equal the clear fixture's")
+            try #require(FileManager.default.isExecutableFile(atPath: GStreamer.launch), "make test-deps installs gstreamer1.0-tools")
+            try server.app.faults.add(FaultRule(id: "backend-down", status: 503))
+            let played = try await GStreamer.play(url)
+            #expect(played.eos && played.lastVideoPTS > 11.5, "\(played.lastVideoPTS) s\n\(played.log.suffix(2000))")
+            let export = h.storage.url.appendingPathComponent("export.mp4")
+            try await playback.export(to: export, audioLanguage: "en")
+            #expect(md5(try await ClearFixture.frameHashes(export.path, map: "0:v:0")) == md5(fixture), "the MP4's frames are the fixture's")
             await playback.close()
         }
     }
