@@ -43,7 +43,8 @@ struct PlayCommand: AsyncParsableCommand {
                     JSONOutput.print(["token": token, "output": file.path, "bytes": size, "license_summary": licenseLine,
                                       "seconds": Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18])
                 } else {
-                    say("Wrote \(name) to \(file.path): \(Format.bytes(size)), clear MPEG-TS" + (audioLanguage.map { " with \($0) audio" } ?? "") + ".")
+                    say("Wrote \(name) to \(file.path): \(Format.bytes(size)), clear \(playback.format == .cmaf ? "MP4" : "MPEG-TS")"
+                        + (audioLanguage.map { " with \($0) audio" } ?? "") + ".")
                     say("License: \(licenseLine).")
                 }
                 return
@@ -54,12 +55,16 @@ struct PlayCommand: AsyncParsableCommand {
                 var document: [String: Any] = ["token": token, "url": url.absoluteString, "license_summary": licenseLine,
                                                "tracks": playback.tracks.map(Format.selection)]
                 if let info = playback.license { document["license"] = LicenseCommand.json(info) }
+                if let thumbnails = try playback.thumbnailTrackURL() { document["thumbnails"] = thumbnails.absoluteString }
                 JSONOutput.print(document)
             } else {
                 say("Playing \(name) offline: " + playback.tracks.map(Format.selection).joined(separator: ", "))
                 say("License: \(licenseLine)" + (startedWindow ? " (this first play started the play window)" : "") + ".")
                 say("")
                 say("  " + Terminal.standard.styled(url.absoluteString, .bold))
+                if let thumbnails = try playback.thumbnailTrackURL() {
+                    say("  thumbnails: \(thumbnails.absoluteString) (\(playback.thumbnails.count) previews)")
+                }
                 say("")
                 say("Open it in any HLS player: ffplay, mpv or vlc followed by the URL. Ctrl-C stops serving.")
             }

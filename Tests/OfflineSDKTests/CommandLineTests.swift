@@ -244,6 +244,35 @@ struct CommandLineTests {
         #expect(output.stdoutText.contains("\"reason\":\"network\""))
     }
 
+    @Test("--source-format cmaf --thumbnails: a CMAF package with its thumbnail track; play names its loopback WebVTT, --output writes a clear MP4 and says so")
+    func cmafWithThumbnails() async throws {
+        try await withCLI { cli in
+            let token = try await cli.download(Catalog.clearVideo, ["--source-format", "cmaf", "--thumbnails", "--audio", "en"])
+            let folder = cli.storage.url.appendingPathComponent("packages/\(token)")
+            #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("0-video/init-0.mp4").path), "a CMAF package")
+            #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("thumbnails/thumbnails.vtt").path))
+
+            let file = cli.storage.url.appendingPathComponent("out.mp4").path
+            let written = try await cli.run(["play", String(token.prefix(8)), "--output", file, "--audio", "en"] + cli.store)
+            #expect(written.exitCode == 0 && written.stdoutText.contains("clear MP4 with en audio"), "\(written.stdoutText) \(written.stderrText)")
+            let probe = try await Run.process("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", file])
+            // The lowest variant of the CMAF source, which lists HEVC beside H.264.
+            #expect((probe.stdoutText.contains("hevc") || probe.stdoutText.contains("h264")) && probe.stdoutText.contains("aac"), "\(probe.stdoutText)")
+
+            let player = try RunningProcess(cli.executable, ["play", String(token.prefix(8)), "--json"] + cli.store)
+            var thumbnails: String?
+            let serving = try await player.waitForOutput { text in
+                thumbnails = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["thumbnails"] as? String
+                return thumbnails != nil
+            }
+            try #require(serving, "offline play: \(player.stdoutSoFar)")
+            let vtt = try await Curl.fetch(try #require(thumbnails))
+            #expect(vtt.status == 200 && vtt.text.hasPrefix("WEBVTT") && vtt.text.contains("sprite-1.jpg#xywh=0,0,160,90"), "\(vtt.text)")
+            player.kill(SIGINT)
+            #expect(await player.wait().exitCode == 0)
+        }
+    }
+
     @Test("offline demo runs every step against a fresh mock backend")
     func demo() async throws {
         try await withCLI { cli in

@@ -68,6 +68,11 @@ public final class OfflinePlayback: Sendable {
     /// empty when none was downloaded. Each names a sprite file in the package: an app shows
     /// scrubbing previews from them without a network or the loopback server.
     public let thumbnails: [OfflineThumbnail]
+    /// The package's format: MPEG-TS, or CMAF (fragmented MP4), which ``export(to:audioLanguage:)``
+    /// writes as a fragmented MP4.
+    public var format: HLSSourceFormat {
+        reader.tracks.contains { $0.isFragmented } ? .cmaf : .transportStream
+    }
 
     let reader: ClearMediaReader
     /// Sideband subtitle files by language (inside the package).
