@@ -50,21 +50,35 @@ struct PlaybackTests {
         }, body)
     }
 
-    @Test("a clear download plays with the server gone: ffprobe and ffmpeg read the loopback URL, segments and export are the fixture's bytes")
-    func clearOffline() async throws {
-        let storage = try TemporaryDirectory()
-        defer { storage.remove() }
+    /// Downloads the clear video (French audio, German sideband subtitles, at most 300 kbit/s, the
+    /// H.264 ladder, whose frames the fixture has) into `storage` in `format` from a backend that is
+    /// gone once this returns; returns its token.
+    static func downloadClearVideo(_ storage: TemporaryDirectory, _ format: PackageFormat) async throws -> OfflineVideoToken {
         var token = ""
         try await withBackend { server in
-            let manager = try await OfflineVideoManager(configuration: testConfiguration(storage))
+            try await format.prepare(server)
+            var configuration = testConfiguration(storage)
+            format.configure(&configuration)
+            configuration.unplayableCodecs = [.hevc]
+            let manager = try await OfflineVideoManager(configuration: configuration)
             let events = EventRecorder(manager)
             let service = PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
             token = try await manager.requestVideoDownload(try await service.findVideo(id: Catalog.clearVideo),
                                                            mediaSelections: MediaSelections(audioLanguages: ["fr"], subtitleLanguages: ["de"]),
                                                            parameters: DownloadParameters(requestedBitrate: 300_000))
             #expect(try await events.finished(token) == nil)
+            let downloaded = token
+            #expect(try await manager.store.offPool { try $0.hasInitSegments(downloaded) } == format.isCMAF, "a \(format) package")
             await manager.close()
         }
+        return token
+    }
+
+    @Test("a clear download plays with the server gone: ffprobe and ffmpeg read the loopback URL, segments and export are the fixture's bytes")
+    func clearOffline() async throws {
+        let storage = try TemporaryDirectory()
+        defer { storage.remove() }
+        let token = try await Self.downloadClearVideo(storage, .transportStream)
         // The backend is gone and the device has no network.
         var configuration = testConfiguration(storage)
         configuration.network = ManualNetworkMonitor(path: .none)
@@ -123,23 +137,7 @@ struct PlaybackTests {
     func clearCMAFOffline(_ format: PackageFormat) async throws {
         let storage = try TemporaryDirectory()
         defer { storage.remove() }
-        var token = ""
-        try await withBackend { server in
-            try await format.prepare(server)
-            var configuration = testConfiguration(storage)
-            format.configure(&configuration)
-            configuration.unplayableCodecs = [.hevc]  // the H.264 ladder, whose frames the fixture has
-            let manager = try await OfflineVideoManager(configuration: configuration)
-            let events = EventRecorder(manager)
-            let service = PlaybackService(baseURL: server.baseURL, accountID: Catalog.account, policyKey: Catalog.playKey)
-            token = try await manager.requestVideoDownload(try await service.findVideo(id: Catalog.clearVideo),
-                                                           mediaSelections: MediaSelections(audioLanguages: ["fr"], subtitleLanguages: ["de"]),
-                                                           parameters: DownloadParameters(requestedBitrate: 300_000))
-            #expect(try await events.finished(token) == nil)
-            let downloaded = token
-            #expect(try await manager.store.offPool { try $0.hasInitSegments(downloaded) }, "a CMAF package")
-            await manager.close()
-        }
+        let token = try await Self.downloadClearVideo(storage, format)
         // The backend is gone and the device has no network.
         var configuration = testConfiguration(storage)
         configuration.network = ManualNetworkMonitor(path: .none)
