@@ -7,9 +7,13 @@ public import Foundation
 public struct OfflineThumbnail: Sendable, Equatable {
     /// A tile of a sprite image, in pixels from its top left corner (WebVTT's `#xywh=`).
     public struct Tile: Sendable, Equatable {
+        /// Pixels from the image's left edge.
         public var x: Int
+        /// Pixels from the image's top edge.
         public var y: Int
+        /// The tile's width in pixels.
         public var width: Int
+        /// The tile's height in pixels.
         public var height: Int
 
         /// Creates a tile.
