@@ -296,4 +296,36 @@ struct DeviceSecurityTests {
             await adopted.close()
         }
     }
+
+    @Test("legacy rows planted in a stamped store (device_key and a trusted_time of 0, after a refused rollback) are not adopted: the mark stays, the expired rental stays refused, the planted rows are gone")
+    func plantedLegacyRowsIgnored() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        try await withBackend { server in
+            let storage = folder.url.appendingPathComponent("storage")
+            let configuration = Self.configuration(server, storage: storage, secret: folder.url.appendingPathComponent("secret/device-secret"))
+            let (manager, token) = try await Self.download(server, configuration, Self.rentalVideo, .rental(duration: 2 * 86400, playDuration: 6 * 3600))
+            #expect(await Self.refusal(manager, token) == nil)  // the first play starts the 6-hour window
+            server.app.clock.offset += 7 * 3600
+            #expect(await Self.refusal(manager, token)?.reason == .licenseExpired)
+            server.app.clock.offset -= 6 * 3600
+            #expect(await Self.refusal(manager, token)?.reason == .clockRollback)
+            await manager.close()
+
+            // What an SDK before device binding left, planted in this SDK's store with sqlite3.
+            let database = try DatabaseQueue(path: storage.appendingPathComponent("offline.sqlite").path)
+            try await database.write { db in
+                try db.execute(sql: "INSERT INTO setting (name, value) VALUES ('device_key', X'00'), ('trusted_time', CAST('0' AS BLOB))")
+            }
+            try database.close()
+            let reopened = try await OfflineVideoManager(configuration: configuration)
+            let refused = await Self.refusal(reopened, token)
+            #expect(refused?.code == .invalidLicense && refused?.reason == .clockRollback, "\(String(describing: refused))")
+            let settings = try await reopened.store.pool.read { db in try String.fetchAll(db, sql: "SELECT name FROM setting") }
+            #expect(!settings.contains("device_key") && !settings.contains("trusted_time"), "the planted rows are deleted: \(settings)")
+            server.app.clock.offset += 6 * 3600
+            #expect(await Self.refusal(reopened, token)?.reason == .licenseExpired, "expired, as before the rows were planted")
+            await reopened.close()
+        }
+    }
 }

@@ -75,10 +75,22 @@ extension OfflineStore {
     /// is deleted, in one transaction; nothing to do on a store without `device_key`. A store
     /// copied to another machine before its first owner ran this SDK is adopted there too: the
     /// one case binding cannot catch.
+    ///
+    /// Only a store that was never stamped is adopted: one with a stamped record or a stamped mark
+    /// (of any device) was written by this SDK, so legacy rows in it were planted (to lower the
+    /// mark, say) and are deleted without effect.
     func adoptLegacyDeviceKey(reseal: (Data, Data) -> Data?) throws {
         guard let device else { return }
         try write { db in
             guard let legacyKey = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'device_key'") else { return }
+            let stamped = try Bool.fetchOne(db, sql: """
+                SELECT EXISTS(SELECT 1 FROM download WHERE license_seal IS NOT NULL)
+                    OR EXISTS(SELECT 1 FROM setting WHERE name LIKE 'trusted_time.%')
+                """) ?? false
+            guard !stamped else {
+                try db.execute(sql: "DELETE FROM setting WHERE name IN ('device_key', 'trusted_time', 'device_id')")
+                return
+            }
             for before in try DownloadRecord.fetchAll(db) {
                 guard let sealed = before.license, let resealed = reseal(sealed, legacyKey) else { continue }
                 var record = before
