@@ -273,6 +273,30 @@ struct CommandLineTests {
         }
     }
 
+    @Test("offline play with the license server unreachable writes its output and exits without retrying the first-play report (one try per pass; it stays queued); the next command sends it")
+    func playOfflineExitsPromptly() async throws {
+        try await withCLI { cli in
+            let rental = try await cli.download("6415818918104", ["--rental", "2d", "--play-duration", "6h"])
+            let license = try await cli.json(["license", String(rental.prefix(10))] + cli.store)
+            let licenseID = try #require((license["license"] as? [String: Any])?["license_id"] as? String)
+            // The license server answers nothing but 503 (the request not carried out): the first-play report cannot go out.
+            try cli.server.app.faults.add(FaultRule(id: "unreachable", route: .license, status: 503))
+            let file = cli.storage.url.appendingPathComponent("out.ts").path
+            let play = try await cli.json(["play", rental, "--output", file] + cli.store)
+            #expect((play["bytes"] as? Int ?? 0) > 100_000)
+            let tries = cli.server.app.faults.rules.first { $0.rule.id == "unreachable" }?.applied ?? 0
+            // One try per pass (the open's, the outbox's backed-off ones while the export runs, the one
+            // before exit), never the license client's ten retries over 30 s within a pass.
+            #expect(tries >= 1 && tries < 10, "the report was tried \(tries) times before the command exited")
+            #expect(try cli.server.app.licenses.license(id: licenseID)?.terms.firstPlay == nil)
+            _ = cli.server.app.faults.remove(id: "unreachable")
+            let after = try await cli.json(["license", rental] + cli.store)
+            #expect((after["summary"] as? String)?.contains("of the 6 h play window left") == true, "the local first play stands")
+            _ = try await cli.json(["play", rental, "--output", file] + cli.store)
+            #expect(try cli.server.app.licenses.license(id: licenseID)?.terms.firstPlay != nil, "the queued report went out with the next play")
+        }
+    }
+
     @Test("offline demo runs every step against a fresh mock backend")
     func demo() async throws {
         try await withCLI { cli in

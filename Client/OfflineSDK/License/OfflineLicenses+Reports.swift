@@ -69,6 +69,14 @@ extension OfflineLicenses {
     /// Sends one report; true when it is done with (sent, or refused for good).
     private func send(_ report: LicenseReport) async -> Bool {
         guard var keySystem = try? JSONDecoder().decode(KeySystem.self, from: report.keySystem) else { return true }
+        // One try per pass: the queue is durable and the outbox backs off between passes, so the
+        // license client's own retries (30 s of them) would only hold up the pass, and a process
+        // ending after `sendPendingLicenseReports`, for a report that waits anyway.
+        var client = self.client
+        client.retry = .singleAttempt
+        // The license the report is about, as stored now: a renewal stored while the report is
+        // in flight is newer than the server's answer, which then must not replace it.
+        let reportedIssue = report.token.flatMap { try? store.download($0) }.flatMap(StoredLicense.terms)?.issuedAt
         for attempt in 0..<2 {
             do {
                 switch report.kind {
@@ -76,7 +84,7 @@ extension OfflineLicenses {
                     let updated = try await client.firstPlay(licenseID: report.licenseID, fairPlay: keySystem,
                                                                     contentKeyID: report.contentKeyID, accountID: report.accountID,
                                                                     authToken: nil)
-                    applyServerLicense(updated, token: report.token)
+                    applyServerLicense(updated, token: report.token, reportedIssue: reportedIssue)
                 case .release:
                     try await client.release(licenseID: report.licenseID, fairPlay: keySystem, contentKeyID: report.contentKeyID,
                                                     accountID: report.accountID, authToken: nil)
@@ -88,7 +96,7 @@ extension OfflineLicenses {
                     continue
                 }
                 if error.reason == .licenseRevoked, let token = report.token { forget(token) }
-                // The license client has already retried what may pass (honouring Retry-After).
+                // What may pass waits for the next pass (the outbox's back-off).
                 let unreachable = error.reason == .network || (error.httpStatus.map(RetryPolicy.isRetryable) ?? false)
                 return !unreachable
             }
@@ -97,10 +105,12 @@ extension OfflineLicenses {
     }
 
     /// Replaces the stored license of `token` with the server's answer to a first-play report
-    /// (same license id), keeping the local first play; announces the expiry if it moved.
-    private func applyServerLicense(_ license: StoredLicense, token: OfflineVideoToken?) {
+    /// (same license id), keeping the local first play; announces the expiry if it moved. Not
+    /// when the stored license changed while the report was in flight (`reportedIssue` is the
+    /// issue time it had when the report was sent): a renewal's license is newer than the answer.
+    private func applyServerLicense(_ license: StoredLicense, token: OfflineVideoToken?, reportedIssue: Date?) {
         guard let token, let record = try? store.download(token), let current = StoredLicense.terms(of: record),
-              current.licenseID == license.terms.licenseID else { return }
+              current.licenseID == license.terms.licenseID, current.issuedAt == reportedIssue else { return }
         let local = record.initialPlaybackAt.map(Date.init(timeIntervalSince1970:))
         let before = current.expiry(localFirstPlay: local)
         guard (try? store.update(token, { license.apply(to: &$0) })) != nil else { return }

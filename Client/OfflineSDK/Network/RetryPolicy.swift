@@ -28,6 +28,9 @@ struct RetryPolicy: Sendable, Equatable {
     /// The longest back-off (default 8 s); a server's `Retry-After` may ask for longer.
     var maxDelay: Duration = .seconds(8)
 
+    /// One try, no retry: for work a durable queue tries again later (the license reports).
+    static let singleAttempt = RetryPolicy(failuresWithoutProgress: 1, timeWithoutProgress: .zero)
+
     /// The wait before trying an item again after its `failures`-th failure in a row (1 or more):
     /// the back-off with `jitter` (0 ≤ jitter < 1) taking up to half of it away, or `retryAfter`
     /// when the server asked for longer.
