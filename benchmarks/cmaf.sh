@@ -141,11 +141,9 @@ for at in 0 3600; do
     [ "$(decoded "$work/sdk.mp4" $at)" = "$(decoded "$work/ffmpeg.mp4" $at)" ] ||
         { echo "the two exports decode to different frames at $at s" >&2; exit 1; }
 done
-for tool in sdk ffmpeg; do
-    for stream in v a; do printf -v "${tool}_$stream" %s "$(frames "$work/$tool.mp4" $stream)"; done
-done
-[ "$sdk_v" = "$ffmpeg_v" ] && [ "$sdk_a" = "$ffmpeg_a" ] ||
-    { echo "the two exports hold different numbers of frames (SDK / ffmpeg): video $sdk_v / $ffmpeg_v, audio $sdk_a / $ffmpeg_a" >&2; exit 1; }
+counts="video $(frames "$work/sdk.mp4" v) / $(frames "$work/ffmpeg.mp4" v), audio $(frames "$work/sdk.mp4" a) / $(frames "$work/ffmpeg.mp4" a)"
+[ "$(frames "$work/sdk.mp4" v)" = "$(frames "$work/ffmpeg.mp4" v)" ] && [ "$(frames "$work/sdk.mp4" a)" = "$(frames "$work/ffmpeg.mp4" a)" ] ||
+    { echo "the two exports hold different numbers of frames (SDK / ffmpeg): $counts" >&2; [ -n "${KEEP:-}" ] && trap - EXIT; exit 1; }
 echo
 echo "== (b) export of the 2-hour FairPlay video's CMAF package (lowest rendition + en audio) to one clear MP4, median of $rounds"
 printf "%-7s %8s %8s %10s %10s %12s %8s\n" tool "wall s" "CPU s" "MB out" "MB/s" "duration" "ratio"

@@ -41,7 +41,7 @@ struct ThumbnailTrackTests {
         #expect(sprites.map(\.file) == ["thumbnails/sprite-1.jpg", "thumbnails/sprite-2.png"])
         #expect(try ThumbnailTrackFile.cues(local).map(\.image) == ["sprite-1.jpg", "sprite-1.jpg", "sprite-2.png"])
         #expect(local.contains("00:00:02.000 --> 00:00:04.000\nsprite-1.jpg#xywh=160,0,160,90\n"))
-        #expect(ThumbnailTrackFile.spriteFiles(try ThumbnailTrackFile.cues(local)) == ["thumbnails/sprite-1.jpg", "thumbnails/sprite-2.png"])
+        #expect(ThumbnailTrackFile.spriteFiles(local: local) == ["thumbnails/sprite-1.jpg", "thumbnails/sprite-2.png"])
         #expect { try ThumbnailTrackFile.localize("WEBVTT\n\n00:00.000 --> 00:01.000\nfile:///etc/passwd\n", trackURL: "https://h/t.vtt") }
             throws: { "\($0)".contains("not an http(s) URL") }
     }

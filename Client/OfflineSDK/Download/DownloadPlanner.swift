@@ -20,12 +20,6 @@ struct DownloadPlan: Sendable {
         tracks.reduce(0) { total, track in track.durations.reduce(total) { $0 + track.estimatedBytes(duration: $1) } }
     }
 
-    /// Bytes a download of the plan needs (the estimate and the free-space check): its tracks,
-    /// the thumbnail track when `selections` ask for it, the download configuration's artwork.
-    func neededBytes(video: PlaybackVideo, selections: MediaSelections, artwork: Data?) -> Int64 {
-        estimatedBytes + ThumbnailTrackFile.estimatedBytes(of: video, asked: selections.thumbnails) + Int64(artwork?.count ?? 0)
-    }
-
     var trackRecords: [TrackRecord] { tracks.map(\.record) }
 
     /// The rows to store for the segments, made one at a time as the store inserts them: a

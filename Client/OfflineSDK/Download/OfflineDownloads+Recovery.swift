@@ -88,7 +88,9 @@ extension OfflineDownloads {
         if let video = try? record.video() {
             files += OfflineDownloads.sidebandTracks(record: record, video: video).map(PackageLayout.sidebandFile)
             if ThumbnailTrackFile.track(of: video, asked: StoredRequest.of(record).thumbnails == true) != nil {
-                files += [ThumbnailTrackFile.trackFile] + ThumbnailTrackFile.spriteFiles(ThumbnailTrackFile.localCues(inPackage: folder) ?? [])
+                let local = folder.appendingPathComponent(ThumbnailTrackFile.trackFile).path
+                files.append(ThumbnailTrackFile.trackFile)
+                files += OfflinePlaybackSessions.readFile(local).map { ThumbnailTrackFile.spriteFiles(local: String(decoding: $0, as: UTF8.self)) } ?? []
             }
         }
         if let missing = files.first(where: { !exists($0) }) { return missing }

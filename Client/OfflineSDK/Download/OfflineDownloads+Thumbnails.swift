@@ -1,5 +1,6 @@
 import CurlTransfer
 import Foundation
+import SystemFiles
 import WireModels
 
 /// The thumbnail track of a download that asked for it (`MediaSelections.thumbnails`), after
@@ -18,21 +19,22 @@ extension OfflineDownloads {
         do throws(OfflineVideoError) {
             // The WebVTT's URL is signed and may have expired with the download's others: once
             // refused (403), the video is fetched again and its fresh URL tried.
-            for attempt in 0 ..< 2 {
-                do throws(TransferError) {
-                    try await fetchFile(track.src, to: remotePath)
-                    break
-                } catch where error.code.httpStatus == 403 && attempt == 0 {
-                    try await refreshURLs(token)
-                    guard let fresh = try? store.download(token)?.video(), let renewed = ThumbnailTrackFile.track(of: fresh, asked: true) else {
-                        throw OfflineVideoError(.downloadFailure, .tokenExpired, "The thumbnail track's URL expired and the video no longer lists the track")
-                    }
-                    track = renewed
-                } catch {
+            do throws(TransferError) {
+                try await fetchFile(track.src, to: remotePath)
+            } catch where error.code.httpStatus == 403 {
+                try await refreshURLs(token)
+                guard let fresh = try? store.download(token)?.video(),
+                      let renewed = ThumbnailTrackFile.track(of: fresh, asked: true) else {
+                    throw OfflineVideoError(.downloadFailure, .tokenExpired, "The thumbnail track's URL expired and the video no longer lists the track")
+                }
+                track = renewed
+                do throws(TransferError) { try await fetchFile(track.src, to: remotePath) } catch {
                     throw OfflineDownloads.fileFailure(error, "The thumbnail track's WebVTT")
                 }
+            } catch {
+                throw OfflineDownloads.fileFailure(error, "The thumbnail track's WebVTT")
             }
-            guard let body = FileManager.default.contents(atPath: remotePath) else {
+            guard let body = OfflinePlaybackSessions.readFile(remotePath) else {
                 throw OfflineVideoError(.downloadFailure, .storage, "The thumbnail track's WebVTT cannot be read back from \(remotePath)")
             }
             let sprites: [(url: String, file: String)], local: String
@@ -51,9 +53,12 @@ extension OfflineDownloads {
                 }
             }
             do {
-                // Whole and on the disk before it is there (Foundation's atomic write syncs, then
-                // renames): its presence says the track is.
-                try Data(local.utf8).write(to: URL(fileURLWithPath: localPath), options: .atomic)
+                // Whole and on the disk before it is there: its presence says the track is.
+                try OfflineDownloads.writeUnsynced(Data(local.utf8), to: localPath + ".part")
+                let failure = FileContents.sync(localPath + ".part")
+                if failure != 0 { throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO) }
+                try FileManager.default.moveItem(atPath: localPath + ".part", toPath: localPath)
+                _ = FileContents.sync((localPath as NSString).deletingLastPathComponent)
             } catch {
                 throw OfflineVideoError(.downloadFailure, OfflineVideoError.storageReason(of: error), "Cannot write the thumbnail track: \(error)",
                                         underlying: error)

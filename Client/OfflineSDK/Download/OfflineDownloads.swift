@@ -159,7 +159,8 @@ actor OfflineDownloads: SharesManagerQueue {
                                     "The request names key \(wanted); video \(video.id) is protected with "
                                         + (plan.contentKeyID.map { "key \($0)" } ?? "no FairPlay key"))
         }
-        try checkFreeSpace(needed: plan.neededBytes(video: video, selections: selections, artwork: request.configuration?.artwork))
+        try checkFreeSpace(needed: plan.estimatedBytes + ThumbnailTrackFile.estimatedBytes(of: video, asked: selections.thumbnails)
+                               + Int64(request.configuration?.artwork?.count ?? 0))
         // The package's files known now: its playlists, its media options, the artwork. Kept in
         // the store too, so a package folder that loses them gets them back when it resumes.
         var files = plan.playlists.mapValues { Data($0.utf8) }

@@ -101,25 +101,20 @@ enum ThumbnailTrackFile {
         return (sprites, local)
     }
 
-    /// The cues of the package's local WebVTT (`folder` is the package folder), each naming its
-    /// sprite inside `thumbnails/`; nil when the package has none, or it cannot be read. Reads
-    /// the file: off the cooperative pool only.
-    static func localCues(inPackage folder: URL) -> [Cue]? {
-        PoolCheck.note()
-        guard let body = FileManager.default.contents(atPath: folder.appendingPathComponent(trackFile).path) else { return nil }
-        return try? cues(String(decoding: body, as: UTF8.self))
-    }
-
-    /// The previews of a package's local cues.
-    static func thumbnails(_ cues: [Cue], inPackage folder: URL) -> [OfflineThumbnail] {
+    /// The package's thumbnails from its local WebVTT (`folder` is the package folder); nil when
+    /// the package has none, or its WebVTT cannot be read.
+    static func thumbnails(inPackage folder: URL, body: String) -> [OfflineThumbnail]? {
+        guard let cues = try? cues(body) else { return nil }
         let base = folder.appendingPathComponent(self.folder, isDirectory: true)
-        return cues.map { OfflineThumbnail(start: $0.start, end: $0.end, imageFile: base.appendingPathComponent($0.image), tile: $0.tile) }
+        return cues.map { cue in
+            OfflineThumbnail(start: cue.start, end: cue.end, imageFile: base.appendingPathComponent(cue.image), tile: cue.tile)
+        }
     }
 
-    /// The sprite files local cues name, each once, inside the package folder.
-    static func spriteFiles(_ cues: [Cue]) -> [String] {
+    /// The sprite files a local WebVTT names, inside the package folder.
+    static func spriteFiles(local body: String) -> [String] {
         var files: [String] = []
-        for cue in cues where !files.contains("\(folder)/\(cue.image)") { files.append("\(folder)/\(cue.image)") }
+        for cue in (try? cues(body)) ?? [] where !files.contains("\(folder)/\(cue.image)") { files.append("\(folder)/\(cue.image)") }
         return files
     }
 
@@ -131,18 +126,23 @@ enum ThumbnailTrackFile {
         return !ext.isEmpty && ext.count <= 4 && ext.allSatisfy({ $0.isLetter || $0.isNumber }) ? ext : "jpg"
     }
 
-    /// Seconds from `[HH:]MM:SS.mmm` (minutes and seconds below 60).
+    /// Seconds from `[HH:]MM:SS.mmm`.
     static func time(_ text: String) -> Double? {
         let fields = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard (2 ... 3).contains(fields.count), let seconds = Double(fields[fields.count - 1]), (0 ..< 60).contains(seconds) else { return nil }
-        let whole = fields.dropLast().compactMap { Int($0) }.filter { $0 >= 0 }
-        guard whole.count == fields.count - 1, let minutes = whole.last, minutes < 60 else { return nil }
-        return Double((whole.count == 2 ? whole[0] : 0) * 3600 + minutes * 60) + seconds
+        guard (2 ... 3).contains(fields.count), let seconds = Double(fields[fields.count - 1]), seconds >= 0, seconds < 60 else { return nil }
+        let whole = fields.dropLast().map { Int($0) }
+        guard whole.allSatisfy({ $0 != nil && $0! >= 0 }) else { return nil }
+        let minutes = whole.last!!, hours = fields.count == 3 ? whole[0]! : 0
+        guard minutes < 60 else { return nil }
+        return Double(hours * 3600 + minutes * 60) + seconds
     }
 
     /// `HH:MM:SS.mmm`.
     static func timestamp(_ seconds: Double) -> String {
         let ms = Int((seconds * 1000).rounded())
-        return String(format: "%02d:%02d:%02d.%03d", ms / 3_600_000, ms / 60000 % 60, ms / 1000 % 60, ms % 1000)
+        let (h, m, s) = (ms / 3_600_000, ms / 60000 % 60, ms / 1000 % 60)
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        let milli = ms % 1000
+        return "\(two(h)):\(two(m)):\(two(s)).\(milli < 10 ? "00" : milli < 100 ? "0" : "")\(milli)"
     }
 }

@@ -134,7 +134,8 @@ extension OfflineVideoManager {
                                                             subtitleLanguages: configuration.preferredSubtitleLanguages)
         let plan = try await planner.plan(token: "estimate", video: video, variant: spec.variant, audioLanguages: selections.audioLanguages,
                                           subtitleLanguages: OfflineDownloads.manifestSubtitleLanguages(selections.subtitleLanguages, video: video))
-        return Double(plan.neededBytes(video: video, selections: selections, artwork: spec.configuration?.artwork)) / OfflineVideoManager.bytesPerMegabyte
+        let thumbnails = ThumbnailTrackFile.estimatedBytes(of: video, asked: selections.thumbnails)
+        return Double(plan.estimatedBytes + thumbnails + Int64(spec.configuration?.artwork?.count ?? 0)) / OfflineVideoManager.bytesPerMegabyte
     }
 
     /// The megabyte of `estimateDownloadSize`: 1,000,000 bytes.

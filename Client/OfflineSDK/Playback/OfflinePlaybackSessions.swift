@@ -140,14 +140,15 @@ actor OfflinePlaybackSessions: SharesManagerQueue {
         }
         var images = [record.posterFile, record.thumbnailFile].compactMap { $0 }
         // The thumbnail track, when downloaded: its WebVTT and sprites served beside the images.
-        let cues = ThumbnailTrackFile.localCues(inPackage: packageFolder(token)) ?? []
-        if !cues.isEmpty { images += [ThumbnailTrackFile.trackFile] + ThumbnailTrackFile.spriteFiles(cues) }
+        let thumbnailTrack = OfflinePlaybackSessions.readFile(packageFolder(token).appendingPathComponent(ThumbnailTrackFile.trackFile).path)
+            .map { String(decoding: $0, as: UTF8.self) }
+        let thumbnails = thumbnailTrack.flatMap { ThumbnailTrackFile.thumbnails(inPackage: packageFolder(token), body: $0) } ?? []
+        if let thumbnailTrack, !thumbnails.isEmpty { images += [ThumbnailTrackFile.trackFile] + ThumbnailTrackFile.spriteFiles(local: thumbnailTrack) }
         openSessions[token, default: 0] += 1
         let subject = OfflineAnalytics.Subject(record)
         let session = UUID().uuidString.lowercased()
         return OfflinePlayback(token: token, sessionID: session, reader: reader, license: license?.info, sideband: sideband,
-                               subtitleLanguage: subtitleLanguage, images: images,
-                               thumbnails: ThumbnailTrackFile.thumbnails(cues, inPackage: packageFolder(token)),
+                               subtitleLanguage: subtitleLanguage, images: images, thumbnails: thumbnails,
                                onReport: { [seams] name, position throws(OfflineVideoError) in
                                    try await seams.recordPlay(name, subject, position, session)
                                },

@@ -87,19 +87,21 @@ extension OfflineStore {
                 SELECT EXISTS(SELECT 1 FROM download WHERE license_seal IS NOT NULL)
                     OR EXISTS(SELECT 1 FROM setting WHERE name LIKE 'trusted_time.%')
                 """) ?? false
-            if !stamped {
-                for before in try DownloadRecord.fetchAll(db) {
-                    guard let sealed = before.license, let resealed = reseal(sealed, legacyKey) else { continue }
-                    var record = before
-                    record.license = resealed
-                    try save(record, before: before, freshLicense: true, db)  // a license that would not open stays unstamped
-                }
-                if let mark = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'trusted_time'")
-                    .flatMap({ Double(String(decoding: $0, as: UTF8.self)) }) {
-                    try db.execute(sql: "INSERT OR REPLACE INTO setting (name, value) VALUES (?, ?)", arguments: [device.markSetting, device.stampMark(mark)])
-                }
-                try db.execute(sql: "UPDATE OR IGNORE setting SET name = ? WHERE name = 'device_id'", arguments: [device.deviceIDSetting])
+            guard !stamped else {
+                try db.execute(sql: "DELETE FROM setting WHERE name IN ('device_key', 'trusted_time', 'device_id')")
+                return
             }
+            for before in try DownloadRecord.fetchAll(db) {
+                guard let sealed = before.license, let resealed = reseal(sealed, legacyKey) else { continue }
+                var record = before
+                record.license = resealed
+                try save(record, before: before, freshLicense: true, db)  // a license that would not open stays unstamped
+            }
+            if let mark = try Data.fetchOne(db, sql: "SELECT value FROM setting WHERE name = 'trusted_time'")
+                .flatMap({ Double(String(decoding: $0, as: UTF8.self)) }) {
+                try db.execute(sql: "INSERT OR REPLACE INTO setting (name, value) VALUES (?, ?)", arguments: [device.markSetting, device.stampMark(mark)])
+            }
+            try db.execute(sql: "UPDATE OR IGNORE setting SET name = ? WHERE name = 'device_id'", arguments: [device.deviceIDSetting])
             try db.execute(sql: "DELETE FROM setting WHERE name IN ('device_key', 'trusted_time', 'device_id')")
         }
     }
